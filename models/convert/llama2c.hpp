@@ -1,0 +1,22 @@
+// Import of llama2.c checkpoints (the legacy float .bin) and their tokenizer.bin.
+#pragma once
+
+#include <string>
+
+#include "mote_writer.hpp"
+
+namespace mote::convert {
+
+struct Llama2cOptions {
+  format::DType dtype = format::DType::f32;  // of the matrices; norm vectors stay f32
+  // llama2.c stores RoPE pairs interleaved; checkpoints exported without llama2.c's permutation
+  // of wq/wk use split halves instead.
+  format::RopeLayout rope_layout = format::RopeLayout::interleaved;
+};
+
+// Reads checkpoint_path and tokenizer_path into *out; on failure returns false and a one-line
+// reason in *error.
+bool load_llama2c(const std::string &checkpoint_path, const std::string &tokenizer_path,
+                  const Llama2cOptions &options, ModelData *out, std::string *error);
+
+}  // namespace mote::convert

@@ -1,0 +1,168 @@
+#include "mote_writer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+
+#include "core/fp16.hpp"
+
+namespace mote::convert {
+namespace {
+
+size_t align_up(size_t n, size_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+template <typename T>
+void put(std::vector<uint8_t> &out, size_t offset, const T &value) {
+  std::memcpy(out.data() + offset, &value, sizeof value);
+}
+
+std::vector<uint8_t> serialize_tokenizer(const TokenizerData &tok) {
+  const uint32_t n = static_cast<uint32_t>(tok.pieces.size());
+  std::vector<uint32_t> offsets(n + 1, 0);
+  uint32_t max_piece = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    offsets[i + 1] = offsets[i] + static_cast<uint32_t>(tok.pieces[i].size());
+    max_piece = std::max(max_piece, static_cast<uint32_t>(tok.pieces[i].size()));
+  }
+  // Sorted by (bytes as unsigned, id): what the runtime's binary search and validation expect.
+  std::vector<uint32_t> sorted(n);
+  std::iota(sorted.begin(), sorted.end(), 0u);
+  std::sort(sorted.begin(), sorted.end(), [&](uint32_t a, uint32_t b) {
+    const std::string &pa = tok.pieces[a], &pb = tok.pieces[b];
+    const int c = std::memcmp(pa.data(), pb.data(), std::min(pa.size(), pb.size()));
+    if (c != 0) return c < 0;
+    if (pa.size() != pb.size()) return pa.size() < pb.size();
+    return a < b;
+  });
+
+  format::TokenizerHeader h{};
+  h.kind = static_cast<uint32_t>(tok.kind);
+  h.n_tokens = n;
+  h.flags = tok.flags;
+  h.chat_template = static_cast<uint32_t>(tok.chat_template);
+  h.bos_id = tok.bos_id;
+  h.eos_id = tok.eos_id;
+  h.unk_id = tok.unk_id;
+  h.max_piece_bytes = max_piece;
+  size_t at = sizeof h;
+  h.piece_offsets_offset = at;
+  at += (n + 1) * 4ull;
+  h.piece_bytes_offset = at;
+  at = align_up(at + offsets[n], 4);
+  h.scores_offset = at;
+  at += n * 4ull;
+  h.types_offset = at;
+  at = align_up(at + n, 4);
+  h.sorted_ids_offset = at;
+  at += n * 4ull;
+
+  std::vector<uint8_t> out(at, 0);
+  put(out, 0, h);
+  std::memcpy(out.data() + h.piece_offsets_offset, offsets.data(), offsets.size() * 4);
+  for (uint32_t i = 0; i < n; ++i) {
+    std::memcpy(out.data() + h.piece_bytes_offset + offsets[i], tok.pieces[i].data(), tok.pieces[i].size());
+  }
+  std::memcpy(out.data() + h.scores_offset, tok.scores.data(), n * 4ull);
+  std::memcpy(out.data() + h.types_offset, tok.types.data(), n);
+  std::memcpy(out.data() + h.sorted_ids_offset, sorted.data(), n * 4ull);
+  return out;
+}
+
+}  // namespace
+
+format::ModelConfig llama_config() {
+  format::ModelConfig c{};
+  c.family = static_cast<uint32_t>(format::Family::llama);
+  c.norm_kind = static_cast<uint32_t>(format::NormKind::rmsnorm);
+  c.norm_eps = 1e-5f;
+  c.position_kind = static_cast<uint32_t>(format::PositionKind::rope);
+  c.rope_theta = 10000.0f;
+  c.rope_layout = static_cast<uint32_t>(format::RopeLayout::interleaved);
+  c.activation = static_cast<uint32_t>(format::Activation::swiglu);
+  c.bos_id = -1;
+  c.eos_id = -1;
+  return c;
+}
+
+std::vector<uint8_t> encode_floats(const float *values, size_t n, format::DType dtype) {
+  std::vector<uint8_t> out;
+  if (dtype == format::DType::f16) {
+    out.resize(n * 2);
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t h = f32_to_fp16(values[i]);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  } else {
+    out.resize(n * 4);
+    std::memcpy(out.data(), values, n * 4);
+  }
+  return out;
+}
+
+std::vector<uint8_t> serialize(const ModelData &model) {
+  const size_t align = format::kAlignment;
+  const std::vector<uint8_t> tokenizer = serialize_tokenizer(model.tokenizer);
+
+  format::FileHeader h{};
+  std::memcpy(h.magic, format::kMagic, sizeof h.magic);
+  h.version = format::kVersion;
+  h.header_size = sizeof(format::FileHeader);
+  h.config_size = sizeof(format::ModelConfig);
+  h.tensor_entry_size = sizeof(format::TensorEntry);
+  h.config_offset = sizeof(format::FileHeader);
+  h.tensor_table_offset = align_up(h.config_offset + sizeof(format::ModelConfig), align);
+  h.tensor_count = static_cast<uint32_t>(model.tensors.size());
+  h.tokenizer_offset = align_up(h.tensor_table_offset + model.tensors.size() * sizeof(format::TensorEntry), align);
+  h.tokenizer_size = tokenizer.size();
+  h.data_offset = align_up(h.tokenizer_offset + tokenizer.size(), align);
+
+  std::vector<format::TensorEntry> entries;
+  size_t at = h.data_offset;
+  for (const TensorData &t : model.tensors) {
+    format::TensorEntry e{};
+    e.role = static_cast<uint32_t>(t.role);
+    e.layer = t.layer;
+    e.dtype = static_cast<uint32_t>(t.dtype);
+    e.n_dims = t.n_dims;
+    e.shape[0] = t.rows;
+    e.shape[1] = t.n_dims == 2 ? t.cols : 1;
+    e.shape[2] = e.shape[3] = 1;
+    e.offset = at;
+    e.size = t.bytes.size();
+    entries.push_back(e);
+    at = align_up(at + t.bytes.size(), align);
+  }
+  h.file_size = align_up(at, align);
+  h.data_size = h.file_size - h.data_offset;
+
+  std::vector<uint8_t> out(h.file_size, 0);
+  put(out, h.config_offset, model.config);
+  for (size_t i = 0; i < entries.size(); ++i) put(out, h.tensor_table_offset + i * sizeof entries[i], entries[i]);
+  std::memcpy(out.data() + h.tokenizer_offset, tokenizer.data(), tokenizer.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::memcpy(out.data() + entries[i].offset, model.tensors[i].bytes.data(), model.tensors[i].bytes.size());
+  }
+  h.payload_checksum = format::payload_checksum(out.data() + sizeof h, out.size() - sizeof h);
+  put(out, 0, h);
+  return out;
+}
+
+bool write_file(const std::string &path, const std::vector<uint8_t> &bytes, std::string *error) {
+  const std::string temporary = path + ".partial";
+  std::FILE *f = std::fopen(temporary.c_str(), "wb");
+  if (f == nullptr) {
+    *error = "cannot create '" + temporary + "'";
+    return false;
+  }
+  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    *error = "cannot write '" + path + "' (disk full or no permission?)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace mote::convert

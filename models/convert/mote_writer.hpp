@@ -1,0 +1,49 @@
+// Builds .mote files (host side: converters and tests may allocate).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "format/format.hpp"
+
+namespace mote::convert {
+
+struct TensorData {
+  format::Role role;
+  uint32_t layer;  // format::kNoLayer for global tensors
+  format::DType dtype;
+  uint32_t n_dims;  // 1 or 2
+  uint32_t rows, cols;  // cols = 1 for vectors
+  std::vector<uint8_t> bytes;
+};
+
+struct TokenizerData {
+  format::TokenizerKind kind = format::TokenizerKind::sentencepiece_bpe;
+  uint32_t flags = format::kTokAddSpacePrefix;
+  format::ChatTemplate chat_template = format::ChatTemplate::none;
+  int32_t bos_id = -1, eos_id = -1, unk_id = -1;
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::vector<uint8_t> types;
+};
+
+struct ModelData {
+  format::ModelConfig config{};
+  std::vector<TensorData> tensors;
+  TokenizerData tokenizer;
+};
+
+// The config every Llama-family converter starts from (RMSNorm, RoPE, SwiGLU, no biases).
+format::ModelConfig llama_config();
+
+// Stores floats as dtype (f32 or f16), row-major.
+std::vector<uint8_t> encode_floats(const float *values, size_t n, format::DType dtype);
+
+// Lays out and checksums a complete .mote file.
+std::vector<uint8_t> serialize(const ModelData &model);
+
+// Writes bytes to path (through a temporary file, so a failure never leaves half a model).
+bool write_file(const std::string &path, const std::vector<uint8_t> &bytes, std::string *error);
+
+}  // namespace mote::convert

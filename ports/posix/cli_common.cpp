@@ -1,0 +1,138 @@
+#include "cli_common.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace mote::cli {
+namespace {
+
+bool parse_number(const Option &o, const std::string &text, std::string *error) {
+  const char *s = text.c_str();
+  char *end = nullptr;
+  errno = 0;
+  bool ok = !text.empty();
+  switch (o.kind) {
+    case Option::kU32:
+    case Option::kU64: {
+      const unsigned long long v = std::strtoull(s, &end, 10);
+      ok = ok && text[0] != '-' && errno == 0 && *end == '\0' && (o.kind == Option::kU64 || v <= UINT32_MAX);
+      if (ok && o.kind == Option::kU32) *static_cast<uint32_t *>(o.target) = static_cast<uint32_t>(v);
+      if (ok && o.kind == Option::kU64) *static_cast<uint64_t *>(o.target) = v;
+      break;
+    }
+    case Option::kI32: {
+      const long v = std::strtol(s, &end, 10);
+      ok = ok && errno == 0 && *end == '\0' && v >= INT32_MIN && v <= INT32_MAX;
+      if (ok) *static_cast<int32_t *>(o.target) = static_cast<int32_t>(v);
+      break;
+    }
+    case Option::kF32: {
+      const float v = std::strtof(s, &end);
+      ok = ok && errno == 0 && *end == '\0' && std::isfinite(v);
+      if (ok) *static_cast<float *>(o.target) = v;
+      break;
+    }
+    default: break;
+  }
+  if (!ok) *error = std::string("invalid value '") + text + "' for " + o.long_name;
+  return ok;
+}
+
+}  // namespace
+
+bool parse_options(int argc, char **argv, int first, const std::vector<Option> &options,
+                   std::vector<std::string> *positional, std::string *error) {
+  for (int i = first; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.size() < 2 || word[0] != '-') {
+      positional->push_back(word);
+      continue;
+    }
+    const Option *match = nullptr;
+    for (const Option &o : options) {
+      if (word == o.long_name || (o.short_name != nullptr && word == o.short_name)) match = &o;
+    }
+    if (match == nullptr) {
+      *error = "unknown option '" + word + "'";
+      return false;
+    }
+    if (match->seen != nullptr) *match->seen = true;
+    if (match->kind == Option::kSwitch) {
+      *static_cast<bool *>(match->target) = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      *error = "option " + word + " needs a value";
+      return false;
+    }
+    const std::string value = argv[++i];
+    if (match->kind == Option::kString) {
+      *static_cast<std::string *>(match->target) = value;
+    } else if (!parse_number(*match, value, error)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int report(const char *command, const std::string &message, int code) {
+  std::fprintf(stderr, "mote %s: %s\n", command, message.c_str());
+  return code;
+}
+
+std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error) {
+  auto loaded = std::make_unique<LoadedModel>();
+  if (!loaded->file.open(path, error)) return nullptr;
+  char message[256] = "";
+  if (mote_model_open(loaded->file.data(), loaded->file.size(), &loaded->model, message, sizeof message) != MOTE_OK) {
+    *error = "'" + path + "': " + message;
+    return nullptr;
+  }
+  return loaded;
+}
+
+void SessionHolder::FreeArena::operator()(void *p) const { std::free(p); }
+
+std::unique_ptr<SessionHolder> open_session(const mote_model &model, const mote_session_options &options,
+                                            std::string *error) {
+  auto holder = std::make_unique<SessionHolder>();
+  holder->arena_bytes = mote_arena_size(&model, &options);
+  char message[256] = "";
+  if (holder->arena_bytes > 0) {
+    const size_t rounded = (holder->arena_bytes + MOTE_ARENA_ALIGNMENT - 1) / MOTE_ARENA_ALIGNMENT * MOTE_ARENA_ALIGNMENT;
+    holder->arena.reset(std::aligned_alloc(MOTE_ARENA_ALIGNMENT, rounded));
+    if (holder->arena == nullptr) {
+      *error = "cannot allocate the " + std::to_string(holder->arena_bytes) + "-byte arena";
+      return nullptr;
+    }
+  }
+  if (mote_session_init(&holder->session, &model, &options, holder->arena.get(), holder->arena_bytes, message,
+                        sizeof message) != MOTE_OK) {
+    *error = message;
+    return nullptr;
+  }
+  return holder;
+}
+
+bool tokenize(const mote_model &model, const std::string &text, std::vector<int32_t> *tokens, std::string *error) {
+  tokens->assign(text.size() + 2, 0);
+  size_t n = 0;
+  const mote_status status =
+      mote_tokenize(&model, text.data(), text.size(), MOTE_TOKENIZE_ADD_BOS, tokens->data(), tokens->size(), &n);
+  if (status != MOTE_OK) {
+    *error = std::string("cannot tokenize the prompt: ") + mote_status_name(status);
+    return false;
+  }
+  tokens->resize(n);
+  return true;
+}
+
+double now_seconds() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+}  // namespace mote::cli

@@ -1,0 +1,65 @@
+// Shared pieces of the `mote` command-line tool: option parsing, model loading, sessions.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "file_map.hpp"
+#include "mote/mote.h"
+
+namespace mote::cli {
+
+constexpr int kExitError = 1;  // the command ran and failed (bad file, arena, context...)
+constexpr int kExitUsage = 2;  // the command line was wrong
+
+struct Option {
+  enum Kind { kString, kU32, kI32, kF32, kU64, kSwitch };
+  const char *long_name;   // "--top-k"
+  const char *short_name;  // "-t" or null
+  Kind kind;
+  void *target;            // std::string*, uint32_t*, int32_t*, float*, uint64_t* or bool*
+  bool *seen = nullptr;    // set when the option was given
+};
+
+// Parses argv[first..argc); non-option words go to *positional. Returns false with a one-line
+// reason in *error for an unknown option, a missing value or a malformed number.
+bool parse_options(int argc, char **argv, int first, const std::vector<Option> &options,
+                   std::vector<std::string> *positional, std::string *error);
+
+// Prints "mote COMMAND: message" on stderr and returns code.
+int report(const char *command, const std::string &message, int code);
+
+// A memory-mapped, validated model.
+struct LoadedModel {
+  posix::FileMap file;
+  mote_model model{};
+};
+std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error);
+
+// A session with its own 64-byte aligned arena.
+struct SessionHolder {
+  struct FreeArena {
+    void operator()(void *p) const;
+  };
+  std::unique_ptr<void, FreeArena> arena;
+  size_t arena_bytes = 0;
+  mote_session session{};
+};
+std::unique_ptr<SessionHolder> open_session(const mote_model &model, const mote_session_options &options,
+                                            std::string *error);
+
+// Encodes text with BOS (llama2.c's convention); false with a reason on failure.
+bool tokenize(const mote_model &model, const std::string &text, std::vector<int32_t> *tokens, std::string *error);
+
+double now_seconds();
+
+// The subcommands; argv[1] is the command name.
+int command_run(int argc, char **argv);
+int command_inspect(int argc, char **argv);
+int command_convert(int argc, char **argv);
+int command_bench(int argc, char **argv);
+
+}  // namespace mote::cli

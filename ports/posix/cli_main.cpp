@@ -1,0 +1,36 @@
+// `mote`: run, inspect, convert and benchmark models from the command line.
+#include <cstdio>
+#include <cstring>
+
+#include "cli_common.hpp"
+
+namespace {
+
+const char kUsage[] =
+    "usage: mote COMMAND [OPTIONS]\n"
+    "\n"
+    "commands:\n"
+    "  run      -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
+    "           [--repeat-penalty R] [--seed S] [-t THREADS] [--ctx N] [--kv f32|f16]\n"
+    "           print the prompt and N generated tokens (stats on stderr)\n"
+    "  inspect  MODEL [--ctx N]   print the config, the tensor table and the arena size\n"
+    "  convert  INPUT -o OUTPUT --tokenizer FILE [--dtype f32|f16] [--rope interleaved|split]\n"
+    "           convert a llama2.c checkpoint into a .mote file\n"
+    "  bench    -m MODEL [-t N] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--json]\n"
+    "           measure prompt and decode tokens per second (medians)\n";
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? mote::cli::kExitUsage : 0;
+  }
+  const char *command = argv[1];
+  if (std::strcmp(command, "run") == 0) return mote::cli::command_run(argc, argv);
+  if (std::strcmp(command, "inspect") == 0) return mote::cli::command_inspect(argc, argv);
+  if (std::strcmp(command, "convert") == 0) return mote::cli::command_convert(argc, argv);
+  if (std::strcmp(command, "bench") == 0) return mote::cli::command_bench(argc, argv);
+  std::fprintf(stderr, "mote: unknown command '%s' (try 'mote --help')\n", command);
+  return mote::cli::kExitUsage;
+}

@@ -1,0 +1,146 @@
+/* mote: a small, heap-free runtime for decoder-only transformer language models.
+ *
+ * Memory is exactly two caller-owned regions: the model bytes (read-only, used in place) and
+ * one session arena (writable, 64-byte aligned, sized by mote_arena_size()). Nothing here
+ * allocates, throws or performs I/O. Every call that can fail returns a mote_status and, where
+ * the caller passes an error buffer, writes a one-line message into it.
+ */
+#ifndef MOTE_MOTE_H
+#define MOTE_MOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mote_status {
+  MOTE_OK = 0,
+  MOTE_ERR_INVALID_ARGUMENT = 1, /* a null pointer, a zero size, an option out of range */
+  MOTE_ERR_BAD_MODEL = 2,        /* the model bytes failed validation */
+  MOTE_ERR_UNSUPPORTED = 3,      /* a valid file this build cannot run */
+  MOTE_ERR_ARENA_TOO_SMALL = 4,  /* the message states the bytes needed */
+  MOTE_ERR_CONTEXT_FULL = 5,     /* no room left in the KV cache */
+  MOTE_ERR_BUFFER_TOO_SMALL = 6, /* an output buffer cannot hold the result */
+  MOTE_ERR_BAD_TOKEN = 7         /* a token id outside the vocabulary */
+} mote_status;
+
+/* Returns a static, human-readable name for a status ("arena too small"). */
+const char *mote_status_name(mote_status status);
+
+/* The instruction set the kernels use on this CPU ("avx512", "avx2", "neon", "scalar"). */
+const char *mote_isa_name(void);
+
+/* The arena and every buffer inside it are aligned to this many bytes. */
+#define MOTE_ARENA_ALIGNMENT 64
+
+/* A loaded model: a validated, immutable view of the model bytes. Caller-owned storage; the
+ * fields are private. One model serves any number of sessions, from any threads. */
+typedef struct mote_model {
+  uint64_t opaque_[64];
+} mote_model;
+
+/* Architecture facts a caller may want (filled by mote_model_info). */
+typedef struct mote_model_info {
+  uint32_t dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, vocab_size, max_seq_len;
+  int32_t bos_id, eos_id;
+  uint64_t weight_bytes; /* bytes of all tensors in the file */
+} mote_model_info;
+
+/* Validates the model bytes (every header field, offset, size, dtype, shape and tokenizer table)
+ * and fills *model. The bytes must stay mapped and unchanged while the model is in use.
+ * The bytes must be 64-byte aligned (an mmap or an aligned flash image is). */
+mote_status mote_model_open(const void *bytes, size_t n_bytes, mote_model *model, char *err,
+                            size_t err_n);
+void mote_model_info_get(const mote_model *model, mote_model_info *info);
+
+typedef enum mote_kv_dtype { MOTE_KV_F32 = 0, MOTE_KV_F16 = 1 } mote_kv_dtype;
+
+typedef struct mote_session_options {
+  uint32_t context_length; /* tokens the KV cache holds; 0 = the model's max_seq_len */
+  mote_kv_dtype kv_dtype;
+  uint32_t n_threads; /* 0 or 1 = serial; ignored by builds without OpenMP */
+} mote_session_options;
+
+/* The default options: the model's full context, f32 KV cache, one thread. */
+mote_session_options mote_session_options_default(void);
+
+/* Exact number of arena bytes mote_session_init needs for these options; 0 if the options are
+ * invalid for the model (mote_session_init then says why). */
+size_t mote_arena_size(const mote_model *model, const mote_session_options *options);
+
+typedef struct mote_session {
+  void *impl_; /* lives at the start of the arena */
+} mote_session;
+
+/* Carves the session out of arena (64-byte aligned, at least mote_arena_size() bytes). */
+mote_status mote_session_init(mote_session *session, const mote_model *model,
+                              const mote_session_options *options, void *arena, size_t arena_n,
+                              char *err, size_t err_n);
+/* Forgets every token: the next prefill starts at position 0. */
+void mote_session_reset(mote_session *session);
+/* Tokens currently in the KV cache, and how many it holds. */
+uint32_t mote_session_position(const mote_session *session);
+uint32_t mote_session_context_length(const mote_session *session);
+/* The message of the last failing call on this session ("" when none). */
+const char *mote_session_error(const mote_session *session);
+
+/* Tokenization flags. */
+#define MOTE_TOKENIZE_ADD_BOS 1u
+
+/* Encodes UTF-8 text into token ids. Invalid UTF-8 is never rejected: each byte that is not
+ * part of a valid sequence is encoded as its own byte token, so detokenizing returns the input
+ * bytes unchanged. tokens must hold at least text_n + 2 entries (merging happens in place);
+ * on MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens holds the capacity needed. */
+mote_status mote_tokenize(const mote_model *model, const char *text, size_t text_n,
+                          uint32_t flags, int32_t *tokens, size_t capacity, size_t *n_tokens);
+
+/* The bytes that token prints after prev_token (-1 at the start): byte tokens become their
+ * byte, control tokens print nothing, the space that follows BOS is dropped. Writes up to
+ * capacity bytes (not NUL-terminated); *n_bytes gets the length. Needs at most 256 bytes. */
+mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t token,
+                            char *out, size_t capacity, size_t *n_bytes);
+
+/* Runs tokens through the model, appending them to the KV cache. */
+mote_status mote_prefill(mote_session *session, const int32_t *tokens, size_t n_tokens);
+/* Appends one token and returns the logits of the next (vocab_size floats, valid until the
+ * next call on this session). */
+mote_status mote_decode(mote_session *session, int32_t token, const float **logits);
+/* The logits after the last prefilled or decoded token (null before any). */
+const float *mote_logits(const mote_session *session);
+
+typedef struct mote_sampler_options {
+  float temperature;        /* 0 = greedy (argmax) */
+  int32_t top_k;            /* 0 = off */
+  float top_p;              /* 1 = off */
+  float min_p;              /* 0 = off */
+  float repetition_penalty; /* 1 = off; applied to tokens among the last repetition_last_n */
+  int32_t repetition_last_n;
+  uint64_t seed;
+} mote_sampler_options;
+
+mote_sampler_options mote_sampler_options_default(void);
+
+/* Seeds the session's random number generator (mote_generate does this itself). */
+void mote_sampler_seed(mote_session *session, uint64_t seed);
+/* Picks the next token from the current logits (which it modifies in place). */
+mote_status mote_sample(mote_session *session, const mote_sampler_options *options,
+                        int32_t *token);
+
+/* Called once per generated token; return non-zero to stop. */
+typedef int (*mote_on_token)(void *user, int32_t token, const char *piece, size_t piece_n);
+
+/* Prefills prompt tokens, then samples and decodes up to max_new_tokens, calling on_token for
+ * each; stops early at EOS or BOS (llama2.c's convention), when the callback asks, or when
+ * the context is full (reported as MOTE_ERR_CONTEXT_FULL after the tokens that fit).
+ * *n_generated (may be null) receives the number of tokens produced. */
+mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n_prompt,
+                          uint32_t max_new_tokens, const mote_sampler_options *options,
+                          mote_on_token on_token, void *user, uint32_t *n_generated);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOTE_MOTE_H */

@@ -1,0 +1,25 @@
+// Status codes and the caller's error buffer: every failing call writes one line into it.
+#pragma once
+
+#include <cstddef>
+
+#include "mote/mote.h"
+
+namespace mote {
+
+using Status = mote_status;
+
+// The caller's message buffer; either pointer may be null (the message is then dropped).
+struct ErrorSink {
+  char *buffer = nullptr;
+  size_t capacity = 0;
+};
+
+// Writes a printf-style message into sink and returns code (so `return fail(...)` reads well).
+Status fail(ErrorSink sink, Status code, const char *format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+}  // namespace mote

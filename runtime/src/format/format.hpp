@@ -1,0 +1,141 @@
+// The .mote file, version 1: on-disk structures (little-endian) and enumerations.
+// models/FORMAT.md is the normative spec; these structs mirror it field by field.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mote::format {
+
+constexpr uint8_t kMagic[4] = {'M', 'O', 'T', 'E'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kAlignment = 64;  // every section and tensor starts on this boundary
+
+enum class Family : uint32_t { llama = 1, gpt2 = 2 };
+enum class NormKind : uint32_t { rmsnorm = 1, layernorm = 2 };
+enum class PositionKind : uint32_t { rope = 1, learned = 2, sinusoidal = 3 };
+enum class RopeLayout : uint32_t { none = 0, interleaved = 1, split_half = 2 };
+enum class Activation : uint32_t { swiglu = 1, gelu = 2, relu = 3 };
+enum ConfigFlags : uint32_t {
+  kFlagAttentionBias = 1u << 0,
+  kFlagFfnBias = 1u << 1,
+  kFlagTiedEmbeddings = 1u << 2,
+};
+
+enum class DType : uint32_t { f32 = 0, f16 = 1, bf16 = 2, q8_0 = 3, q4_0 = 4, q4_1 = 5 };
+
+// What a tensor is; together with its layer this names it ("blk.3.attn_q").
+enum class Role : uint32_t {
+  token_embedding = 1,  // (vocab, dim)
+  attn_norm = 2,        // (dim)
+  attn_q = 3,           // (n_heads * head_dim, dim)
+  attn_k = 4,           // (n_kv_heads * head_dim, dim)
+  attn_v = 5,           // (n_kv_heads * head_dim, dim)
+  attn_output = 6,      // (dim, n_heads * head_dim)
+  ffn_norm = 7,         // (dim)
+  ffn_gate = 8,         // (ffn_dim, dim)   w1
+  ffn_down = 9,         // (dim, ffn_dim)   w2
+  ffn_up = 10,          // (ffn_dim, dim)   w3
+  output_norm = 11,     // (dim)
+  output = 12,          // (vocab, dim)     absent when embeddings are tied
+};
+constexpr uint32_t kRoleCount = 13;     // roles are 1..12
+constexpr uint32_t kNoLayer = 0xFFFFFFFFu;  // layer field of global tensors
+
+enum class TokenizerKind : uint32_t { sentencepiece_bpe = 1, byte_level_bpe = 2 };
+enum class ChatTemplate : uint32_t { none = 0, chatml = 1, llama2 = 2 };
+enum TokenizerFlags : uint32_t { kTokAddSpacePrefix = 1u << 0, kTokAddBos = 1u << 1 };
+
+struct FileHeader {  // at offset 0, 128 bytes
+  uint8_t magic[4];
+  uint32_t version;
+  uint64_t file_size;         // the whole file, a multiple of 64
+  uint64_t payload_checksum;  // FNV-1a 64 over the payload as little-endian u64 words
+  uint32_t header_size;       // sizeof(FileHeader)
+  uint32_t config_size;       // sizeof(ModelConfig)
+  uint64_t config_offset;
+  uint64_t tensor_table_offset;
+  uint32_t tensor_count;
+  uint32_t tensor_entry_size;  // sizeof(TensorEntry)
+  uint64_t tokenizer_offset;
+  uint64_t tokenizer_size;
+  uint64_t data_offset;  // first tensor byte; tensors lie in [data_offset, file_size)
+  uint64_t data_size;
+  uint8_t reserved[40];
+};
+static_assert(sizeof(FileHeader) == 128, "FileHeader is 128 bytes");
+
+struct ModelConfig {  // 128 bytes
+  uint32_t family;
+  uint32_t dim;
+  uint32_t n_layers;
+  uint32_t n_heads;
+  uint32_t n_kv_heads;
+  uint32_t head_dim;
+  uint32_t ffn_dim;
+  uint32_t vocab_size;
+  uint32_t max_seq_len;
+  uint32_t norm_kind;
+  float norm_eps;
+  uint32_t position_kind;
+  float rope_theta;
+  uint32_t rope_layout;
+  uint32_t activation;
+  uint32_t flags;
+  int32_t bos_id;  // -1 = none
+  int32_t eos_id;
+  uint8_t reserved[56];
+};
+static_assert(sizeof(ModelConfig) == 128, "ModelConfig is 128 bytes");
+
+struct TensorEntry {  // 64 bytes
+  uint32_t role;
+  uint32_t layer;
+  uint32_t dtype;
+  uint32_t n_dims;     // 1 or 2
+  uint32_t shape[4];   // shape[0] = rows (outermost), unused dims are 1
+  uint64_t offset;     // from the start of the file, a multiple of 64
+  uint64_t size;       // bytes
+  uint8_t reserved[16];
+};
+static_assert(sizeof(TensorEntry) == 64, "TensorEntry is 64 bytes");
+
+// The tokenizer section starts with this header; its offsets are relative to the section start
+// and each array is 4-byte aligned.
+struct TokenizerHeader {  // 96 bytes
+  uint32_t kind;
+  uint32_t n_tokens;
+  uint32_t flags;
+  uint32_t chat_template;
+  int32_t bos_id;
+  int32_t eos_id;
+  int32_t unk_id;
+  uint32_t max_piece_bytes;
+  uint64_t piece_offsets_offset;  // u32[n_tokens + 1], starts at 0, non-decreasing
+  uint64_t piece_bytes_offset;    // piece_offsets[n_tokens] bytes
+  uint64_t scores_offset;         // f32[n_tokens]
+  uint64_t types_offset;          // u8[n_tokens]
+  uint64_t sorted_ids_offset;     // u32[n_tokens], ascending by (bytes, id)
+  uint32_t n_merges;              // byte-level BPE only (0 for sentencepiece_bpe)
+  uint32_t reserved0;
+  uint64_t merges_offset;         // reserved for byte-level BPE
+  uint8_t reserved[8];
+};
+static_assert(sizeof(TokenizerHeader) == 96, "TokenizerHeader is 96 bytes");
+
+// Bytes per element block and elements per block, per dtype.
+struct DTypeTraits {
+  const char *name;
+  uint32_t block_elements;
+  uint32_t block_bytes;
+};
+const DTypeTraits *dtype_traits(uint32_t dtype);  // null for unknown
+const char *role_name(uint32_t role);             // "attn_q", or null for unknown
+
+// Writes "blk.3.attn_q" / "token_embd" style names.
+void tensor_name(const TensorEntry &entry, char *out, size_t capacity);
+
+// FNV-1a over 64-bit little-endian words (n a multiple of 8).
+uint64_t payload_checksum(const uint8_t *bytes, size_t n);
+
+}  // namespace mote::format

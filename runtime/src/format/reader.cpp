@@ -1,0 +1,401 @@
+#include "format/reader.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace mote::format {
+namespace {
+
+// Sizes are checked in 64-bit arithmetic; every sum and product guards against wrapping.
+bool fits(uint64_t offset, uint64_t size, uint64_t limit) {
+  return offset <= limit && size <= limit - offset;
+}
+
+bool checked_mul(uint64_t a, uint64_t b, uint64_t *out) {
+  if (a != 0 && b > UINT64_MAX / a) return false;
+  *out = a * b;
+  return true;
+}
+
+uint32_t read_u32(const uint8_t *p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+bool is_global_role(Role role) {
+  return role == Role::token_embedding || role == Role::output_norm || role == Role::output;
+}
+
+Status check_config(const ModelConfig &c, ErrorSink err) {
+  // Limits are far above any model mote targets but keep every later product in 64 bits.
+  struct Limit {
+    const char *name;
+    uint32_t value, max;
+  };
+  const Limit limits[] = {
+      {"dim", c.dim, 1u << 16},          {"n_layers", c.n_layers, 1024},
+      {"n_heads", c.n_heads, 1024},      {"n_kv_heads", c.n_kv_heads, 1024},
+      {"head_dim", c.head_dim, 4096},    {"ffn_dim", c.ffn_dim, 1u << 18},
+      {"vocab_size", c.vocab_size, 1u << 24}, {"max_seq_len", c.max_seq_len, 1u << 20},
+  };
+  for (const Limit &l : limits) {
+    if (l.value == 0 || l.value > l.max) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "config field %s = %u is out of range [1, %u]", l.name,
+                  static_cast<unsigned>(l.value), static_cast<unsigned>(l.max));
+    }
+  }
+  if (c.family != static_cast<uint32_t>(Family::llama) && c.family != static_cast<uint32_t>(Family::gpt2)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "unknown model family %u", static_cast<unsigned>(c.family));
+  }
+  if (c.n_heads % c.n_kv_heads != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "n_heads %u is not a multiple of n_kv_heads %u",
+                static_cast<unsigned>(c.n_heads), static_cast<unsigned>(c.n_kv_heads));
+  }
+  if (c.norm_kind != static_cast<uint32_t>(NormKind::rmsnorm) &&
+      c.norm_kind != static_cast<uint32_t>(NormKind::layernorm)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "unknown norm kind %u", static_cast<unsigned>(c.norm_kind));
+  }
+  if (!(std::isfinite(c.norm_eps) && c.norm_eps > 0.0f && c.norm_eps < 1.0f)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "norm epsilon %g is not in (0, 1)", static_cast<double>(c.norm_eps));
+  }
+  if (c.position_kind < 1 || c.position_kind > 3) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "unknown position kind %u", static_cast<unsigned>(c.position_kind));
+  }
+  if (c.position_kind == static_cast<uint32_t>(PositionKind::rope)) {
+    if (c.rope_layout != static_cast<uint32_t>(RopeLayout::interleaved) &&
+        c.rope_layout != static_cast<uint32_t>(RopeLayout::split_half)) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "unknown RoPE layout %u", static_cast<unsigned>(c.rope_layout));
+    }
+    if (!(std::isfinite(c.rope_theta) && c.rope_theta > 1.0f)) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "RoPE theta %g is not a finite number above 1",
+                  static_cast<double>(c.rope_theta));
+    }
+    if (c.head_dim % 2 != 0) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "head_dim %u is odd; RoPE rotates pairs",
+                  static_cast<unsigned>(c.head_dim));
+    }
+  }
+  if (c.activation < 1 || c.activation > 3) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "unknown activation %u", static_cast<unsigned>(c.activation));
+  }
+  if ((c.flags & ~(kFlagAttentionBias | kFlagFfnBias | kFlagTiedEmbeddings)) != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "unknown config flags 0x%x", static_cast<unsigned>(c.flags));
+  }
+  const int64_t vocab = c.vocab_size;
+  if (c.bos_id < -1 || c.bos_id >= vocab || c.eos_id < -1 || c.eos_id >= vocab) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "special token ids bos %d / eos %d are outside the vocabulary of %u",
+                static_cast<int>(c.bos_id), static_cast<int>(c.eos_id), static_cast<unsigned>(c.vocab_size));
+  }
+  return MOTE_OK;
+}
+
+Status check_tensor(const ModelView &view, const TensorEntry &t, uint64_t data_offset, ErrorSink err) {
+  char name[48];
+  tensor_name(t, name, sizeof name);
+  const Role role = static_cast<Role>(t.role);
+  if (role_name(t.role) == nullptr) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' has an unknown role", name);
+  }
+  if (is_global_role(role) ? t.layer != kNoLayer : t.layer >= view.config.n_layers) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' has layer %u, outside the model's %u layers", name,
+                static_cast<unsigned>(t.layer), static_cast<unsigned>(view.config.n_layers));
+  }
+  const DTypeTraits *traits = dtype_traits(t.dtype);
+  if (traits == nullptr) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' has unknown dtype %u", name, static_cast<unsigned>(t.dtype));
+  }
+  uint32_t n_dims = 0, rows = 0, cols = 0;
+  expected_shape(view.config, role, &n_dims, &rows, &cols);
+  const uint32_t want[2] = {rows, cols};
+  if (t.n_dims != n_dims || t.shape[0] != want[0] || (n_dims == 2 && t.shape[1] != want[1]) ||
+      (n_dims == 1 && t.shape[1] != 1) || t.shape[2] != 1 || t.shape[3] != 1) {
+    return fail(err, MOTE_ERR_BAD_MODEL,
+                "tensor '%s' has shape (%u, %u), the config needs (%u, %u)", name,
+                static_cast<unsigned>(t.shape[0]), static_cast<unsigned>(t.shape[1]),
+                static_cast<unsigned>(want[0]), static_cast<unsigned>(n_dims == 2 ? want[1] : 1));
+  }
+  const uint32_t row_elements = n_dims == 2 ? cols : rows;
+  if (row_elements % traits->block_elements != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s': rows of %u elements do not fill %s blocks of %u",
+                name, static_cast<unsigned>(row_elements), traits->name,
+                static_cast<unsigned>(traits->block_elements));
+  }
+  if (n_dims == 1 && t.dtype != static_cast<uint32_t>(DType::f32)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' is a vector stored as %s; vectors must be f32",
+                name, traits->name);
+  }
+  uint64_t elements = 0, bytes = 0;
+  if (!checked_mul(rows, n_dims == 2 ? cols : 1, &elements) ||
+      !checked_mul(elements / traits->block_elements, traits->block_bytes, &bytes) || bytes != t.size) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' says %llu bytes, its shape and dtype need %llu", name,
+                static_cast<unsigned long long>(t.size), static_cast<unsigned long long>(bytes));
+  }
+  if (t.offset % kAlignment != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' at byte %llu is not %u-byte aligned", name,
+                static_cast<unsigned long long>(t.offset), static_cast<unsigned>(kAlignment));
+  }
+  if (t.offset < data_offset || !fits(t.offset, t.size, view.size)) {
+    return fail(err, MOTE_ERR_BAD_MODEL,
+                "tensor '%s' spans bytes [%llu, +%llu), outside the data section [%llu, %llu)", name,
+                static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(t.size),
+                static_cast<unsigned long long>(data_offset), static_cast<unsigned long long>(view.size));
+  }
+  return MOTE_OK;
+}
+
+// Compares two pieces as byte strings (memcmp order, shorter first on a common prefix).
+int compare_pieces(const TokenizerView &tok, uint32_t a, uint32_t b) {
+  const uint32_t a_n = tok.piece_offsets[a + 1] - tok.piece_offsets[a];
+  const uint32_t b_n = tok.piece_offsets[b + 1] - tok.piece_offsets[b];
+  const int c = std::memcmp(tok.piece_bytes + tok.piece_offsets[a], tok.piece_bytes + tok.piece_offsets[b],
+                            a_n < b_n ? a_n : b_n);
+  if (c != 0) return c;
+  return a_n < b_n ? -1 : (a_n > b_n ? 1 : 0);
+}
+
+Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSink err) {
+  if (offset % kAlignment != 0 || !fits(offset, size, view->size) || size < sizeof(TokenizerHeader)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer section [%llu, +%llu) is misaligned, too small or past the end",
+                static_cast<unsigned long long>(offset), static_cast<unsigned long long>(size));
+  }
+  const uint8_t *base = view->bytes + offset;
+  TokenizerHeader h;
+  std::memcpy(&h, base, sizeof h);
+  if (h.kind != static_cast<uint32_t>(TokenizerKind::sentencepiece_bpe) &&
+      h.kind != static_cast<uint32_t>(TokenizerKind::byte_level_bpe)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "unknown tokenizer kind %u", static_cast<unsigned>(h.kind));
+  }
+  if (h.n_tokens != view->config.vocab_size) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer has %u tokens but the vocabulary size is %u",
+                static_cast<unsigned>(h.n_tokens), static_cast<unsigned>(view->config.vocab_size));
+  }
+  if (h.chat_template > static_cast<uint32_t>(ChatTemplate::llama2)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "unknown chat template %u", static_cast<unsigned>(h.chat_template));
+  }
+  if (h.bos_id != view->config.bos_id || h.eos_id != view->config.eos_id) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer bos/eos ids %d/%d disagree with the config's %d/%d",
+                static_cast<int>(h.bos_id), static_cast<int>(h.eos_id), static_cast<int>(view->config.bos_id),
+                static_cast<int>(view->config.eos_id));
+  }
+  const int64_t n = h.n_tokens;
+  if (h.bos_id < -1 || h.bos_id >= n || h.eos_id < -1 || h.eos_id >= n || h.unk_id < -1 || h.unk_id >= n) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer special ids bos %d / eos %d / unk %d are outside [0, %u)",
+                static_cast<int>(h.bos_id), static_cast<int>(h.eos_id), static_cast<int>(h.unk_id),
+                static_cast<unsigned>(h.n_tokens));
+  }
+  struct Table {
+    const char *name;
+    uint64_t offset, bytes;
+  };
+  const Table tables[] = {
+      {"piece offsets", h.piece_offsets_offset, (static_cast<uint64_t>(h.n_tokens) + 1) * 4},
+      {"scores", h.scores_offset, static_cast<uint64_t>(h.n_tokens) * 4},
+      {"token types", h.types_offset, h.n_tokens},
+      {"sorted ids", h.sorted_ids_offset, static_cast<uint64_t>(h.n_tokens) * 4},
+  };
+  for (const Table &t : tables) {
+    if (t.offset % 4 != 0 || !fits(t.offset, t.bytes, size)) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer %s table [%llu, +%llu) is misaligned or past the section end (%llu bytes)",
+                  t.name, static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(t.bytes),
+                  static_cast<unsigned long long>(size));
+    }
+  }
+  const uint8_t *offsets = base + h.piece_offsets_offset;
+  if (read_u32(offsets) != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer piece offsets do not start at 0");
+  }
+  for (uint32_t i = 0; i < h.n_tokens; ++i) {
+    const uint32_t begin = read_u32(offsets + 4ull * i), end = read_u32(offsets + 4ull * (i + 1));
+    if (end < begin || end - begin > h.max_piece_bytes) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer piece %u has offsets [%u, %u): decreasing or longer than %u bytes",
+                  static_cast<unsigned>(i), static_cast<unsigned>(begin), static_cast<unsigned>(end),
+                  static_cast<unsigned>(h.max_piece_bytes));
+    }
+  }
+  const uint32_t piece_bytes = read_u32(offsets + 4ull * h.n_tokens);
+  if (!fits(h.piece_bytes_offset, piece_bytes, size)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer piece bytes [%llu, +%u) run past the section end",
+                static_cast<unsigned long long>(h.piece_bytes_offset), static_cast<unsigned>(piece_bytes));
+  }
+  const uint8_t *types = base + h.types_offset;
+  for (uint32_t i = 0; i < h.n_tokens; ++i) {
+    if (types[i] < kTokenNormal || types[i] > kTokenByte) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "token %u has unknown type %u", static_cast<unsigned>(i),
+                  static_cast<unsigned>(types[i]));
+    }
+    float score;
+    std::memcpy(&score, base + h.scores_offset + 4ull * i, sizeof score);
+    if (!std::isfinite(score)) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "token %u has a non-finite score", static_cast<unsigned>(i));
+    }
+  }
+  TokenizerView &tok = view->tokenizer;
+  tok.n_tokens = h.n_tokens;
+  tok.piece_offsets = reinterpret_cast<const uint32_t *>(offsets);
+  tok.piece_bytes = reinterpret_cast<const char *>(base + h.piece_bytes_offset);
+  tok.scores = reinterpret_cast<const float *>(base + h.scores_offset);
+  tok.types = types;
+  tok.sorted_ids = reinterpret_cast<const uint32_t *>(base + h.sorted_ids_offset);
+  tok.bos_id = h.bos_id;
+  tok.eos_id = h.eos_id;
+  tok.unk_id = h.unk_id;
+  tok.add_space_prefix = (h.flags & kTokAddSpacePrefix) != 0;
+  // Strictly ascending (bytes, id) with every id in range proves sorted_ids is a permutation,
+  // which binary search relies on.
+  for (uint32_t i = 0; i < h.n_tokens; ++i) {
+    const uint32_t id = tok.sorted_ids[i];
+    if (id >= h.n_tokens) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer sorted index entry %u is id %u, outside the vocabulary",
+                  static_cast<unsigned>(i), static_cast<unsigned>(id));
+    }
+    if (i > 0) {
+      const uint32_t prev = tok.sorted_ids[i - 1];
+      const int c = compare_pieces(tok, prev, id);
+      if (c > 0 || (c == 0 && prev >= id)) {
+        return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer sorted index is out of order at entry %u",
+                    static_cast<unsigned>(i));
+      }
+    }
+  }
+  view->tokenizer_kind = h.kind;
+  view->chat_template = h.chat_template;
+  return MOTE_OK;
+}
+
+}  // namespace
+
+bool expected_shape(const ModelConfig &c, Role role, uint32_t *n_dims, uint32_t *rows, uint32_t *cols) {
+  const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
+  *n_dims = 2;
+  *cols = c.dim;
+  switch (role) {
+    case Role::token_embedding:
+    case Role::output: *rows = c.vocab_size; return true;
+    case Role::attn_q: *rows = q_dim; return true;
+    case Role::attn_k:
+    case Role::attn_v: *rows = kv_dim; return true;
+    case Role::attn_output: *rows = c.dim; *cols = q_dim; return true;
+    case Role::ffn_gate:
+    case Role::ffn_up: *rows = c.ffn_dim; return true;
+    case Role::ffn_down: *rows = c.dim; *cols = c.ffn_dim; return true;
+    case Role::attn_norm:
+    case Role::ffn_norm:
+    case Role::output_norm: *n_dims = 1; *rows = c.dim; *cols = 1; return true;
+  }
+  *n_dims = 0;
+  *rows = *cols = 0;
+  return false;
+}
+
+const TensorEntry *find_tensor(const ModelView &view, Role role, uint32_t layer) {
+  for (uint32_t i = 0; i < view.n_tensors; ++i) {
+    const TensorEntry &t = view.tensors[i];
+    if (t.role == static_cast<uint32_t>(role) && t.layer == layer) return &t;
+  }
+  return nullptr;
+}
+
+Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err) {
+  *view = ModelView{};
+  if (bytes == nullptr) return fail(err, MOTE_ERR_INVALID_ARGUMENT, "model bytes are null");
+  if (n < sizeof(FileHeader)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "file is %llu bytes, shorter than the %u-byte header",
+                static_cast<unsigned long long>(n), static_cast<unsigned>(sizeof(FileHeader)));
+  }
+  if (reinterpret_cast<uintptr_t>(bytes) % kAlignment != 0) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "model bytes must be %u-byte aligned (mmap them or align the buffer)",
+                static_cast<unsigned>(kAlignment));
+  }
+  FileHeader h;
+  std::memcpy(&h, bytes, sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "bad magic: not a .mote file (it starts with %02x %02x %02x %02x)",
+                h.magic[0], h.magic[1], h.magic[2], h.magic[3]);
+  }
+  if (h.version != kVersion) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "unsupported .mote format version %u (this build reads version %u)",
+                static_cast<unsigned>(h.version), static_cast<unsigned>(kVersion));
+  }
+  if (h.header_size != sizeof(FileHeader) || h.config_size != sizeof(ModelConfig) ||
+      h.tensor_entry_size != sizeof(TensorEntry)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "header, config or tensor entry size (%u, %u, %u) differs from version 1's (128, 128, 64)",
+                static_cast<unsigned>(h.header_size), static_cast<unsigned>(h.config_size),
+                static_cast<unsigned>(h.tensor_entry_size));
+  }
+  if (h.file_size != n) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "header says the file is %llu bytes but %llu bytes were given (truncated or padded?)",
+                static_cast<unsigned long long>(h.file_size), static_cast<unsigned long long>(n));
+  }
+  if (n % kAlignment != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "file size %llu is not a multiple of %u", static_cast<unsigned long long>(n),
+                static_cast<unsigned>(kAlignment));
+  }
+  const uint64_t checksum = payload_checksum(bytes + sizeof(FileHeader), n - sizeof(FileHeader));
+  if (checksum != h.payload_checksum) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "payload checksum %016llx does not match the header's %016llx (corrupt file)",
+                static_cast<unsigned long long>(checksum), static_cast<unsigned long long>(h.payload_checksum));
+  }
+  view->bytes = bytes;
+  view->size = n;
+
+  if (h.config_offset % kAlignment != 0 || !fits(h.config_offset, sizeof(ModelConfig), n)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "config at byte %llu is misaligned or past the end of the file",
+                static_cast<unsigned long long>(h.config_offset));
+  }
+  std::memcpy(&view->config, bytes + h.config_offset, sizeof(ModelConfig));
+  Status status = check_config(view->config, err);
+  if (status != MOTE_OK) return status;
+
+  if (h.tensor_count > 4096) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor count %u is too large (at most 4096)", static_cast<unsigned>(h.tensor_count));
+  }
+  const uint64_t table_bytes = static_cast<uint64_t>(h.tensor_count) * sizeof(TensorEntry);
+  if (h.tensor_table_offset % kAlignment != 0 || !fits(h.tensor_table_offset, table_bytes, n)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor table [%llu, +%llu) is misaligned or past the end of the file",
+                static_cast<unsigned long long>(h.tensor_table_offset), static_cast<unsigned long long>(table_bytes));
+  }
+  if (h.data_offset % kAlignment != 0 || h.data_offset < sizeof(FileHeader) || !fits(h.data_offset, h.data_size, n)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "data section [%llu, +%llu) is misaligned or past the end of the file",
+                static_cast<unsigned long long>(h.data_offset), static_cast<unsigned long long>(h.data_size));
+  }
+  view->tensors = reinterpret_cast<const TensorEntry *>(bytes + h.tensor_table_offset);
+  view->n_tensors = h.tensor_count;
+  for (uint32_t i = 0; i < h.tensor_count; ++i) {
+    const TensorEntry &t = view->tensors[i];
+    status = check_tensor(*view, t, h.data_offset, err);
+    if (status != MOTE_OK) return status;
+    for (uint32_t j = 0; j < i; ++j) {
+      if (view->tensors[j].role == t.role && view->tensors[j].layer == t.layer) {
+        char name[48];
+        tensor_name(t, name, sizeof name);
+        return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' appears twice in the tensor table", name);
+      }
+    }
+    view->weight_bytes += t.size;
+  }
+  // Every tensor the architecture needs must be present; the classifier only when untied.
+  const bool tied = (view->config.flags & kFlagTiedEmbeddings) != 0;
+  for (uint32_t role = 1; role < kRoleCount; ++role) {
+    const Role r = static_cast<Role>(role);
+    const bool global = is_global_role(r);
+    const uint32_t first = global ? kNoLayer : 0;
+    const uint32_t count = global ? 1 : view->config.n_layers;
+    for (uint32_t k = 0; k < count; ++k) {
+      const uint32_t layer = global ? first : k;
+      const bool present = find_tensor(*view, r, layer) != nullptr;
+      const bool wanted = !(r == Role::output && tied);
+      if (present != wanted) {
+        TensorEntry probe{};
+        probe.role = role;
+        probe.layer = layer;
+        char name[48];
+        tensor_name(probe, name, sizeof name);
+        return fail(err, MOTE_ERR_BAD_MODEL, wanted ? "tensor '%s' is missing" : "tensor '%s' is present but embeddings are tied", name);
+      }
+    }
+  }
+  return check_tokenizer(view, h.tokenizer_offset, h.tokenizer_size, err);
+}
+
+}  // namespace mote::format

@@ -1,0 +1,27 @@
+// The kernel dispatch table: one row of function pointers per instruction set, chosen once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace mote::kernels {
+
+enum class Isa { scalar, avx2, avx512, neon };
+
+struct KernelTable {
+  Isa isa;
+  const char *isa_name;
+#define MOTE_KERNEL(name, type) std::add_pointer_t<type> name;
+#include "kernels/kernel_list.inc"
+#undef MOTE_KERNEL
+};
+
+// The scalar reference twins (kernels/*_ref.cpp): always available.
+const KernelTable &scalar_kernels();
+// The table for isa, or null when this build or this CPU lacks it.
+const KernelTable *kernels_for(Isa isa);
+// The fastest table this CPU supports, resolved on first use (never in a hot loop).
+const KernelTable &best_kernels();
+
+}  // namespace mote::kernels

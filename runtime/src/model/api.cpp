@@ -1,0 +1,282 @@
+// The C API: argument checks and status codes around the model, session and sampler code.
+#include <cstring>
+#include <new>
+
+#include "format/reader.hpp"
+#include "model/model.hpp"
+#include "mote/mote.h"
+#include "sample/sampler.hpp"
+#include "text/tokenizer.hpp"
+
+using namespace mote;
+
+static_assert(sizeof(Model) <= sizeof(mote_model::opaque_), "Model must fit in mote_model");
+static_assert(alignof(Model) <= alignof(mote_model), "mote_model must be aligned for Model");
+
+namespace {
+
+const Model *model_of(const mote_model *m) {
+  if (m == nullptr) return nullptr;
+  const Model *model = reinterpret_cast<const Model *>(m->opaque_);
+  return model->tag == kModelTag ? model : nullptr;
+}
+
+Session *session_of(const mote_session *s) { return s == nullptr ? nullptr : static_cast<Session *>(s->impl_); }
+
+ErrorSink session_sink(Session &s) { return ErrorSink{s.error, sizeof s.error}; }
+
+Status resolve_options(const Model &model, const mote_session_options *in, mote_session_options *out,
+                       ErrorSink err) {
+  *out = in != nullptr ? *in : mote_session_options_default();
+  const uint32_t max_seq_len = model.view.config.max_seq_len;
+  if (out->context_length == 0) out->context_length = max_seq_len;
+  if (out->context_length > max_seq_len) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "context length %u exceeds the model's maximum of %u",
+                static_cast<unsigned>(out->context_length), static_cast<unsigned>(max_seq_len));
+  }
+  if (out->kv_dtype != MOTE_KV_F32 && out->kv_dtype != MOTE_KV_F16) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown KV cache dtype %d", static_cast<int>(out->kv_dtype));
+  }
+  if (out->n_threads > 1024) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "thread count %u is above 1024", static_cast<unsigned>(out->n_threads));
+  }
+  return MOTE_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char *mote_isa_name(void) { return kernels::best_kernels().isa_name; }
+
+mote_status mote_model_open(const void *bytes, size_t n_bytes, mote_model *model, char *err, size_t err_n) {
+  const ErrorSink sink{err, err_n};
+  if (model == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "model is null");
+  std::memset(model, 0, sizeof *model);
+  Model *m = new (model->opaque_) Model{};  // placement: constructs in the caller's storage
+  const Status status = format::open_model(static_cast<const uint8_t *>(bytes), n_bytes, &m->view, sink);
+  if (status != MOTE_OK) return status;
+  m->tag = kModelTag;
+  return MOTE_OK;
+}
+
+void mote_model_info_get(const mote_model *model, mote_model_info *info) {
+  const Model *m = model_of(model);
+  if (info == nullptr) return;
+  std::memset(info, 0, sizeof *info);
+  if (m == nullptr) return;
+  const format::ModelConfig &c = m->view.config;
+  info->dim = c.dim;
+  info->n_layers = c.n_layers;
+  info->n_heads = c.n_heads;
+  info->n_kv_heads = c.n_kv_heads;
+  info->head_dim = c.head_dim;
+  info->ffn_dim = c.ffn_dim;
+  info->vocab_size = c.vocab_size;
+  info->max_seq_len = c.max_seq_len;
+  info->bos_id = c.bos_id;
+  info->eos_id = c.eos_id;
+  info->weight_bytes = m->view.weight_bytes;
+}
+
+mote_session_options mote_session_options_default(void) {
+  mote_session_options o;
+  o.context_length = 0;
+  o.kv_dtype = MOTE_KV_F32;
+  o.n_threads = 1;
+  return o;
+}
+
+size_t mote_arena_size(const mote_model *model, const mote_session_options *options) {
+  const Model *m = model_of(model);
+  mote_session_options resolved;
+  if (m == nullptr || resolve_options(*m, options, &resolved, ErrorSink{}) != MOTE_OK) return 0;
+  ArenaPlanner planner(nullptr, 0);
+  plan_session(planner, *m, resolved);
+  return planner.overflowed() ? 0 : planner.used();
+}
+
+mote_status mote_session_init(mote_session *session, const mote_model *model, const mote_session_options *options,
+                              void *arena, size_t arena_n, char *err, size_t err_n) {
+  const ErrorSink sink{err, err_n};
+  const Model *m = model_of(model);
+  if (session == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "session is null");
+  session->impl_ = nullptr;
+  if (m == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "model is null or was not opened");
+  Status status = check_supported(m->view, sink);
+  if (status != MOTE_OK) return status;
+  mote_session_options resolved;
+  status = resolve_options(*m, options, &resolved, sink);
+  if (status != MOTE_OK) return status;
+  const size_t needed = mote_arena_size(model, &resolved);
+  if (needed == 0) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "the session for this context length does not fit in the address space");
+  }
+  if (arena == nullptr || arena_n < needed) {
+    return fail(sink, MOTE_ERR_ARENA_TOO_SMALL, "arena is %llu bytes; this model and these options need %llu",
+                static_cast<unsigned long long>(arena == nullptr ? 0 : arena_n), static_cast<unsigned long long>(needed));
+  }
+  if (reinterpret_cast<uintptr_t>(arena) % MOTE_ARENA_ALIGNMENT != 0) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "arena must be %d-byte aligned", MOTE_ARENA_ALIGNMENT);
+  }
+  ArenaPlanner planner(arena, arena_n);
+  Session *s = plan_session(planner, *m, resolved);
+  bind_session(*s, *m, resolved);
+  session->impl_ = s;
+  return MOTE_OK;
+}
+
+void mote_session_reset(mote_session *session) {
+  Session *s = session_of(session);
+  if (s == nullptr) return;
+  s->position = 0;
+  s->has_logits = false;
+}
+
+uint32_t mote_session_position(const mote_session *session) {
+  const Session *s = session_of(session);
+  return s == nullptr ? 0 : s->position;
+}
+
+uint32_t mote_session_context_length(const mote_session *session) {
+  const Session *s = session_of(session);
+  return s == nullptr ? 0 : s->context_length;
+}
+
+const char *mote_session_error(const mote_session *session) {
+  const Session *s = session_of(session);
+  return s == nullptr ? "session is null or not initialized" : s->error;
+}
+
+mote_status mote_tokenize(const mote_model *model, const char *text, size_t text_n, uint32_t flags, int32_t *tokens,
+                          size_t capacity, size_t *n_tokens) {
+  const Model *m = model_of(model);
+  if (m == nullptr || (text == nullptr && text_n > 0) || n_tokens == nullptr || (tokens == nullptr && capacity > 0)) {
+    return MOTE_ERR_INVALID_ARGUMENT;
+  }
+  return encode(m->view.tokenizer, text, text_n, (flags & MOTE_TOKENIZE_ADD_BOS) != 0, tokens, capacity, n_tokens);
+}
+
+mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t token, char *out, size_t capacity,
+                            size_t *n_bytes) {
+  const Model *m = model_of(model);
+  if (m == nullptr || n_bytes == nullptr || (out == nullptr && capacity > 0)) return MOTE_ERR_INVALID_ARGUMENT;
+  *n_bytes = 0;
+  const int64_t vocab = m->view.config.vocab_size;
+  if (token < 0 || token >= vocab || prev_token < -1 || prev_token >= vocab) return MOTE_ERR_BAD_TOKEN;
+  char byte = 0;
+  const char *piece = nullptr;
+  size_t n = 0;
+  piece_for(m->view.tokenizer, prev_token, token, &byte, &piece, &n);
+  *n_bytes = n;
+  if (n > capacity) return MOTE_ERR_BUFFER_TOO_SMALL;
+  if (n > 0) std::memcpy(out, piece, n);
+  return MOTE_OK;
+}
+
+mote_status mote_prefill(mote_session *session, const int32_t *tokens, size_t n_tokens) {
+  Session *s = session_of(session);
+  if (s == nullptr || (tokens == nullptr && n_tokens > 0)) return MOTE_ERR_INVALID_ARGUMENT;
+  const ErrorSink sink = session_sink(*s);
+  // Everything is checked before the first token runs, so a failed call changes nothing.
+  if (n_tokens > s->context_length - s->position) {
+    return fail(sink, MOTE_ERR_CONTEXT_FULL, "%llu tokens do not fit: %u of the context's %u are used",
+                static_cast<unsigned long long>(n_tokens), static_cast<unsigned>(s->position),
+                static_cast<unsigned>(s->context_length));
+  }
+  const int64_t vocab = s->model->view.config.vocab_size;
+  for (size_t i = 0; i < n_tokens; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      return fail(sink, MOTE_ERR_BAD_TOKEN, "token %d at index %llu is outside the vocabulary of %lld",
+                  static_cast<int>(tokens[i]), static_cast<unsigned long long>(i), static_cast<long long>(vocab));
+    }
+  }
+  for (size_t i = 0; i < n_tokens; ++i) forward(*s, tokens[i], i + 1 == n_tokens);
+  return MOTE_OK;
+}
+
+mote_status mote_decode(mote_session *session, int32_t token, const float **logits) {
+  Session *s = session_of(session);
+  if (s == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
+  const Status status = mote_prefill(session, &token, 1);
+  if (logits != nullptr) *logits = status == MOTE_OK ? s->state.logits : nullptr;
+  return status;
+}
+
+const float *mote_logits(const mote_session *session) {
+  const Session *s = session_of(session);
+  return s != nullptr && s->has_logits ? s->state.logits : nullptr;
+}
+
+mote_sampler_options mote_sampler_options_default(void) {
+  mote_sampler_options o;
+  o.temperature = 0.8f;
+  o.top_k = 40;
+  o.top_p = 0.95f;
+  o.min_p = 0.05f;
+  o.repetition_penalty = 1.0f;
+  o.repetition_last_n = 64;
+  o.seed = 0;
+  return o;
+}
+
+void mote_sampler_seed(mote_session *session, uint64_t seed) {
+  Session *s = session_of(session);
+  if (s != nullptr) rng_seed(s->rng, seed);
+}
+
+mote_status mote_sample(mote_session *session, const mote_sampler_options *options, int32_t *token) {
+  Session *s = session_of(session);
+  if (s == nullptr || options == nullptr || token == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
+  const ErrorSink sink = session_sink(*s);
+  if (!s->has_logits) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "no logits to sample: prefill or decode first");
+  if (!(options->temperature >= 0.0f) || options->top_k < 0 || !(options->top_p > 0.0f && options->top_p <= 1.0f) ||
+      !(options->min_p >= 0.0f && options->min_p <= 1.0f) || !(options->repetition_penalty > 0.0f) ||
+      options->repetition_last_n < 0) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT,
+                "sampler options out of range (temperature >= 0, top_k >= 0, 0 < top_p <= 1, 0 <= min_p <= 1, penalty > 0)");
+  }
+  const size_t last_n = static_cast<size_t>(options->repetition_last_n);
+  const size_t n_recent = last_n < s->position ? last_n : s->position;
+  *token = sample(*options, s->rng, s->state.logits, s->model->view.config.vocab_size,
+                  s->history + (s->position - n_recent), n_recent, s->candidates);
+  return MOTE_OK;
+}
+
+mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n_prompt, uint32_t max_new_tokens,
+                          const mote_sampler_options *options, mote_on_token on_token, void *user,
+                          uint32_t *n_generated) {
+  Session *s = session_of(session);
+  if (n_generated != nullptr) *n_generated = 0;
+  if (s == nullptr || options == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
+  Status status = mote_prefill(session, prompt, n_prompt);
+  if (status != MOTE_OK) return status;
+  rng_seed(s->rng, options->seed);
+  const format::ModelConfig &c = s->model->view.config;
+  for (uint32_t i = 0; i < max_new_tokens; ++i) {
+    int32_t token = 0;
+    status = mote_sample(session, options, &token);
+    if (status != MOTE_OK) return status;
+    // llama2.c's convention: BOS separates documents, so it ends generation; so does EOS.
+    if (token == c.bos_id || token == c.eos_id) break;
+    if (s->position >= s->context_length) {
+      return fail(session_sink(*s), MOTE_ERR_CONTEXT_FULL, "the context of %u tokens is full",
+                  static_cast<unsigned>(s->context_length));
+    }
+    const int32_t prev = s->position > 0 ? s->history[s->position - 1] : -1;
+    if (n_generated != nullptr) *n_generated = i + 1;
+    bool stop = false;
+    if (on_token != nullptr) {
+      char byte = 0;
+      const char *piece = nullptr;
+      size_t n = 0;
+      piece_for(s->model->view.tokenizer, prev, token, &byte, &piece, &n);
+      stop = on_token(user, token, piece, n) != 0;
+    }
+    forward(*s, token, true);  // the cache holds every token the caller saw
+    if (stop) break;
+  }
+  return MOTE_OK;
+}
+
+}  // extern "C"

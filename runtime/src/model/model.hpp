@@ -1,0 +1,104 @@
+// The loaded model, the weights bound to it, and a session's state: plain structs of pointers
+// into the model bytes and the arena, as llama2.c's Config / TransformerWeights / RunState.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/arena.hpp"
+#include "core/status.hpp"
+#include "format/reader.hpp"
+#include "kernels/kernels.hpp"
+#include "mote/mote.h"
+#include "sample/sampler.hpp"
+
+namespace mote {
+
+// What lives inside mote_model's opaque storage.
+struct Model {
+  uint32_t tag;  // kModelTag once opened, so a zeroed or stale mote_model is caught
+  format::ModelView view;
+};
+constexpr uint32_t kModelTag = 0x4D4F5445u;
+
+// A matrix in the model bytes, used in place: (rows, cols) row-major.
+struct Matrix {
+  const void *data;
+  format::DType dtype;
+  uint32_t rows, cols;
+};
+
+struct LayerWeights {
+  const float *attn_norm;  // (dim)
+  Matrix wq;               // (n_heads * head_dim, dim)
+  Matrix wk;               // (n_kv_heads * head_dim, dim)
+  Matrix wv;               // (n_kv_heads * head_dim, dim)
+  Matrix wo;               // (dim, n_heads * head_dim)
+  const float *ffn_norm;   // (dim)
+  Matrix w1;               // (ffn_dim, dim) gate
+  Matrix w2;               // (dim, ffn_dim) down
+  Matrix w3;               // (ffn_dim, dim) up
+};
+
+struct Weights {
+  Matrix token_embedding;  // (vocab, dim)
+  LayerWeights *layers;    // (n_layers), in the arena
+  const float *output_norm;  // (dim)
+  Matrix classifier;       // (vocab, dim); the embedding when tied
+};
+
+// The current wave of activations.
+struct RunState {
+  float *x;       // (dim) the residual stream
+  float *xb;      // (dim) normalized input of a block, then the attention output (q_dim)
+  float *xb2;     // (dim) a block's output before the residual add
+  float *hb;      // (ffn_dim) gate
+  float *hb2;     // (ffn_dim) up
+  float *q;       // (n_heads * head_dim)
+  float *k;       // (n_kv_heads * head_dim) this position's key before it enters the cache
+  float *v;       // (n_kv_heads * head_dim)
+  float *att;     // (n_heads, context) attention scores, one row per head
+  float *logits;  // (vocab)
+  float *rope_cos;       // (head_dim / 2) angles of the current position
+  float *rope_sin;       // (head_dim / 2)
+  double *rope_inv_freq;  // (head_dim / 2) theta^(-2i / head_dim)
+};
+
+struct KvCache {
+  void *keys;    // (n_layers, context, kv_dim) of f32 or f16
+  void *values;  // same
+  mote_kv_dtype dtype;
+};
+
+struct Session {
+  const Model *model;
+  const kernels::KernelTable *kernels;
+  Weights weights;
+  RunState state;
+  KvCache cache;
+  uint32_t context_length;
+  uint32_t position;  // tokens in the cache
+  uint32_t n_threads;
+  int32_t *history;       // (context) the tokens in the cache, for the repetition penalty
+  Candidate *candidates;  // (vocab) sampler scratch
+  Rng rng;
+  bool has_logits;
+  char error[256];
+};
+
+// Rejects valid files this build cannot run (another family, norm or activation, biases,
+// quantized weights before their kernels land).
+Status check_supported(const format::ModelView &view, ErrorSink err);
+
+// Lays the session out in an arena (base null: only counts). Used by mote_arena_size and
+// mote_session_init so the two can never disagree. Returns the session or null when planning.
+Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_session_options &options);
+
+// Binds the weights to the model bytes and fills the constant tables; after plan_session.
+void bind_session(Session &s, const Model &model, const mote_session_options &options);
+
+// Runs one token at s.position through the model; computes the logits when want_logits
+// (prefill skips them for all but the last token). The caller checked token and capacity.
+void forward(Session &s, int32_t token, bool want_logits);
+
+}  // namespace mote

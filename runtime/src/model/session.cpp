@@ -1,0 +1,125 @@
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "model/model.hpp"
+
+namespace mote {
+
+using format::DType;
+using format::Role;
+
+Status check_supported(const format::ModelView &view, ErrorSink err) {
+  const format::ModelConfig &c = view.config;
+  if (c.family != static_cast<uint32_t>(format::Family::llama)) {
+    return fail(err, MOTE_ERR_UNSUPPORTED, "model family %u is not supported by this build (llama only)",
+                static_cast<unsigned>(c.family));
+  }
+  if (c.norm_kind != static_cast<uint32_t>(format::NormKind::rmsnorm) ||
+      c.position_kind != static_cast<uint32_t>(format::PositionKind::rope) ||
+      c.activation != static_cast<uint32_t>(format::Activation::swiglu) ||
+      (c.flags & (format::kFlagAttentionBias | format::kFlagFfnBias)) != 0) {
+    return fail(err, MOTE_ERR_UNSUPPORTED,
+                "this build runs Llama blocks only (RMSNorm, RoPE, SwiGLU, no biases)");
+  }
+  for (uint32_t i = 0; i < view.n_tensors; ++i) {
+    const format::TensorEntry &t = view.tensors[i];
+    if (t.dtype != static_cast<uint32_t>(DType::f32) && t.dtype != static_cast<uint32_t>(DType::f16)) {
+      char name[48];
+      format::tensor_name(t, name, sizeof name);
+      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s; this build runs f32 and f16 weights",
+                  name, format::dtype_traits(t.dtype)->name);
+    }
+  }
+  if (view.tokenizer_kind != static_cast<uint32_t>(format::TokenizerKind::sentencepiece_bpe)) {
+    return fail(err, MOTE_ERR_UNSUPPORTED, "byte-level BPE tokenizers are not supported by this build yet");
+  }
+  return MOTE_OK;
+}
+
+Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_session_options &options) {
+  const format::ModelConfig &c = model.view.config;
+  const size_t context = options.context_length;
+  const size_t q_dim = static_cast<size_t>(c.n_heads) * c.head_dim;
+  const size_t kv_dim = static_cast<size_t>(c.n_kv_heads) * c.head_dim;
+  const size_t kv_elements = static_cast<size_t>(c.n_layers) * context * kv_dim;
+  const size_t kv_element_bytes = options.kv_dtype == MOTE_KV_F16 ? 2 : 4;
+
+  Session *s = arena.take<Session>(1);
+  LayerWeights *layers = arena.take<LayerWeights>(c.n_layers);
+  RunState st{};
+  st.x = arena.take<float>(c.dim);
+  st.xb = arena.take<float>(q_dim > c.dim ? q_dim : c.dim);
+  st.xb2 = arena.take<float>(c.dim);
+  st.hb = arena.take<float>(c.ffn_dim);
+  st.hb2 = arena.take<float>(c.ffn_dim);
+  st.q = arena.take<float>(q_dim);
+  st.k = arena.take<float>(kv_dim);
+  st.v = arena.take<float>(kv_dim);
+  st.att = arena.take<float>(static_cast<size_t>(c.n_heads) * context);
+  st.logits = arena.take<float>(c.vocab_size);
+  st.rope_cos = arena.take<float>(c.head_dim / 2);
+  st.rope_sin = arena.take<float>(c.head_dim / 2);
+  st.rope_inv_freq = arena.take<double>(c.head_dim / 2);
+  KvCache cache{};
+  cache.keys = arena.take<uint8_t>(kv_elements * kv_element_bytes);
+  cache.values = arena.take<uint8_t>(kv_elements * kv_element_bytes);
+  cache.dtype = options.kv_dtype;
+  int32_t *history = arena.take<int32_t>(context);
+  Candidate *candidates = arena.take<Candidate>(c.vocab_size);
+  if (s == nullptr || candidates == nullptr) return nullptr;  // planning, or the arena is short
+
+  new (s) Session{};  // placement: constructs in the arena, allocates nothing
+  s->weights.layers = layers;
+  s->state = st;
+  s->cache = cache;
+  s->history = history;
+  s->candidates = candidates;
+  return s;
+}
+
+namespace {
+
+Matrix bind_matrix(const format::ModelView &view, Role role, uint32_t layer) {
+  const format::TensorEntry *t = format::find_tensor(view, role, layer);  // validated present
+  return Matrix{view.bytes + t->offset, static_cast<DType>(t->dtype), t->shape[0], t->shape[1]};
+}
+
+const float *bind_vector(const format::ModelView &view, Role role, uint32_t layer) {
+  return reinterpret_cast<const float *>(view.bytes + format::find_tensor(view, role, layer)->offset);
+}
+
+}  // namespace
+
+void bind_session(Session &s, const Model &model, const mote_session_options &options) {
+  const format::ModelView &view = model.view;
+  const format::ModelConfig &c = view.config;
+  s.model = &model;
+  s.kernels = &kernels::best_kernels();
+  s.context_length = options.context_length;
+  s.n_threads = options.n_threads == 0 ? 1 : options.n_threads;
+  Weights &w = s.weights;
+  w.token_embedding = bind_matrix(view, Role::token_embedding, format::kNoLayer);
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    LayerWeights &lw = w.layers[l];
+    lw.attn_norm = bind_vector(view, Role::attn_norm, l);
+    lw.wq = bind_matrix(view, Role::attn_q, l);
+    lw.wk = bind_matrix(view, Role::attn_k, l);
+    lw.wv = bind_matrix(view, Role::attn_v, l);
+    lw.wo = bind_matrix(view, Role::attn_output, l);
+    lw.ffn_norm = bind_vector(view, Role::ffn_norm, l);
+    lw.w1 = bind_matrix(view, Role::ffn_gate, l);
+    lw.w2 = bind_matrix(view, Role::ffn_down, l);
+    lw.w3 = bind_matrix(view, Role::ffn_up, l);
+  }
+  w.output_norm = bind_vector(view, Role::output_norm, format::kNoLayer);
+  const bool tied = (c.flags & format::kFlagTiedEmbeddings) != 0;
+  w.classifier = tied ? w.token_embedding : bind_matrix(view, Role::output, format::kNoLayer);
+  // Frequencies in double: angles up to context * 1 rad must keep float precision after cos/sin.
+  for (uint32_t i = 0; i < c.head_dim / 2; ++i) {
+    s.state.rope_inv_freq[i] = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim);
+  }
+  rng_seed(s.rng, 0);
+}
+
+}  // namespace mote

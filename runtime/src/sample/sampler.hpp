@@ -1,0 +1,34 @@
+// Samplers over a logits vector and the seeded random number generator they use.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mote/mote.h"
+
+namespace mote {
+
+// PCG32 (O'Neill): small state, good statistics, the same stream on every platform.
+struct Rng {
+  uint64_t state = 0;
+  uint64_t increment = 1;
+};
+void rng_seed(Rng &rng, uint64_t seed);
+uint32_t rng_next_u32(Rng &rng);
+float rng_next_float(Rng &rng);  // uniform in [0, 1)
+
+struct Candidate {
+  float value;  // logit, then probability
+  int32_t id;
+};
+
+// Index of the largest logit (the lowest index wins ties).
+int32_t argmax(const float *logits, size_t n);
+
+// Picks a token: repetition penalty over recent[0..n_recent), then greedy when temperature is
+// 0, otherwise temperature, top-k, top-p and min-p filtering and a draw from rng.
+// logits is modified in place; scratch holds n candidates (from the session arena).
+int32_t sample(const mote_sampler_options &options, Rng &rng, float *logits, size_t n,
+               const int32_t *recent, size_t n_recent, Candidate *scratch);
+
+}  // namespace mote

@@ -1,0 +1,48 @@
+// SentencePiece-style BPE with scores and <0xXX> byte fallback (llama2.c's tokenizer.bin).
+// Works on a validated view of the tables inside the model bytes; needs no memory of its own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.hpp"
+
+namespace mote {
+
+// Token types, numbered as GGUF numbers them.
+enum TokenType : uint8_t {
+  kTokenNormal = 1,
+  kTokenUnknown = 2,
+  kTokenControl = 3,
+  kTokenUserDefined = 4,
+  kTokenUnused = 5,
+  kTokenByte = 6,
+};
+
+// Everything points into the model bytes; the format reader validated it all (see FORMAT.md).
+struct TokenizerView {
+  uint32_t n_tokens = 0;
+  const uint32_t *piece_offsets = nullptr;  // n_tokens + 1 offsets into piece_bytes, ascending
+  const char *piece_bytes = nullptr;        // token i is [piece_offsets[i], piece_offsets[i+1])
+  const float *scores = nullptr;            // n_tokens merge scores (higher merges first)
+  const uint8_t *types = nullptr;           // n_tokens TokenType values
+  const uint32_t *sorted_ids = nullptr;     // ids ordered by (piece bytes, id), strictly ascending
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+  int32_t unk_id = -1;
+  bool add_space_prefix = true;  // SentencePiece's dummy prefix: " " before non-empty text
+};
+
+// Token id whose piece is exactly [text, text + n), or -1 (binary search over sorted_ids).
+int32_t find_token(const TokenizerView &tok, const char *text, size_t n);
+
+// Encodes text (see mote_tokenize for the contract and the invalid-UTF-8 policy).
+Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos,
+              int32_t *tokens, size_t capacity, size_t *n_tokens);
+
+// The bytes token prints after prev_token (see mote_detokenize). Byte tokens decode into
+// byte_storage (one byte) so the result may point there; otherwise into the model bytes.
+void piece_for(const TokenizerView &tok, int32_t prev_token, int32_t token,
+               char *byte_storage, const char **bytes, size_t *n_bytes);
+
+}  // namespace mote

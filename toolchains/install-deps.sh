@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of mote from Debian's packages.
+# Usage: toolchains/install-deps.sh [--no-cross] [--no-python]
+#   --no-cross   skip the aarch64 cross compiler and qemu-user (native build only)
+#   --no-python  skip python3-torch/numpy (only needed to regenerate goldens)
+set -euo pipefail
+
+want_cross=1
+want_python=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-cross) want_cross=0 ;;
+    --no-python) want_python=0 ;;
+    *) echo "install-deps.sh: unknown option '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+packages=(build-essential cmake ninja-build libxsimd-dev doctest-dev libbenchmark-dev libgomp1)
+if [ "$want_cross" = 1 ]; then
+  packages+=(g++-aarch64-linux-gnu qemu-user)
+fi
+if [ "$want_python" = 1 ]; then
+  packages+=(python3 python3-numpy python3-torch)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  sudo_cmd=""
+  [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "install-deps.sh: all dependencies present"
