@@ -41,3 +41,121 @@ inline std::string shared_model(const std::string &name) {
 }
 
 }  // namespace mote_test
+
+#include <cstring>
+#include <memory>
+
+#include "llama2c.hpp"
+#include "mote/mote.h"
+
+namespace mote_test {
+
+// A 64-byte aligned copy of bytes (the runtime reads models and arenas only at that alignment).
+struct AlignedBuffer {
+  struct Free {
+    void operator()(void *p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, Free> data;
+  size_t size = 0;
+
+  explicit AlignedBuffer(size_t n) : size(n) {
+    data.reset(static_cast<unsigned char *>(std::aligned_alloc(64, (n + 63) / 64 * 64 + 64)));
+  }
+  static AlignedBuffer copy_of(const std::vector<unsigned char> &bytes) {
+    AlignedBuffer b(bytes.size());
+    std::memcpy(b.data.get(), bytes.data(), bytes.size());
+    return b;
+  }
+};
+
+// A llama2.c checkpoint converted in memory and opened.
+struct ConvertedModel {
+  AlignedBuffer bytes{0};
+  mote_model model{};
+};
+
+inline std::unique_ptr<ConvertedModel> convert_and_open(const std::string &checkpoint, const std::string &tokenizer,
+                                                        mote::format::DType dtype = mote::format::DType::f32,
+                                                        mote::format::RopeLayout rope = mote::format::RopeLayout::interleaved) {
+  mote::convert::Llama2cOptions options;
+  options.dtype = dtype;
+  options.rope_layout = rope;
+  mote::convert::ModelData data;
+  std::string error;
+  if (!mote::convert::load_llama2c(checkpoint, tokenizer, options, &data, &error)) {
+    FAIL("conversion failed: " << error);
+    return nullptr;
+  }
+  auto converted = std::make_unique<ConvertedModel>();
+  converted->bytes = AlignedBuffer::copy_of(mote::convert::serialize(data));
+  char message[256] = "";
+  const mote_status status =
+      mote_model_open(converted->bytes.data.get(), converted->bytes.size, &converted->model, message, sizeof message);
+  if (status != MOTE_OK) {
+    FAIL("open failed: " << message);
+    return nullptr;
+  }
+  return converted;
+}
+
+// A session with an exactly sized arena.
+struct TestSession {
+  AlignedBuffer arena{0};
+  mote_session session{};
+};
+
+inline std::unique_ptr<TestSession> open_session(const mote_model &model, mote_session_options options) {
+  auto s = std::make_unique<TestSession>();
+  const size_t needed = mote_arena_size(&model, &options);
+  REQUIRE(needed > 0);
+  s->arena = AlignedBuffer(needed);
+  char message[256] = "";
+  const mote_status status = mote_session_init(&s->session, &model, &options, s->arena.data.get(), needed, message,
+                                               sizeof message);
+  if (status != MOTE_OK) FAIL("session init failed: " << message);
+  return s;
+}
+
+inline std::vector<float> read_floats(const std::string &path) {
+  const std::vector<unsigned char> bytes = read_file(path);
+  std::vector<float> values(bytes.size() / 4);
+  std::memcpy(values.data(), bytes.data(), values.size() * 4);
+  return values;
+}
+
+// "key=value key=value" manifest lines.
+inline std::string manifest_value(const std::string &line, const std::string &key) {
+  const std::string needle = key + "=";
+  size_t at = 0;
+  while ((at = line.find(needle, at)) != std::string::npos) {
+    if (at == 0 || line[at - 1] == ' ') {
+      const size_t begin = at + needle.size();
+      return line.substr(begin, line.find(' ', begin) - begin);
+    }
+    at += needle.size();
+  }
+  return "";
+}
+
+inline std::vector<int32_t> parse_ids(const std::string &csv) {
+  std::vector<int32_t> ids;
+  size_t at = 0;
+  while (at < csv.size()) {
+    size_t end = csv.find(',', at);
+    if (end == std::string::npos) end = csv.size();
+    ids.push_back(std::stoi(csv.substr(at, end - at)));
+    at = end + 1;
+  }
+  return ids;
+}
+
+inline std::vector<std::string> read_lines(const std::string &path) {
+  std::ifstream f(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);) {
+    if (!line.empty() && line[0] != '#') lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace mote_test
