@@ -27,7 +27,8 @@ int32_t argmax(const float *logits, size_t n);
 
 // Picks a token: repetition penalty over recent[0..n_recent), then greedy when temperature is
 // 0, otherwise temperature, top-k, top-p and min-p filtering and a draw from rng.
-// logits is modified in place; scratch holds n candidates (from the session arena).
+// logits is modified in place; scratch holds n candidates (from the session arena). Returns -1
+// only when n is 0. Option edge cases (0, negative, > 1) are listed at the top of sampler.cpp.
 int32_t sample(const mote_sampler_options &options, Rng &rng, float *logits, size_t n,
                const int32_t *recent, size_t n_recent, Candidate *scratch);
 

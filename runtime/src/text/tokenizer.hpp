@@ -36,7 +36,12 @@ struct TokenizerView {
 // Token id whose piece is exactly [text, text + n), or -1 (binary search over sorted_ids).
 int32_t find_token(const TokenizerView &tok, const char *text, size_t n);
 
-// Encodes text (see mote_tokenize for the contract and the invalid-UTF-8 policy).
+// Encodes text (see mote_tokenize for the contract). Policies, detailed in tokenizer.cpp:
+// a byte that does not start a valid, complete, shortest-form UTF-8 sequence is taken alone;
+// a code point that is not a piece becomes its "<0xXX>" byte tokens, or one unk_id when the
+// vocabulary lacks one of them, or MOTE_ERR_UNSUPPORTED when it has no unk either. BOS is
+// added only if asked for and bos_id >= 0. A buffer below text_n + 2 entries is enough when it
+// holds every token before merging; otherwise MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens = needed.
 Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos,
               int32_t *tokens, size_t capacity, size_t *n_tokens);
 

@@ -1,0 +1,189 @@
+// The seeded PCG32 generator and the sampling chain: repetition penalty, temperature, top-k,
+// top-p, min-p, then one draw.
+//
+// Determinism: the same seed and logits give the same token on every platform. Every step runs
+// in a fixed order; sorts break ties by id so their result is unique; sums are in double; a
+// non-greedy sample takes exactly one number from the generator, a greedy one takes none.
+//
+// Option conventions (llama.cpp's): repetition_penalty 1 (or anything not > 0) is off;
+// repetition_last_n 0 is off, negative means all of recent, otherwise the last that many
+// entries of recent; temperature not > 0 is greedy; top_k <= 0 or >= n is off; top_p >= 1 is
+// off (<= 0 keeps only the top token); min_p <= 0 is off (> 1 keeps only the top tokens).
+// Out-of-range ids in recent are ignored; NaN logits never win.
+#include "sample/sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mote {
+namespace {
+
+// PCG32's fixed stream selector: pcg32-demo's default, so its published outputs check ours.
+constexpr uint64_t kStream = 54;
+constexpr uint64_t kMultiplier = 6364136223846793005ULL;
+
+// CTRL's penalty, once per distinct token: positive logits shrink, negative ones grow.
+// scratch[id].id flags the tokens already penalized (only the window's entries are touched).
+void apply_repetition_penalty(const mote_sampler_options &options, float *logits, size_t n,
+                              const int32_t *recent, size_t n_recent, Candidate *scratch) {
+  const float penalty = options.repetition_penalty;
+  if (!(penalty > 0.0f) || penalty == 1.0f || !std::isfinite(penalty)) return;
+  if (recent == nullptr || options.repetition_last_n == 0) return;
+  size_t window = n_recent;
+  if (options.repetition_last_n > 0 &&
+      static_cast<size_t>(options.repetition_last_n) < n_recent) {
+    window = static_cast<size_t>(options.repetition_last_n);
+  }
+  const int32_t *first = recent + (n_recent - window);
+  auto in_range = [n](int32_t id) { return id >= 0 && static_cast<size_t>(id) < n; };
+  for (size_t i = 0; i < window; ++i) {
+    if (in_range(first[i])) scratch[first[i]].id = 0;
+  }
+  for (size_t i = 0; i < window; ++i) {
+    const int32_t id = first[i];
+    if (!in_range(id) || scratch[id].id != 0) continue;
+    scratch[id].id = 1;
+    logits[id] = logits[id] > 0.0f ? logits[id] / penalty : logits[id] * penalty;
+  }
+}
+
+bool more_probable(const Candidate &a, const Candidate &b) {
+  return a.value > b.value || (a.value == b.value && a.id < b.id);
+}
+
+double total_mass(const Candidate *c, size_t count) {
+  double sum = 0.0;
+  for (size_t i = 0; i < count; ++i) sum += c[i].value;
+  return sum;
+}
+
+// Keeps, in order, the candidates with value >= threshold; returns how many.
+size_t keep_at_least(Candidate *c, size_t count, float threshold) {
+  size_t kept = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (c[i].value >= threshold) c[kept++] = c[i];
+  }
+  return kept;
+}
+
+// Fills c with softmax(logits / temperature); returns false when no logit is above -inf.
+bool softmax_candidates(const float *logits, size_t n, float temperature, Candidate *c) {
+  float max_value = -INFINITY;
+  for (size_t i = 0; i < n; ++i) {
+    float value = logits[i] / temperature;
+    if (std::isnan(value)) value = -INFINITY;
+    c[i] = {value, static_cast<int32_t>(i)};
+    if (value > max_value) max_value = value;
+  }
+  if (max_value == -INFINITY) return false;
+  double sum = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    // The equality case keeps +inf logits finite (inf - inf would be NaN).
+    const float weight = c[i].value == max_value ? 1.0f : std::exp(c[i].value - max_value);
+    c[i].value = weight;
+    sum += weight;
+  }
+  for (size_t i = 0; i < n; ++i) c[i].value = static_cast<float>(c[i].value / sum);
+  return true;
+}
+
+// Nucleus: the smallest most-probable prefix holding top_p of the mass. c must hold all n
+// softmax candidates (mass 1) unless already_sorted.
+size_t apply_top_p(Candidate *c, size_t count, float top_p, bool already_sorted) {
+  if (!already_sorted) {
+    // A candidate below (1 - p) / (count - 1) can never be inside the nucleus: the ones from it
+    // on would hold less than 1 - p. Dropping them first keeps the sort short. If even the top
+    // one is below (p * count < 1), nothing can be dropped this way.
+    if (count > 1) {
+      const float cutoff = (1.0f - top_p) / static_cast<float>(count - 1);
+      const size_t kept = keep_at_least(c, count, cutoff);
+      if (kept > 0) count = kept;
+    }
+    std::sort(c, c + count, more_probable);
+  }
+  const double target = static_cast<double>(top_p) * total_mass(c, count);
+  double cumulative = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    cumulative += c[i].value;
+    if (cumulative >= target) return i + 1;
+  }
+  return count;
+}
+
+size_t apply_min_p(Candidate *c, size_t count, float min_p) {
+  float top = 0.0f;
+  for (size_t i = 0; i < count; ++i) top = std::max(top, c[i].value);
+  const float threshold = std::min(min_p * top, top);  // the top token always stays
+  return keep_at_least(c, count, threshold);
+}
+
+int32_t draw(Rng &rng, const Candidate *c, size_t count) {
+  const double target = static_cast<double>(rng_next_float(rng)) * total_mass(c, count);
+  double cumulative = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    cumulative += c[i].value;
+    if (target < cumulative) return c[i].id;
+  }
+  return c[count - 1].id;  // rounding left target at the very end
+}
+
+}  // namespace
+
+void rng_seed(Rng &rng, uint64_t seed) {
+  // pcg32_srandom: start from zero on the chosen stream, step, add the seed, step.
+  rng.state = 0;
+  rng.increment = (kStream << 1) | 1;
+  rng_next_u32(rng);
+  rng.state += seed;
+  rng_next_u32(rng);
+}
+
+uint32_t rng_next_u32(Rng &rng) {
+  const uint64_t old = rng.state;
+  rng.state = old * kMultiplier + rng.increment;
+  // XSH-RR output: xorshift the high bits down, then rotate by the top five bits.
+  const uint32_t xorshifted = static_cast<uint32_t>(((old >> 18) ^ old) >> 27);
+  const uint32_t rotation = static_cast<uint32_t>(old >> 59);
+  return (xorshifted >> rotation) | (xorshifted << ((32 - rotation) & 31));
+}
+
+float rng_next_float(Rng &rng) {
+  // The top 24 bits: every value is exactly representable and below 1.
+  return static_cast<float>(rng_next_u32(rng) >> 8) * (1.0f / 16777216.0f);
+}
+
+int32_t argmax(const float *logits, size_t n) {
+  if (n == 0) return -1;
+  size_t best = 0;
+  for (size_t i = 1; i < n; ++i) {
+    // Strictly greater keeps the lowest index on ties; a NaN in front loses to any number.
+    if (logits[i] > logits[best] || (std::isnan(logits[best]) && !std::isnan(logits[i]))) {
+      best = i;
+    }
+  }
+  return static_cast<int32_t>(best);
+}
+
+int32_t sample(const mote_sampler_options &options, Rng &rng, float *logits, size_t n,
+               const int32_t *recent, size_t n_recent, Candidate *scratch) {
+  if (n == 0) return -1;
+  apply_repetition_penalty(options, logits, n, recent, n_recent, scratch);
+  if (!(options.temperature > 0.0f)) return argmax(logits, n);
+  if (!softmax_candidates(logits, n, options.temperature, scratch)) return argmax(logits, n);
+
+  size_t count = n;
+  bool sorted = false;
+  if (options.top_k > 0 && static_cast<size_t>(options.top_k) < count) {
+    const size_t k = static_cast<size_t>(options.top_k);
+    std::partial_sort(scratch, scratch + k, scratch + count, more_probable);
+    count = k;
+    sorted = true;
+  }
+  if (options.top_p < 1.0f) {
+    count = apply_top_p(scratch, count, std::max(options.top_p, 0.0f), sorted);
+  }
+  if (options.min_p > 0.0f) count = apply_min_p(scratch, count, options.min_p);
+  return draw(rng, scratch, count);
+}
+
+}  // namespace mote

@@ -1,0 +1,327 @@
+// SentencePiece-style BPE encoding and decoding, behaving as llama2.c's run.c encode/decode do
+// for its tokenizer.bin, without any memory beyond the caller's token buffer.
+//
+// Policies (the contract of mote_tokenize / mote_detokenize):
+// - Text is split into code points. A code point is a valid, complete, shortest-form UTF-8
+//   sequence (no overlongs, no surrogates, nothing above U+10FFFF). Any other byte is taken
+//   alone. A code point (or lone byte) whose bytes are a text piece becomes that token;
+//   otherwise each of its bytes becomes the byte token "<0xXX>", so decoding gives back the
+//   input bytes exactly, valid UTF-8 or not.
+// - If some byte of such a code point has no byte token (a vocabulary without byte fallback),
+//   the whole code point becomes unk_id once, as SentencePiece does without byte fallback; with
+//   no unk either, encoding fails with MOTE_ERR_UNSUPPORTED (nothing is silently dropped).
+// - The dummy prefix " " (add_space_prefix, non-empty text) is encoded like any code point.
+// - BOS is added only when asked for and the vocabulary has one; it never takes part in merges.
+// - Only text tokens (type normal or user-defined, and not spelled "<0xXX>") are looked up or
+//   produced by merges: byte and control tokens stand for something other than their spelling.
+//   For llama2.c vocabularies this matches run.c exactly, which compares plain strings.
+// - Merges: repeatedly merge the adjacent pair whose concatenation is a text token with the
+//   highest score (the leftmost pair on ties, scores must exceed -1e10), until none is left.
+#include "text/tokenizer.hpp"
+
+#include <cstring>
+
+namespace mote {
+namespace {
+
+struct ByteRange {
+  const char *data;
+  size_t size;
+};
+
+ByteRange piece_of(const TokenizerView &tok, uint32_t id) {
+  const uint32_t begin = tok.piece_offsets[id];
+  return {tok.piece_bytes + begin, tok.piece_offsets[id + 1] - begin};
+}
+
+// Compares a against b as the sort order does: unsigned bytes, then the shorter first.
+// Returns a negative, zero or positive value.
+int compare_prefix(ByteRange a, ByteRange b) {
+  const size_t common = a.size < b.size ? a.size : b.size;
+  const int order = common == 0 ? 0 : std::memcmp(a.data, b.data, common);
+  if (order != 0) return order;
+  return a.size < b.size ? -1 : (a.size > b.size ? 1 : 0);
+}
+
+// Sign of (piece <=> left ++ right), without building the concatenation.
+int compare_with_concat(ByteRange piece, ByteRange left, ByteRange right) {
+  const size_t head = piece.size < left.size ? piece.size : left.size;
+  const int order = compare_prefix({piece.data, head}, {left.data, head});
+  if (order != 0) return order;
+  if (piece.size < left.size) return -1;  // a proper prefix of left sorts first
+  return compare_prefix({piece.data + left.size, piece.size - left.size}, right);
+}
+
+// Index into sorted_ids of the first piece not below left ++ right.
+uint32_t lower_bound_concat(const TokenizerView &tok, ByteRange left, ByteRange right) {
+  uint32_t low = 0;
+  uint32_t high = tok.n_tokens;
+  while (low < high) {
+    const uint32_t mid = low + (high - low) / 2;
+    if (compare_with_concat(piece_of(tok, tok.sorted_ids[mid]), left, right) < 0) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  return low;
+}
+
+int hex_digit_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// The byte a "<0xXX>" piece stands for (either hex case, as run.c's sscanf accepts), or -1.
+int byte_piece_value(ByteRange piece) {
+  const char *p = piece.data;
+  if (piece.size != 6 || p[0] != '<' || p[1] != '0' || p[2] != 'x' || p[5] != '>') return -1;
+  const int high = hex_digit_value(p[3]);
+  const int low = hex_digit_value(p[4]);
+  return (high < 0 || low < 0) ? -1 : high * 16 + low;
+}
+
+// Tokens that stand for their own spelling: the only ones text lookups and merges yield.
+bool is_text_token(const TokenizerView &tok, uint32_t id) {
+  const uint8_t type = tok.types[id];
+  if (type != kTokenNormal && type != kTokenUserDefined) return false;
+  return byte_piece_value(piece_of(tok, id)) < 0;
+}
+
+// Lowest text-token id whose piece is left ++ right, or -1.
+int32_t find_text_token(const TokenizerView &tok, ByteRange left, ByteRange right) {
+  for (uint32_t i = lower_bound_concat(tok, left, right); i < tok.n_tokens; ++i) {
+    const uint32_t id = tok.sorted_ids[i];
+    if (compare_with_concat(piece_of(tok, id), left, right) != 0) break;
+    if (is_text_token(tok, id)) return static_cast<int32_t>(id);
+  }
+  return -1;
+}
+
+bool is_continuation(uint8_t byte) { return (byte & 0xC0) == 0x80; }
+
+// Length of the valid, complete, shortest-form UTF-8 sequence at s, or 0 if there is none.
+size_t utf8_sequence_length(const uint8_t *s, size_t available) {
+  const uint8_t lead = s[0];
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  uint8_t second_min = 0x80;  // the narrower ranges exclude overlongs, surrogates, > U+10FFFF
+  uint8_t second_max = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) second_min = 0xA0;
+    if (lead == 0xED) second_max = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) second_min = 0x90;
+    if (lead == 0xF4) second_max = 0x8F;
+  } else {
+    return 0;
+  }
+  if (available < length || s[1] < second_min || s[1] > second_max) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if (!is_continuation(s[i])) return 0;
+  }
+  return length;
+}
+
+// Appends the initial tokens of the code point (or lone byte) [bytes, bytes + n) at
+// out[*count], or only counts them when out is null.
+Status emit_code_point(const TokenizerView &tok, const char *bytes, size_t n, int32_t *out,
+                       size_t *count) {
+  const int32_t id = find_text_token(tok, {bytes, n}, {bytes, 0});
+  if (id >= 0) {
+    if (out != nullptr) out[*count] = id;
+    *count += 1;
+    return MOTE_OK;
+  }
+  static const char kHex[] = "0123456789ABCDEF";
+  int32_t byte_ids[4];
+  bool all_bytes_found = true;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t byte = static_cast<uint8_t>(bytes[i]);
+    const char spelling[6] = {'<', '0', 'x', kHex[byte >> 4], kHex[byte & 15], '>'};
+    byte_ids[i] = find_token(tok, spelling, sizeof spelling);
+    all_bytes_found = all_bytes_found && byte_ids[i] >= 0;
+  }
+  if (all_bytes_found) {
+    if (out != nullptr) std::memcpy(out + *count, byte_ids, n * sizeof(int32_t));
+    *count += n;
+    return MOTE_OK;
+  }
+  if (tok.unk_id < 0 || static_cast<uint32_t>(tok.unk_id) >= tok.n_tokens) {
+    return MOTE_ERR_UNSUPPORTED;
+  }
+  if (out != nullptr) out[*count] = tok.unk_id;
+  *count += 1;
+  return MOTE_OK;
+}
+
+// The tokens before merging: the dummy prefix, then one or more per code point.
+Status split_into_pieces(const TokenizerView &tok, const char *text, size_t text_n,
+                         int32_t *out, size_t *count) {
+  *count = 0;
+  if (text_n > 0 && tok.add_space_prefix) {
+    const Status status = emit_code_point(tok, " ", 1, out, count);
+    if (status != MOTE_OK) return status;
+  }
+  const uint8_t *bytes = reinterpret_cast<const uint8_t *>(text);
+  size_t at = 0;
+  while (at < text_n) {
+    size_t length = utf8_sequence_length(bytes + at, text_n - at);
+    if (length == 0) length = 1;  // not valid UTF-8: this byte alone
+    const Status status = emit_code_point(tok, text + at, length, out, count);
+    if (status != MOTE_OK) return status;
+    at += length;
+  }
+  return MOTE_OK;
+}
+
+// run.c's merge rule: candidates must beat this score, and a later pair must beat an earlier.
+constexpr float kNoMergeScore = -1e10f;
+
+int32_t merge_of(const TokenizerView &tok, uint32_t left, uint32_t right) {
+  if (!is_text_token(tok, left) || !is_text_token(tok, right)) return -1;
+  return find_text_token(tok, piece_of(tok, left), piece_of(tok, right));
+}
+
+// The merge loop, for vocabularies whose ids fit 16 bits (all SentencePiece ones mote knows
+// but Gemma's). Looking up every pair on every pass costs O(n^2 log V) lookups; caching each
+// pair's merge turns a pass into a scan of scores. The cache needs no memory of its own:
+// cell i holds its token in the low half and the merge of (i, i+1) in the high half.
+constexpr uint32_t kNoMerge16 = 0xFFFF;
+
+void merge_packed(const TokenizerView &tok, uint32_t *cells, size_t *n) {
+  size_t count = *n;
+  auto token = [&](size_t i) { return cells[i] & 0xFFFF; };
+  auto refresh_pair = [&](size_t i) {  // recomputes the merge of (i, i + 1)
+    uint32_t merged = kNoMerge16;
+    if (i + 1 < count) {
+      const int32_t id = merge_of(tok, token(i), token(i + 1));
+      if (id >= 0) merged = static_cast<uint32_t>(id);
+    }
+    cells[i] = (merged << 16) | token(i);
+  };
+  for (size_t i = 0; i < count; ++i) refresh_pair(i);
+  for (;;) {
+    float best_score = kNoMergeScore;
+    size_t best = count;
+    for (size_t i = 0; i + 1 < count; ++i) {
+      const uint32_t merged = cells[i] >> 16;
+      if (merged != kNoMerge16 && tok.scores[merged] > best_score) {
+        best_score = tok.scores[merged];
+        best = i;
+      }
+    }
+    if (best == count) break;
+    cells[best] = cells[best] >> 16;
+    std::memmove(cells + best + 1, cells + best + 2, (count - best - 2) * sizeof(uint32_t));
+    count -= 1;
+    refresh_pair(best);
+    if (best > 0) refresh_pair(best - 1);
+  }
+  for (size_t i = 0; i < count; ++i) cells[i] = token(i);
+  *n = count;
+}
+
+// The same loop for larger vocabularies, looking every pair up on every pass (run.c's way).
+void merge_uncached(const TokenizerView &tok, int32_t *ids, size_t *n) {
+  size_t count = *n;
+  for (;;) {
+    float best_score = kNoMergeScore;
+    size_t best = count;
+    int32_t best_id = -1;
+    for (size_t i = 0; i + 1 < count; ++i) {
+      const int32_t id =
+          merge_of(tok, static_cast<uint32_t>(ids[i]), static_cast<uint32_t>(ids[i + 1]));
+      if (id >= 0 && tok.scores[id] > best_score) {
+        best_score = tok.scores[id];
+        best = i;
+        best_id = id;
+      }
+    }
+    if (best == count) break;
+    ids[best] = best_id;
+    std::memmove(ids + best + 1, ids + best + 2, (count - best - 2) * sizeof(int32_t));
+    count -= 1;
+  }
+  *n = count;
+}
+
+}  // namespace
+
+int32_t find_token(const TokenizerView &tok, const char *text, size_t n) {
+  const ByteRange key{text, n};
+  const uint32_t i = lower_bound_concat(tok, key, {text, 0});
+  if (i == tok.n_tokens) return -1;
+  const uint32_t id = tok.sorted_ids[i];
+  return compare_prefix(piece_of(tok, id), key) == 0 ? static_cast<int32_t>(id) : -1;
+}
+
+Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos,
+              int32_t *tokens, size_t capacity, size_t *n_tokens) {
+  if (n_tokens == nullptr || (text == nullptr && text_n > 0) ||
+      (tokens == nullptr && capacity > 0)) {
+    return MOTE_ERR_INVALID_ARGUMENT;
+  }
+  *n_tokens = 0;
+  const size_t n_bos = (add_bos && tok.bos_id >= 0) ? 1 : 0;
+  // Every byte yields at most one initial token and the prefix is one byte, so this bound
+  // (at most text_n + 2) holds; only a smaller buffer needs the exact count first.
+  const size_t prefix_n = (text_n > 0 && tok.add_space_prefix) ? 1 : 0;
+  const bool bound_fits = text_n <= capacity && capacity - text_n >= n_bos + prefix_n;
+  if (!bound_fits) {
+    size_t n_pieces = 0;
+    const Status status = split_into_pieces(tok, text, text_n, nullptr, &n_pieces);
+    if (status != MOTE_OK) return status;
+    if (n_pieces + n_bos > capacity) {
+      *n_tokens = n_pieces + n_bos;
+      return MOTE_ERR_BUFFER_TOO_SMALL;
+    }
+  }
+  if (n_bos == 1) tokens[0] = tok.bos_id;
+  int32_t *text_tokens = tokens + n_bos;
+  size_t n_text = 0;
+  const Status status = split_into_pieces(tok, text, text_n, text_tokens, &n_text);
+  if (status != MOTE_OK) return status;
+  if (tok.n_tokens <= kNoMerge16) {
+    // int32_t and uint32_t may alias each other; ids are below 2^16 so cells stay exact.
+    merge_packed(tok, reinterpret_cast<uint32_t *>(text_tokens), &n_text);
+  } else {
+    merge_uncached(tok, text_tokens, &n_text);
+  }
+  *n_tokens = n_bos + n_text;
+  return MOTE_OK;
+}
+
+void piece_for(const TokenizerView &tok, int32_t prev_token, int32_t token, char *byte_storage,
+               const char **bytes, size_t *n_bytes) {
+  *bytes = "";
+  *n_bytes = 0;
+  if (token < 0 || static_cast<uint32_t>(token) >= tok.n_tokens) return;
+  const uint32_t id = static_cast<uint32_t>(token);
+  const uint8_t type = tok.types[id];
+  if (type == kTokenControl || type == kTokenUnused) return;
+  ByteRange piece = piece_of(tok, id);
+  const int byte = byte_piece_value(piece);
+  if (byte >= 0) {
+    if (byte_storage == nullptr) return;
+    *byte_storage = static_cast<char>(byte);
+    *bytes = byte_storage;
+    *n_bytes = 1;
+    return;
+  }
+  // SentencePiece's decoder strips the dummy prefix's space after BOS.
+  if (prev_token >= 0 && prev_token == tok.bos_id && piece.size > 0 && piece.data[0] == ' ') {
+    piece.data += 1;
+    piece.size -= 1;
+  }
+  *bytes = piece.data;
+  *n_bytes = piece.size;
+}
+
+}  // namespace mote
