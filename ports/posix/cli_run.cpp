@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include <unistd.h>
+
 #include "cli_common.hpp"
 
 namespace mote::cli {
@@ -86,7 +88,7 @@ int command_run(int argc, char **argv) {
   uint32_t generated = 0;
   status = mote_generate(session, nullptr, 0, n_new, &sampler, print_piece, &stream, &generated);
   const double decode_seconds = now_seconds() - decode_start;
-  std::fputc('\n', stdout);
+  if (isatty(fileno(stdout))) std::fputc('\n', stdout);  // piped output stays exactly the text
   std::fflush(stdout);
   if (status == MOTE_ERR_CONTEXT_FULL) {
     std::fprintf(stderr, "mote run: stopped: the context of %u tokens is full\n", static_cast<unsigned>(capacity));

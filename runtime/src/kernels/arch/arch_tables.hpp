@@ -1,0 +1,20 @@
+// The per-ISA kernel tables, each defined in its own translation unit compiled with that ISA's
+// flags (kernels_avx2.cpp, kernels_avx512.cpp, kernels_neon.cpp). Only dispatch.cpp calls these,
+// and only after checking that the CPU can run them. Deliberately free of xsimd.
+#pragma once
+
+#include "kernels/kernels.hpp"
+
+namespace mote::kernels {
+
+#if defined(MOTE_HAVE_AVX2)
+const KernelTable &avx2_kernels();
+#endif
+#if defined(MOTE_HAVE_AVX512)
+const KernelTable &avx512_kernels();
+#endif
+#if defined(MOTE_HAVE_NEON)
+const KernelTable &neon_kernels();
+#endif
+
+}  // namespace mote::kernels

@@ -1,0 +1,105 @@
+// Shared SIMD building blocks for the kernel headers: batch aliases, the horizontal sum, and
+// IEEE half loads (xsimd 8.1 has no half type, so each ISA gets a few intrinsics here).
+//
+// Only the per-ISA translation units in kernels/arch/ include this (it pulls in xsimd).
+// Everything here is a template or overload on the xsimd arch, so two TUs built with different
+// flags never emit the same symbol and the linker cannot swap an AVX-512 copy into the AVX2
+// path. For the same reason kernel code calls __builtin_* math rather than the inline std::
+// wrappers, and never core/fp16.hpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <xsimd/xsimd.hpp>
+
+#if defined(__F16C__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+#if defined(__ARM_NEON)
+#include <arm_neon.h>
+#if !defined(__aarch64__) && !(defined(__ARM_FP) && (__ARM_FP & 2))
+#include "core/fp16.hpp"  // 32-bit ARM without half conversions; no per-TU flags there
+#endif
+#endif
+
+namespace mote::kernels::simd {
+
+template <class Arch>
+using Floats = xsimd::batch<float, Arch>;
+
+// Sum of all lanes (xsimd 8.1 calls it hadd, later versions reduce_add).
+template <class Arch>
+inline float reduce_sum(Floats<Arch> v) {
+  return xsimd::hadd(v);
+}
+
+// Largest lane.
+template <class Arch>
+inline float reduce_max(Floats<Arch> v) {
+  alignas(64) float lanes[Floats<Arch>::size];
+  v.store_aligned(lanes);
+  float max = lanes[0];
+  for (size_t i = 1; i < Floats<Arch>::size; ++i) max = lanes[i] > max ? lanes[i] : max;
+  return max;
+}
+
+// --- IEEE half: load_halves(arch, p) reads one batch of halves as floats, half_to_float(arch, h)
+// converts one (for scalar tails). Both conversions are exact.
+#if XSIMD_WITH_FMA3_AVX2 && defined(__F16C__)
+inline Floats<xsimd::fma3<xsimd::avx2>> load_halves(xsimd::fma3<xsimd::avx2>, const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+}
+inline float half_to_float(xsimd::fma3<xsimd::avx2>, uint16_t h) { return _cvtsh_ss(h); }
+#endif
+
+#if XSIMD_WITH_AVX512BW && defined(__F16C__)
+inline Floats<xsimd::avx512bw> load_halves(xsimd::avx512bw, const uint16_t *p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+}
+inline float half_to_float(xsimd::avx512bw, uint16_t h) { return _cvtsh_ss(h); }
+#endif
+
+#if XSIMD_WITH_NEON64
+inline Floats<xsimd::neon64> load_halves(xsimd::neon64, const uint16_t *p) {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+inline float half_to_float(xsimd::neon64, uint16_t h) {
+  return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
+#elif XSIMD_WITH_NEON
+#if defined(__ARM_FP) && (__ARM_FP & 2)
+inline Floats<xsimd::neon> load_halves(xsimd::neon, const uint16_t *p) {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+inline float half_to_float(xsimd::neon, uint16_t h) {
+  return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
+#else
+inline float half_to_float(xsimd::neon, uint16_t h) { return fp16_to_f32(h); }
+inline Floats<xsimd::neon> load_halves(xsimd::neon, const uint16_t *p) {
+  alignas(16) float lanes[4];
+  for (size_t i = 0; i < 4; ++i) lanes[i] = fp16_to_f32(p[i]);
+  return Floats<xsimd::neon>::load_aligned(lanes);
+}
+#endif
+#endif
+
+// Weight loads over either element type, so one kernel body serves f32 and f16 weights.
+template <class Arch>
+inline Floats<Arch> load_floats(const float *p) {
+  return Floats<Arch>::load_unaligned(p);
+}
+template <class Arch>
+inline Floats<Arch> load_floats(const uint16_t *p) {
+  return load_halves(Arch{}, p);
+}
+template <class Arch>
+inline float to_float(float value) {
+  return value;
+}
+template <class Arch>
+inline float to_float(uint16_t half) {
+  return half_to_float(Arch{}, half);
+}
+
+}  // namespace mote::kernels::simd

@@ -1,0 +1,445 @@
+// The kernels: the scalar twins against hand-computed cases, then every SIMD table this CPU has
+// against the scalar twins over edge sizes (1, a SIMD width, width ± 1, multiples, large).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/fp16.hpp"
+#include "kernels/kernels.hpp"
+
+namespace {
+
+using mote::kernels::Isa;
+using mote::kernels::KernelTable;
+
+struct IsaCase {
+  Isa isa;
+  const char *name;
+};
+constexpr IsaCase kSimdIsas[] = {{Isa::avx2, "avx2"}, {Isa::avx512, "avx512"}, {Isa::neon, "neon"}};
+
+// The SIMD tables this build and CPU can run, saying which are skipped and why.
+std::vector<const KernelTable *> simd_tables() {
+  std::vector<const KernelTable *> tables;
+  for (const IsaCase &c : kSimdIsas) {
+    if (const KernelTable *table = mote::kernels::kernels_for(c.isa)) {
+      tables.push_back(table);
+    } else {
+      MESSAGE("skipping " << std::string(c.name) << ": this build or CPU lacks it");
+    }
+  }
+  return tables;
+}
+
+// Sizes around every SIMD width in use (4 on NEON, 8 on AVX2, 16 on AVX-512) plus large ones.
+const size_t kSizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100, 576, 4097};
+
+std::vector<float> random_floats(size_t n, std::mt19937 &rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float &f : v) f = dist(rng);
+  return v;
+}
+
+std::vector<uint16_t> to_halves(const std::vector<float> &v) {
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = mote::f32_to_fp16(v[i]);
+  return h;
+}
+
+// |actual - expected| <= rel * magnitude + abs, where magnitude is what the result was summed
+// from (sum of |terms| for dot products), so cancellation does not make the bound meaningless.
+void check_close(const std::vector<float> &actual, const std::vector<float> &expected,
+                 const std::vector<float> &magnitude, float rel, float abs,
+                 const std::string &what) {
+  REQUIRE(actual.size() == expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const float bound = rel * magnitude[i] + abs;
+    if (!(std::fabs(actual[i] - expected[i]) <= bound)) {
+      FAIL(what << ": element " << i << " is " << actual[i] << ", expected " << expected[i]
+                << " (bound " << bound << ")");
+    }
+  }
+}
+
+void check_close(const std::vector<float> &actual, const std::vector<float> &expected, float rel,
+                 float abs, const std::string &what) {
+  std::vector<float> magnitude(expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) magnitude[i] = std::fabs(expected[i]);
+  check_close(actual, expected, magnitude, rel, abs, what);
+}
+
+// sum_c |w[r, c] x[c]| per row: the scale of a dot product's rounding error.
+std::vector<float> row_magnitudes(const std::vector<float> &w, const std::vector<float> &x,
+                                  size_t rows, size_t cols) {
+  std::vector<float> m(rows, 0.0f);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < cols; ++c) m[r] += std::fabs(w[r * cols + c] * x[c]);
+  }
+  return m;
+}
+
+std::string label(const KernelTable &t, const char *kernel, size_t a, size_t b = 0) {
+  return std::string(t.isa_name) + " " + kernel + " " + std::to_string(a) + "x" + std::to_string(b);
+}
+
+}  // namespace
+
+// --- the tables ---------------------------------------------------------------------------
+
+TEST_CASE("every kernel table has every kernel") {
+  std::vector<const KernelTable *> tables = simd_tables();
+  tables.push_back(&mote::kernels::scalar_kernels());
+  for (const KernelTable *table : tables) {
+    const std::string isa_name = table->isa_name;
+    CAPTURE(isa_name);
+#define MOTE_KERNEL(name, type) CHECK_MESSAGE(bool(table->name), #name " is missing");
+#include "kernels/kernel_list.inc"
+#undef MOTE_KERNEL
+  }
+  CHECK(mote::kernels::scalar_kernels().isa == Isa::scalar);
+  for (const IsaCase &c : kSimdIsas) {
+    if (const KernelTable *table = mote::kernels::kernels_for(c.isa)) {
+      CHECK(table->isa == c.isa);
+      CHECK(std::string(table->isa_name) == c.name);
+    }
+  }
+  const KernelTable &best = mote::kernels::best_kernels();
+  CHECK(&best == &mote::kernels::best_kernels());  // resolved once
+  MESSAGE("best kernels: " << std::string(best.isa_name));
+}
+
+// --- the scalar twins against hand-computed values ------------------------------------------
+
+TEST_CASE("scalar matvec computes row dot products") {
+  const KernelTable &k = mote::kernels::scalar_kernels();
+  const float w[] = {1, 2, 3, 4, 5, 6};  // 2 x 3
+  const float x[] = {1, 0.5f, -1};
+  float out[2];
+  k.matvec_f32(out, w, x, 2, 3);
+  CHECK(out[0] == doctest::Approx(1 + 1 - 3));
+  CHECK(out[1] == doctest::Approx(4 + 2.5 - 6));
+
+  uint16_t w_half[6];
+  for (int i = 0; i < 6; ++i) w_half[i] = mote::f32_to_fp16(w[i]);  // exact in half
+  float out_half[2];
+  k.matvec_f16(out_half, w_half, x, 2, 3);
+  CHECK(out_half[0] == out[0]);
+  CHECK(out_half[1] == out[1]);
+}
+
+TEST_CASE("scalar rmsnorm divides by the root mean square") {
+  const KernelTable &k = mote::kernels::scalar_kernels();
+  float x[] = {3, 4};
+  const float ones[] = {1, 1};
+  const float twos[] = {2, 2};
+  float out[2];
+  k.rmsnorm(out, x, ones, 2, 0.0f);  // rms = sqrt((9 + 16) / 2)
+  CHECK(out[0] == doctest::Approx(3 / std::sqrt(12.5)));
+  CHECK(out[1] == doctest::Approx(4 / std::sqrt(12.5)));
+  k.rmsnorm(x, x, twos, 2, 0.0f);  // in place, with a weight
+  CHECK(x[0] == doctest::Approx(6 / std::sqrt(12.5)));
+  CHECK(x[1] == doctest::Approx(8 / std::sqrt(12.5)));
+  float zeros[] = {0, 0};
+  k.rmsnorm(zeros, zeros, ones, 2, 1e-5f);  // eps keeps zeros finite
+  CHECK(zeros[0] == 0.0f);
+}
+
+TEST_CASE("scalar softmax gives probabilities") {
+  const KernelTable &k = mote::kernels::scalar_kernels();
+  float x[] = {1, 2, 3};
+  k.softmax(x, 3);
+  const double total = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  CHECK(x[0] == doctest::Approx(std::exp(1.0) / total));
+  CHECK(x[1] == doctest::Approx(std::exp(2.0) / total));
+  CHECK(x[2] == doctest::Approx(std::exp(3.0) / total));
+  CHECK(x[0] + x[1] + x[2] == doctest::Approx(1.0));
+
+  float huge[] = {1000, 1001};  // would overflow exp without the max shift
+  k.softmax(huge, 2);
+  CHECK(huge[1] == doctest::Approx(1 / (1 + std::exp(-1.0))));
+  float single[] = {-42};
+  k.softmax(single, 1);
+  CHECK(single[0] == 1.0f);
+}
+
+TEST_CASE("scalar rope rotates pairs by their angles") {
+  const KernelTable &k = mote::kernels::scalar_kernels();
+  // Pair 0 turns by 90 degrees, pair 1 by 0.
+  const float cos[] = {0, 1};
+  const float sin[] = {1, 0};
+  float interleaved[] = {1, 2, 3, 4};  // pairs (1, 2) and (3, 4)
+  k.rope_interleaved(interleaved, cos, sin, 1, 4);
+  CHECK(interleaved[0] == doctest::Approx(-2));
+  CHECK(interleaved[1] == doctest::Approx(1));
+  CHECK(interleaved[2] == 3);
+  CHECK(interleaved[3] == 4);
+
+  float split[] = {1, 2, 3, 4, 1, 2, 3, 4};  // two heads; pairs (1, 3) and (2, 4)
+  k.rope_split_half(split, cos, sin, 2, 4);
+  for (int h = 0; h < 2; ++h) {
+    CHECK(split[4 * h + 0] == doctest::Approx(-3));
+    CHECK(split[4 * h + 1] == 2);
+    CHECK(split[4 * h + 2] == doctest::Approx(1));
+    CHECK(split[4 * h + 3] == 4);
+  }
+
+  // A 30-degree turn keeps the pair's length.
+  const double pi = std::acos(-1.0);
+  const float c30[] = {static_cast<float>(std::cos(pi / 6))};
+  const float s30[] = {static_cast<float>(std::sin(pi / 6))};
+  float pair[] = {2, 0};
+  k.rope_interleaved(pair, c30, s30, 1, 2);
+  CHECK(pair[0] == doctest::Approx(std::sqrt(3.0)));
+  CHECK(pair[1] == doctest::Approx(1));
+}
+
+TEST_CASE("scalar attention weighs values by softmaxed scores") {
+  const KernelTable &k = mote::kernels::scalar_kernels();
+  const float q[] = {1, 2};
+  const float keys[] = {0.5f, -1, 3, 1};  // two positions, kv_stride 2
+  const float values[] = {10, 20, 30, 40};
+  float out[2];
+  float scores[2];
+
+  k.attention_f32(out, scores, q, keys, values, 1, 2, 2, 0.7f);  // one position: v itself
+  CHECK(out[0] == doctest::Approx(10));
+  CHECK(out[1] == doctest::Approx(20));
+  CHECK(scores[0] == doctest::Approx(1));
+
+  k.attention_f32(out, scores, q, keys, values, 2, 2, 2, 0.5f);
+  const double s0 = 0.5 * (0.5 - 2), s1 = 0.5 * (3 + 2);
+  const double p1 = 1 / (1 + std::exp(s0 - s1)), p0 = 1 - p1;
+  CHECK(scores[0] == doctest::Approx(p0));
+  CHECK(scores[1] == doctest::Approx(p1));
+  CHECK(out[0] == doctest::Approx(p0 * 10 + p1 * 30));
+  CHECK(out[1] == doctest::Approx(p0 * 20 + p1 * 40));
+
+  const float same_keys[] = {1, 1, 1, 1};  // equal scores: the mean of the values
+  k.attention_f32(out, scores, q, same_keys, values, 2, 2, 2, 1.0f);
+  CHECK(out[0] == doctest::Approx(20));
+  CHECK(out[1] == doctest::Approx(30));
+
+  uint16_t keys_half[4], values_half[4];
+  for (int i = 0; i < 4; ++i) {
+    keys_half[i] = mote::f32_to_fp16(keys[i]);  // all exact in half
+    values_half[i] = mote::f32_to_fp16(values[i]);
+  }
+  float out_half[2];
+  k.attention_f16(out_half, scores, q, keys_half, values_half, 2, 2, 2, 0.5f);
+  CHECK(out_half[0] == doctest::Approx(p0 * 10 + p1 * 30));
+  CHECK(out_half[1] == doctest::Approx(p0 * 20 + p1 * 40));
+}
+
+TEST_CASE("scalar swiglu and add") {
+  const KernelTable &k = mote::kernels::scalar_kernels();
+  float gate[] = {0, 1, -1, 20};
+  const float up[] = {5, 2, 2, 3};
+  k.swiglu(gate, up, 4);
+  CHECK(gate[0] == 0.0f);
+  CHECK(gate[1] == doctest::Approx(2 / (1 + std::exp(-1.0))));
+  CHECK(gate[2] == doctest::Approx(-2 / (1 + std::exp(1.0))));
+  CHECK(gate[3] == doctest::Approx(60));
+
+  float y[] = {1, 2, 3};
+  const float x[] = {0.5f, -2, 10};
+  k.add(y, x, 3);
+  CHECK(y[0] == 1.5f);
+  CHECK(y[1] == 0.0f);
+  CHECK(y[2] == 13.0f);
+}
+
+// --- every SIMD table against the scalar twins --------------------------------------------
+
+TEST_CASE("simd matvec matches the scalar twin") {
+  const KernelTable &ref = mote::kernels::scalar_kernels();
+  std::mt19937 rng(1);
+  const size_t row_counts[] = {1, 3, 4, 5, 8, 13};
+  for (const KernelTable *t : simd_tables()) {
+    for (size_t rows : row_counts) {
+      for (size_t cols : kSizes) {
+        const std::vector<float> w = random_floats(rows * cols, rng);
+        const std::vector<float> x = random_floats(cols, rng);
+        const std::vector<float> magnitude = row_magnitudes(w, x, rows, cols);
+        std::vector<float> expected(rows), actual(rows);
+        ref.matvec_f32(expected.data(), w.data(), x.data(), rows, cols);
+        t->matvec_f32(actual.data(), w.data(), x.data(), rows, cols);
+        check_close(actual, expected, magnitude, 1e-5f, 1e-7f, label(*t, "matvec_f32", rows, cols));
+
+        const std::vector<uint16_t> w_half = to_halves(w);
+        ref.matvec_f16(expected.data(), w_half.data(), x.data(), rows, cols);
+        t->matvec_f16(actual.data(), w_half.data(), x.data(), rows, cols);
+        check_close(actual, expected, magnitude, 1e-5f, 1e-7f, label(*t, "matvec_f16", rows, cols));
+      }
+    }
+  }
+}
+
+TEST_CASE("matvec gives bit-identical rows however the rows are split") {
+  // Threads split the rows into chunks; each row must come out the same as in one call.
+  std::mt19937 rng(2);
+  std::vector<const KernelTable *> tables = simd_tables();
+  tables.push_back(&mote::kernels::scalar_kernels());
+  const size_t rows = 37;
+  for (const KernelTable *t : tables) {
+    for (size_t cols : {size_t{7}, size_t{33}, size_t{100}, size_t{576}}) {
+      const std::vector<float> w = random_floats(rows * cols, rng);
+      const std::vector<uint16_t> w_half = to_halves(w);
+      const std::vector<float> x = random_floats(cols, rng);
+      std::vector<float> whole(rows), whole_half(rows);
+      t->matvec_f32(whole.data(), w.data(), x.data(), rows, cols);
+      t->matvec_f16(whole_half.data(), w_half.data(), x.data(), rows, cols);
+      for (size_t split :
+           {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{17}, size_t{36}}) {
+        const std::string isa_name = t->isa_name;
+        CAPTURE(isa_name);
+        CAPTURE(cols);
+        CAPTURE(split);
+        std::vector<float> parts(rows), parts_half(rows);
+        t->matvec_f32(parts.data(), w.data(), x.data(), split, cols);
+        t->matvec_f32(parts.data() + split, w.data() + split * cols, x.data(), rows - split, cols);
+        t->matvec_f16(parts_half.data(), w_half.data(), x.data(), split, cols);
+        t->matvec_f16(parts_half.data() + split, w_half.data() + split * cols, x.data(),
+                      rows - split, cols);
+        CHECK(std::memcmp(parts.data(), whole.data(), rows * sizeof(float)) == 0);
+        CHECK(std::memcmp(parts_half.data(), whole_half.data(), rows * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("simd rmsnorm matches the scalar twin") {
+  const KernelTable &ref = mote::kernels::scalar_kernels();
+  std::mt19937 rng(3);
+  for (const KernelTable *t : simd_tables()) {
+    for (size_t n : kSizes) {
+      const std::vector<float> x = random_floats(n, rng, -3.0f, 3.0f);
+      const std::vector<float> weight = random_floats(n, rng, 0.5f, 1.5f);
+      std::vector<float> expected(n), actual(n);
+      ref.rmsnorm(expected.data(), x.data(), weight.data(), n, 1e-5f);
+      t->rmsnorm(actual.data(), x.data(), weight.data(), n, 1e-5f);
+      check_close(actual, expected, 1e-5f, 1e-7f, label(*t, "rmsnorm", n));
+      std::vector<float> in_place = x;  // out aliasing x
+      t->rmsnorm(in_place.data(), in_place.data(), weight.data(), n, 1e-5f);
+      check_close(in_place, expected, 1e-5f, 1e-7f, label(*t, "rmsnorm in place", n));
+    }
+  }
+}
+
+TEST_CASE("simd softmax matches the scalar twin") {
+  const KernelTable &ref = mote::kernels::scalar_kernels();
+  std::mt19937 rng(4);
+  for (const KernelTable *t : simd_tables()) {
+    for (size_t n : kSizes) {
+      const std::vector<float> x = random_floats(n, rng, -20.0f, 20.0f);
+      std::vector<float> expected = x, actual = x;
+      ref.softmax(expected.data(), n);
+      t->softmax(actual.data(), n);
+      check_close(actual, expected, 1e-5f, 1e-9f, label(*t, "softmax", n));
+      double total = 0;
+      for (float p : actual) total += p;
+      CHECK(total == doctest::Approx(1.0).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("simd rope matches the scalar twin") {
+  const KernelTable &ref = mote::kernels::scalar_kernels();
+  std::mt19937 rng(5);
+  const size_t head_dims[] = {2, 4, 6, 8, 14, 16, 18, 30, 32, 34, 48, 64, 80, 128};
+  for (const KernelTable *t : simd_tables()) {
+    for (size_t n_heads : {size_t{1}, size_t{3}, size_t{9}}) {
+      for (size_t head_dim : head_dims) {
+        std::vector<float> cos(head_dim / 2), sin(head_dim / 2);
+        for (size_t i = 0; i < head_dim / 2; ++i) {
+          const double angle = 17.0 * std::pow(10000.0, -2.0 * i / head_dim) + 0.3 * i;
+          cos[i] = static_cast<float>(std::cos(angle));
+          sin[i] = static_cast<float>(std::sin(angle));
+        }
+        const std::vector<float> x = random_floats(n_heads * head_dim, rng, -2.0f, 2.0f);
+        const std::vector<float> magnitude(x.size(), 4.0f);  // |a| + |b| of a pair is at most 4
+
+        std::vector<float> expected = x, actual = x;
+        ref.rope_interleaved(expected.data(), cos.data(), sin.data(), n_heads, head_dim);
+        t->rope_interleaved(actual.data(), cos.data(), sin.data(), n_heads, head_dim);
+        check_close(actual, expected, magnitude, 1e-6f, 0.0f,
+                    label(*t, "rope_interleaved", n_heads, head_dim));
+
+        expected = x;
+        actual = x;
+        ref.rope_split_half(expected.data(), cos.data(), sin.data(), n_heads, head_dim);
+        t->rope_split_half(actual.data(), cos.data(), sin.data(), n_heads, head_dim);
+        check_close(actual, expected, magnitude, 1e-6f, 0.0f,
+                    label(*t, "rope_split_half", n_heads, head_dim));
+      }
+    }
+  }
+}
+
+TEST_CASE("simd attention matches the scalar twin") {
+  const KernelTable &ref = mote::kernels::scalar_kernels();
+  std::mt19937 rng(6);
+  const size_t head_dims[] = {1, 7, 8, 9, 16, 17, 32, 48, 64, 100, 128};
+  const size_t positions[] = {1, 2, 7, 8, 9, 33, 100, 257};
+  const size_t n_kv_heads = 3;  // k and v rows are strided past the other heads
+  for (const KernelTable *t : simd_tables()) {
+    for (size_t head_dim : head_dims) {
+      for (size_t n_pos : positions) {
+        const size_t kv_stride = n_kv_heads * head_dim;
+        const std::vector<float> q = random_floats(head_dim, rng);
+        const std::vector<float> k = random_floats(n_pos * kv_stride, rng);
+        const std::vector<float> v = random_floats(n_pos * kv_stride, rng);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        // Each output is a convex combination of values in [-1, 1].
+        const std::vector<float> magnitude(head_dim, 1.0f);
+        std::vector<float> expected(head_dim), actual(head_dim);
+        std::vector<float> expected_scores(n_pos), actual_scores(n_pos);
+
+        ref.attention_f32(expected.data(), expected_scores.data(), q.data(), k.data(), v.data(),
+                          n_pos, head_dim, kv_stride, scale);
+        t->attention_f32(actual.data(), actual_scores.data(), q.data(), k.data(), v.data(), n_pos,
+                         head_dim, kv_stride, scale);
+        check_close(actual, expected, magnitude, 1e-5f, 0.0f,
+                    label(*t, "attention_f32", head_dim, n_pos));
+        check_close(actual_scores, expected_scores, 1e-5f, 1e-9f,
+                    label(*t, "attention_f32 scores", head_dim, n_pos));
+
+        const std::vector<uint16_t> k_half = to_halves(k), v_half = to_halves(v);
+        ref.attention_f16(expected.data(), expected_scores.data(), q.data(), k_half.data(),
+                          v_half.data(), n_pos, head_dim, kv_stride, scale);
+        t->attention_f16(actual.data(), actual_scores.data(), q.data(), k_half.data(),
+                         v_half.data(), n_pos, head_dim, kv_stride, scale);
+        check_close(actual, expected, magnitude, 1e-5f, 0.0f,
+                    label(*t, "attention_f16", head_dim, n_pos));
+        check_close(actual_scores, expected_scores, 1e-5f, 1e-9f,
+                    label(*t, "attention_f16 scores", head_dim, n_pos));
+      }
+    }
+  }
+}
+
+TEST_CASE("simd swiglu and add match the scalar twins") {
+  const KernelTable &ref = mote::kernels::scalar_kernels();
+  std::mt19937 rng(7);
+  for (const KernelTable *t : simd_tables()) {
+    for (size_t n : kSizes) {
+      const std::vector<float> gate = random_floats(n, rng, -10.0f, 10.0f);
+      const std::vector<float> up = random_floats(n, rng, -2.0f, 2.0f);
+      std::vector<float> expected = gate, actual = gate;
+      ref.swiglu(expected.data(), up.data(), n);
+      t->swiglu(actual.data(), up.data(), n);
+      check_close(actual, expected, 1e-5f, 1e-7f, label(*t, "swiglu", n));
+
+      expected = gate;
+      actual = gate;
+      ref.add(expected.data(), up.data(), n);
+      t->add(actual.data(), up.data(), n);
+      CHECK(std::memcmp(actual.data(), expected.data(), n * sizeof(float)) == 0);
+    }
+  }
+}
