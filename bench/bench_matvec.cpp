@@ -1,5 +1,7 @@
 // matvec_f32 / matvec_f16 on every instruction set this CPU has, at the shapes of real models.
 // Decoding is bound by reading the weights, so the figure to compare is bytes/s (GB/s).
+// matmul_f32 / matmul_f16 batch n_tokens vectors per weight pass (prompt prefill): compare
+// their tokens/s (items_per_second) and GFLOP/s with matvec's at the same shape.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -62,7 +64,51 @@ void bench_matvec(benchmark::State &state, const KernelTable *table, Shape shape
   const int64_t bytes =
       static_cast<int64_t>(rows * cols * sizeof(Weight) + (cols + rows) * sizeof(float));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));  // one token per call
   state.counters["weights_MB"] = static_cast<double>(rows * cols * sizeof(Weight)) / 1e6;
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2e-9 * static_cast<double>(rows * cols) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
+// Prefill's batched products (shapes where prompts are processed a few tokens at a time).
+constexpr Shape kMatmulShapes[] = {{288, 288}, {768, 288}, {576, 1536}};
+constexpr size_t kMatmulTokens[] = {1, 4, 16, 64};
+
+template <class Weight>
+void bench_matmul(benchmark::State &state, const KernelTable *table, Shape shape, size_t n_tokens) {
+  const size_t rows = shape.rows, cols = shape.cols;
+  AlignedBuffer<Weight> w(rows * cols);
+  AlignedBuffer<float> x(n_tokens * cols), out(n_tokens * rows);
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (size_t i = 0; i < rows * cols; ++i) {
+    if constexpr (sizeof(Weight) == 2) {
+      w.data[i] = mote::f32_to_fp16(dist(rng));
+    } else {
+      w.data[i] = dist(rng);
+    }
+  }
+  for (size_t i = 0; i < n_tokens * cols; ++i) x.data[i] = dist(rng);
+
+  for (auto _ : state) {
+    if constexpr (sizeof(Weight) == 2) {
+      table->matmul_f16(out.data, rows, w.data, x.data, rows, cols, n_tokens);
+    } else {
+      table->matmul_f32(out.data, rows, w.data, x.data, rows, cols, n_tokens);
+    }
+    benchmark::DoNotOptimize(out.data);
+    benchmark::ClobberMemory();
+  }
+  const int64_t bytes =
+      static_cast<int64_t>(rows * cols * sizeof(Weight) + n_tokens * (cols + rows) * sizeof(float));
+  const auto calls = static_cast<int64_t>(state.iterations());
+  state.SetBytesProcessed(calls * bytes);
+  state.SetItemsProcessed(calls * static_cast<int64_t>(n_tokens));  // tokens
+  state.counters["weights_MB"] = static_cast<double>(rows * cols * sizeof(Weight)) / 1e6;
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2e-9 * static_cast<double>(rows * cols * n_tokens) * static_cast<double>(calls),
+      benchmark::Counter::kIsRate);
 }
 
 void register_all() {
@@ -77,6 +123,17 @@ void register_all() {
                                    shape);
       benchmark::RegisterBenchmark(("matvec_f16" + suffix).c_str(), bench_matvec<uint16_t>, table,
                                    shape);
+    }
+    for (const Shape &shape : kMatmulShapes) {
+      for (size_t n_tokens : kMatmulTokens) {
+        const std::string suffix = std::string("/") + table->isa_name + "/" +
+                                   std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
+                                   "/tokens:" + std::to_string(n_tokens);
+        benchmark::RegisterBenchmark(("matmul_f32" + suffix).c_str(), bench_matmul<float>, table,
+                                     shape, n_tokens);
+        benchmark::RegisterBenchmark(("matmul_f16" + suffix).c_str(), bench_matmul<uint16_t>, table,
+                                     shape, n_tokens);
+      }
     }
   }
 }

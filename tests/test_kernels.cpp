@@ -2,6 +2,7 @@
 // against the scalar twins over edge sizes (1, a SIMD width, width ± 1, multiples, large).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -131,6 +132,21 @@ TEST_CASE("scalar matvec computes row dot products") {
   k.matvec_f16(out_half, w_half, x, 2, 3);
   CHECK(out_half[0] == out[0]);
   CHECK(out_half[1] == out[1]);
+
+  // Two tokens through the same 2 x 3 matrix, written with a stride of 3 (one spare column).
+  const float xs[] = {1, 0.5f, -1, 0, 1, 2};
+  float out2[] = {9, 9, 9, 9, 9, 9};
+  k.matmul_f32(out2, 3, w, xs, 2, 3, 2);
+  CHECK(out2[0] == out[0]);
+  CHECK(out2[1] == out[1]);
+  CHECK(out2[2] == 9);
+  CHECK(out2[3] == doctest::Approx(2 + 6));
+  CHECK(out2[4] == doctest::Approx(5 + 12));
+  CHECK(out2[5] == 9);
+  float out2_half[6];
+  k.matmul_f16(out2_half, 2, w_half, xs, 2, 3, 2);
+  CHECK(out2_half[0] == out[0]);
+  CHECK(out2_half[3] == out2[4]);
 }
 
 TEST_CASE("scalar rmsnorm divides by the root mean square") {
@@ -308,6 +324,138 @@ TEST_CASE("matvec gives bit-identical rows however the rows are split") {
                       rows - split, cols);
         CHECK(std::memcmp(parts.data(), whole.data(), rows * sizeof(float)) == 0);
         CHECK(std::memcmp(parts_half.data(), whole_half.data(), rows * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+// Shapes around every SIMD width and tile edge (AVX2 2 rows x 3 tokens, AVX-512 3 x 4, AArch64
+// 2 x 4; row blocks of 128 KiB, so 64 x 577 f32 spans two).
+const size_t kMatmulRows[] = {1, 3, 4, 5, 17, 64};
+const size_t kMatmulCols[] = {1, 7, 8, 9, 16, 17, 33, 64, 288, 577};
+const size_t kMatmulTokens[] = {1, 2, 3, 4, 5, 8, 13};
+
+TEST_CASE("simd matmul matches the scalar twin") {
+  const KernelTable &ref = mote::kernels::scalar_kernels();
+  std::mt19937 rng(8);
+  for (const KernelTable *t : simd_tables()) {
+    for (size_t rows : kMatmulRows) {
+      for (size_t cols : kMatmulCols) {
+        for (size_t n_tokens : kMatmulTokens) {
+          const std::vector<float> w = random_floats(rows * cols, rng);
+          const std::vector<uint16_t> w_half = to_halves(w);
+          const std::vector<float> x = random_floats(n_tokens * cols, rng);
+          std::vector<float> magnitude(n_tokens * rows);
+          for (size_t tok = 0; tok < n_tokens; ++tok) {
+            const std::vector<float> x_tok(x.begin() + tok * cols, x.begin() + (tok + 1) * cols);
+            const std::vector<float> m = row_magnitudes(w, x_tok, rows, cols);
+            std::copy(m.begin(), m.end(), magnitude.begin() + tok * rows);
+          }
+          const std::string what =
+              label(*t, "matmul", rows, cols) + " tokens " + std::to_string(n_tokens);
+          std::vector<float> expected(n_tokens * rows), actual(n_tokens * rows);
+          ref.matmul_f32(expected.data(), rows, w.data(), x.data(), rows, cols, n_tokens);
+          t->matmul_f32(actual.data(), rows, w.data(), x.data(), rows, cols, n_tokens);
+          check_close(actual, expected, magnitude, 1e-5f, 1e-7f, what + " f32");
+          ref.matmul_f16(expected.data(), rows, w_half.data(), x.data(), rows, cols, n_tokens);
+          t->matmul_f16(actual.data(), rows, w_half.data(), x.data(), rows, cols, n_tokens);
+          check_close(actual, expected, magnitude, 1e-5f, 1e-7f, what + " f16");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul is bit-identical to matvec per token") {
+  // Batching the prompt's tokens must not change the logits; a row chunk (out_stride > rows)
+  // writes only its own columns of the full-width output.
+  std::mt19937 rng(9);
+  std::vector<const KernelTable *> tables = simd_tables();
+  tables.push_back(&mote::kernels::scalar_kernels());
+  constexpr float kUntouched = -12345.0f;
+  constexpr size_t kOffset = 2, kPad = 5;  // the chunk's first column and the columns after it
+  for (const KernelTable *t : tables) {
+    for (size_t rows : kMatmulRows) {
+      for (size_t cols : kMatmulCols) {
+        for (size_t n_tokens : kMatmulTokens) {
+          const std::string isa_name = t->isa_name;
+          CAPTURE(isa_name);
+          CAPTURE(rows);
+          CAPTURE(cols);
+          CAPTURE(n_tokens);
+          const std::vector<float> w = random_floats(rows * cols, rng);
+          const std::vector<uint16_t> w_half = to_halves(w);
+          const std::vector<float> x = random_floats(n_tokens * cols, rng);
+          std::vector<float> expected(n_tokens * rows), expected_half(n_tokens * rows);
+          for (size_t tok = 0; tok < n_tokens; ++tok) {
+            t->matvec_f32(expected.data() + tok * rows, w.data(), x.data() + tok * cols, rows,
+                          cols);
+            t->matvec_f16(expected_half.data() + tok * rows, w_half.data(), x.data() + tok * cols,
+                          rows, cols);
+          }
+          const size_t bytes = n_tokens * rows * sizeof(float);
+          std::vector<float> actual(n_tokens * rows), actual_half(n_tokens * rows);
+          t->matmul_f32(actual.data(), rows, w.data(), x.data(), rows, cols, n_tokens);
+          t->matmul_f16(actual_half.data(), rows, w_half.data(), x.data(), rows, cols, n_tokens);
+          CHECK(std::memcmp(actual.data(), expected.data(), bytes) == 0);
+          CHECK(std::memcmp(actual_half.data(), expected_half.data(), bytes) == 0);
+
+          const size_t stride = kOffset + rows + kPad;
+          std::vector<float> wide(n_tokens * stride, kUntouched), wide_half = wide;
+          t->matmul_f32(wide.data() + kOffset, stride, w.data(), x.data(), rows, cols, n_tokens);
+          t->matmul_f16(wide_half.data() + kOffset, stride, w_half.data(), x.data(), rows, cols,
+                        n_tokens);
+          bool same = true, outside_untouched = true;
+          for (size_t tok = 0; tok < n_tokens; ++tok) {
+            for (size_t col = 0; col < stride; ++col) {
+              const size_t i = tok * stride + col;
+              if (col >= kOffset && col < kOffset + rows) {
+                const size_t j = tok * rows + col - kOffset;
+                same = same && std::memcmp(&wide[i], &expected[j], sizeof(float)) == 0 &&
+                       std::memcmp(&wide_half[i], &expected_half[j], sizeof(float)) == 0;
+              } else {
+                outside_untouched =
+                    outside_untouched && wide[i] == kUntouched && wide_half[i] == kUntouched;
+              }
+            }
+          }
+          CHECK(same);
+          CHECK(outside_untouched);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("matmul row chunks fill the full-width output as one call does") {
+  // Threads split the rows: each passes w + r0 * cols and out + r0 with the full out_stride.
+  std::mt19937 rng(10);
+  std::vector<const KernelTable *> tables = simd_tables();
+  tables.push_back(&mote::kernels::scalar_kernels());
+  const size_t rows = 37, n_tokens = 7;
+  for (const KernelTable *t : tables) {
+    for (size_t cols : {size_t{7}, size_t{33}, size_t{100}, size_t{576}}) {
+      const std::vector<float> w = random_floats(rows * cols, rng);
+      const std::vector<uint16_t> w_half = to_halves(w);
+      const std::vector<float> x = random_floats(n_tokens * cols, rng);
+      std::vector<float> whole(n_tokens * rows), whole_half(n_tokens * rows);
+      t->matmul_f32(whole.data(), rows, w.data(), x.data(), rows, cols, n_tokens);
+      t->matmul_f16(whole_half.data(), rows, w_half.data(), x.data(), rows, cols, n_tokens);
+      for (size_t split : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{18}, size_t{36}}) {
+        const std::string isa_name = t->isa_name;
+        CAPTURE(isa_name);
+        CAPTURE(cols);
+        CAPTURE(split);
+        std::vector<float> parts(n_tokens * rows), parts_half(n_tokens * rows);
+        t->matmul_f32(parts.data(), rows, w.data(), x.data(), split, cols, n_tokens);
+        t->matmul_f32(parts.data() + split, rows, w.data() + split * cols, x.data(), rows - split,
+                      cols, n_tokens);
+        t->matmul_f16(parts_half.data(), rows, w_half.data(), x.data(), split, cols, n_tokens);
+        t->matmul_f16(parts_half.data() + split, rows, w_half.data() + split * cols, x.data(),
+                      rows - split, cols, n_tokens);
+        const size_t bytes = n_tokens * rows * sizeof(float);
+        CHECK(std::memcmp(parts.data(), whole.data(), bytes) == 0);
+        CHECK(std::memcmp(parts_half.data(), whole_half.data(), bytes) == 0);
       }
     }
   }

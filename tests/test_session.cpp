@@ -162,6 +162,28 @@ TEST_CASE("logits are bit-identical with 1 and 2 threads") {
   CHECK(std::memcmp(per_thread_count[0].data(), per_thread_count[1].data(), per_thread_count[0].size() * 4) == 0);
 }
 
+TEST_CASE("prefill batch size does not change the logits, bit for bit") {
+  auto m = tiny_gqa();
+  std::vector<int32_t> prompt;
+  for (int32_t i = 0; i < 37; ++i) prompt.push_back(i == 0 ? 1 : 3 + (i * 17) % 67);
+  std::vector<float> reference;
+  for (uint32_t batch : {1u, 2u, 5u, 16u, 40u}) {
+    CAPTURE(batch);
+    mote_session_options options = mote_session_options_default();
+    options.batch_size = batch;
+    auto s = open_session(m->model, options);
+    REQUIRE(mote_prefill(&s->session, prompt.data(), prompt.size()) == MOTE_OK);
+    const float *logits = nullptr;
+    REQUIRE(mote_decode(&s->session, 9, &logits) == MOTE_OK);  // the cache the batches filled
+    std::vector<float> got(logits, logits + 70);
+    if (reference.empty()) reference = got;
+    CHECK(std::memcmp(got.data(), reference.data(), got.size() * 4) == 0);
+  }
+  mote_session_options options = mote_session_options_default();
+  options.batch_size = 257;
+  CHECK(mote_arena_size(&m->model, &options) == 0);
+}
+
 TEST_CASE("the same seed gives the same tokens; another seed differs") {
   auto m = tiny_gqa();
   auto generate = [&](uint64_t seed) {

@@ -17,13 +17,13 @@ double median(std::vector<double> values) {
 
 int command_bench(int argc, char **argv) {
   std::string model_path, kv = "f32";
-  uint32_t threads = 1, prompt_tokens = 128, gen_tokens = 64, reps = 3;
+  uint32_t threads = 1, prompt_tokens = 128, gen_tokens = 64, reps = 3, batch = 0;
   bool json = false;
   const std::vector<Option> options = {
       {"--model", "-m", Option::kString, &model_path},  {"--threads", "-t", Option::kU32, &threads},
       {"--prompt-tokens", "-p", Option::kU32, &prompt_tokens}, {"--gen-tokens", "-n", Option::kU32, &gen_tokens},
       {"--reps", "-r", Option::kU32, &reps},            {"--json", nullptr, Option::kSwitch, &json},
-      {"--kv", nullptr, Option::kString, &kv},
+      {"--kv", nullptr, Option::kString, &kv},      {"--batch", "-b", Option::kU32, &batch},
   };
   std::vector<std::string> positional;
   std::string error;
@@ -46,6 +46,7 @@ int command_bench(int argc, char **argv) {
   mote_session_options session_options = mote_session_options_default();
   session_options.context_length = prompt_tokens + gen_tokens;
   session_options.n_threads = threads;
+  session_options.batch_size = batch;
   session_options.kv_dtype = kv == "f16" ? MOTE_KV_F16 : MOTE_KV_F32;
   auto holder = open_session(loaded->model, session_options, &error);
   if (!holder) return report("bench", error, kExitError);
@@ -75,9 +76,9 @@ int command_bench(int argc, char **argv) {
   const double decode_gbps = decode_rate * static_cast<double>(info.weight_bytes) / 1e9;
   if (json) {
     std::printf("{\"model\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, \"gen_tokens\": %u, "
-                "\"reps\": %u, \"prompt_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, \"weight_bytes\": %llu, "
+                "\"reps\": %u, \"batch_size\": %u, \"prompt_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, \"weight_bytes\": %llu, "
                 "\"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f}\n",
-                model_path.c_str(), mote_isa_name(), threads, prompt_tokens, gen_tokens, reps, prompt_rate, decode_rate,
+                model_path.c_str(), mote_isa_name(), threads, prompt_tokens, gen_tokens, reps, batch == 0 ? mote_session_options_default().batch_size : batch, prompt_rate, decode_rate,
                 static_cast<unsigned long long>(info.weight_bytes), holder->arena_bytes, decode_gbps);
   } else {
     std::printf("model %s | isa %s | threads %u | weights %.1f MB | arena %.1f MB\n", model_path.c_str(), mote_isa_name(),

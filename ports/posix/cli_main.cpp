@@ -11,12 +11,12 @@ const char kUsage[] =
     "\n"
     "commands:\n"
     "  run      -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
-    "           [--repeat-penalty R] [--seed S] [-t THREADS] [--ctx N] [--kv f32|f16]\n"
+    "           [--repeat-penalty R] [--seed S] [-t THREADS] [--ctx N] [--kv f32|f16] [-b BATCH]\n"
     "           print the prompt and N generated tokens (stats on stderr)\n"
     "  inspect  MODEL [--ctx N]   print the config, the tensor table and the arena size\n"
     "  convert  INPUT -o OUTPUT --tokenizer FILE [--dtype f32|f16] [--rope interleaved|split]\n"
     "           convert a llama2.c checkpoint into a .mote file\n"
-    "  bench    -m MODEL [-t N] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [--json]\n"
+    "  bench    -m MODEL [-t N] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [-b BATCH] [--kv f32|f16] [--json]\n"
     "           measure prompt and decode tokens per second (medians)\n";
 
 }  // namespace

@@ -27,7 +27,7 @@ int print_piece(void *user, int32_t, const char *piece, size_t n) {
 
 int command_run(int argc, char **argv) {
   std::string model_path, prompt, kv = "f32";
-  uint32_t n_new = 256, threads = 1, context = 0;
+  uint32_t n_new = 256, threads = 1, context = 0, batch = 0;
   mote_sampler_options sampler = mote_sampler_options_default();
   bool seed_given = false;
   const std::vector<Option> options = {
@@ -42,6 +42,7 @@ int command_run(int argc, char **argv) {
       {"--seed", nullptr, Option::kU64, &sampler.seed, &seed_given},
       {"--threads", "-t", Option::kU32, &threads},
       {"--ctx", nullptr, Option::kU32, &context},
+      {"--batch", "-b", Option::kU32, &batch},
       {"--kv", nullptr, Option::kString, &kv},
   };
   std::vector<std::string> positional;
@@ -59,6 +60,7 @@ int command_run(int argc, char **argv) {
   session_options.context_length = context;
   session_options.kv_dtype = kv == "f16" ? MOTE_KV_F16 : MOTE_KV_F32;
   session_options.n_threads = threads;
+  session_options.batch_size = batch;
   auto holder = open_session(loaded->model, session_options, &error);
   if (!holder) return report("run", error, kExitError);
   mote_session *session = &holder->session;
@@ -70,12 +72,15 @@ int command_run(int argc, char **argv) {
     return report("run", "the prompt is " + std::to_string(tokens.size()) + " tokens; the context holds " +
                              std::to_string(capacity) + " (use a shorter prompt or a larger --ctx)", kExitError);
   }
+  std::vector<char> piece(256);
   for (size_t i = 0; i < tokens.size(); ++i) {
-    char piece[256];
+    const int32_t prev = i == 0 ? -1 : tokens[i - 1];
     size_t n = 0;
-    if (mote_detokenize(&loaded->model, i == 0 ? -1 : tokens[i - 1], tokens[i], piece, sizeof piece, &n) == MOTE_OK) {
-      std::fwrite(piece, 1, n, stdout);
+    if (mote_detokenize(&loaded->model, prev, tokens[i], piece.data(), piece.size(), &n) == MOTE_ERR_BUFFER_TOO_SMALL) {
+      piece.resize(n);
+      mote_detokenize(&loaded->model, prev, tokens[i], piece.data(), piece.size(), &n);
     }
+    std::fwrite(piece.data(), 1, n, stdout);
   }
   std::fflush(stdout);
 

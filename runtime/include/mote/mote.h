@@ -61,9 +61,12 @@ typedef struct mote_session_options {
   uint32_t context_length; /* tokens the KV cache holds; 0 = the model's max_seq_len */
   mote_kv_dtype kv_dtype;
   uint32_t n_threads; /* 0 or 1 = serial; ignored by builds without OpenMP */
+  /* Prompt tokens run through the weights together (1..256; 0 = 16). Larger batches prefill
+   * faster and take more arena; the logits do not depend on it. */
+  uint32_t batch_size;
 } mote_session_options;
 
-/* The default options: the model's full context, f32 KV cache, one thread. */
+/* The default options: the model's full context, f32 KV cache, one thread, batches of 16. */
 mote_session_options mote_session_options_default(void);
 
 /* Exact number of arena bytes mote_session_init needs for these options; 0 if the options are
@@ -98,7 +101,9 @@ mote_status mote_tokenize(const mote_model *model, const char *text, size_t text
 
 /* The bytes that token prints after prev_token (-1 at the start): byte tokens become their
  * byte, control tokens print nothing, the space that follows BOS is dropped. Writes up to
- * capacity bytes (not NUL-terminated); *n_bytes gets the length. Needs at most 256 bytes. */
+ * capacity bytes (not NUL-terminated); *n_bytes gets the length. When the piece does not fit,
+ * returns MOTE_ERR_BUFFER_TOO_SMALL with *n_bytes set to the capacity needed (real vocabularies'
+ * pieces are a few dozen bytes; 256 covers them). */
 mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t token,
                             char *out, size_t capacity, size_t *n_bytes);
 

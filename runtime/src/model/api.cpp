@@ -15,6 +15,8 @@ static_assert(alignof(Model) <= alignof(mote_model), "mote_model must be aligned
 
 namespace {
 
+constexpr uint32_t kDefaultBatchSize = 16;
+
 const Model *model_of(const mote_model *m) {
   if (m == nullptr) return nullptr;
   const Model *model = reinterpret_cast<const Model *>(m->opaque_);
@@ -36,6 +38,10 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
   }
   if (out->kv_dtype != MOTE_KV_F32 && out->kv_dtype != MOTE_KV_F16) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown KV cache dtype %d", static_cast<int>(out->kv_dtype));
+  }
+  if (out->batch_size == 0) out->batch_size = kDefaultBatchSize;
+  if (out->batch_size > 256) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "batch size %u is above 256", static_cast<unsigned>(out->batch_size));
   }
   if (out->n_threads > 1024) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "thread count %u is above 1024", static_cast<unsigned>(out->n_threads));
@@ -84,6 +90,7 @@ mote_session_options mote_session_options_default(void) {
   o.context_length = 0;
   o.kv_dtype = MOTE_KV_F32;
   o.n_threads = 1;
+  o.batch_size = kDefaultBatchSize;
   return o;
 }
 
@@ -191,7 +198,10 @@ mote_status mote_prefill(mote_session *session, const int32_t *tokens, size_t n_
                   static_cast<int>(tokens[i]), static_cast<unsigned long long>(i), static_cast<long long>(vocab));
     }
   }
-  for (size_t i = 0; i < n_tokens; ++i) forward(*s, tokens[i], i + 1 == n_tokens);
+  for (size_t i = 0; i < n_tokens; i += s->batch_size) {
+    const size_t n = n_tokens - i < s->batch_size ? n_tokens - i : s->batch_size;
+    forward(*s, tokens + i, n, i + n == n_tokens);
+  }
   return MOTE_OK;
 }
 
@@ -273,7 +283,7 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
       piece_for(s->model->view.tokenizer, prev, token, &byte, &piece, &n);
       stop = on_token(user, token, piece, n) != 0;
     }
-    forward(*s, token, true);  // the cache holds every token the caller saw
+    forward(*s, &token, 1, true);  // the cache holds every token the caller saw
     if (stop) break;
   }
   return MOTE_OK;

@@ -1,6 +1,8 @@
-// The Llama forward pass for one token, read top to bottom as llama2.c's: embedding, then per
-// layer RMSNorm -> QKV -> RoPE -> attention -> output projection -> residual -> RMSNorm ->
-// SwiGLU FFN -> residual, then the final norm and the classifier.
+// The Llama forward pass, read top to bottom as llama2.c's: embedding, then per layer
+// RMSNorm -> QKV -> RoPE -> attention -> output projection -> residual -> RMSNorm -> SwiGLU
+// FFN -> residual, then the final norm and the classifier. It runs a batch of consecutive
+// tokens at once (prefill) so each weight is read once per batch, not once per token;
+// decoding is a batch of one.
 #include <cmath>
 #include <cstring>
 
@@ -28,17 +30,24 @@ void parallel_for(uint32_t n_threads, size_t n, Fn &&fn) {
   for (size_t i = 0; i < n; ++i) fn(i);
 }
 
-// out = W x, rows split into one contiguous chunk per thread.
-void matvec(const Session &s, float *out, const Matrix &w, const float *x) {
+// out[t] = W x[t] for the batch's n_tokens vectors (token-major), rows split into one chunk
+// per thread. The kernels give each (token, row) the same bits whatever the batch or chunk.
+void matmul(const Session &s, float *out, const Matrix &w, const float *x, size_t n_tokens) {
   const kernels::KernelTable &k = *s.kernels;
   const size_t chunks = s.n_threads < w.rows ? s.n_threads : w.rows;
   parallel_for(s.n_threads, chunks, [&](size_t chunk) {
     const size_t begin = w.rows * chunk / chunks, end = w.rows * (chunk + 1) / chunks;
     const size_t offset = begin * w.cols;
-    if (w.dtype == DType::f16) {
+    if (n_tokens == 1 && w.dtype == DType::f16) {
       k.matvec_f16(out + begin, static_cast<const uint16_t *>(w.data) + offset, x, end - begin, w.cols);
-    } else {
+    } else if (n_tokens == 1) {
       k.matvec_f32(out + begin, static_cast<const float *>(w.data) + offset, x, end - begin, w.cols);
+    } else if (w.dtype == DType::f16) {
+      k.matmul_f16(out + begin, w.rows, static_cast<const uint16_t *>(w.data) + offset, x, end - begin, w.cols,
+                   n_tokens);
+    } else {
+      k.matmul_f32(out + begin, w.rows, static_cast<const float *>(w.data) + offset, x, end - begin, w.cols,
+                   n_tokens);
     }
   });
 }
@@ -53,7 +62,7 @@ void embed(float *out, const Matrix &embedding, int32_t token) {
   }
 }
 
-// Copies this position's key or value into the cache, converting to the cache's dtype.
+// Copies keys or values into the cache, converting to the cache's dtype.
 void store_kv(void *cache, mote_kv_dtype dtype, size_t index, const float *src, size_t n) {
   if (dtype == MOTE_KV_F16) {
     uint16_t *dst = static_cast<uint16_t *>(cache) + index;
@@ -65,77 +74,84 @@ void store_kv(void *cache, mote_kv_dtype dtype, size_t index, const float *src, 
 
 }  // namespace
 
-void forward(Session &s, int32_t token, bool want_logits) {
+void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
   const format::ModelConfig &c = s.model->view.config;
   const kernels::KernelTable &k = *s.kernels;
   const Weights &w = s.weights;
   RunState &st = s.state;
-  const uint32_t pos = s.position;
-  const size_t head_dim = c.head_dim;
-  const size_t kv_dim = static_cast<size_t>(c.n_kv_heads) * head_dim;
+  const size_t pos = s.position;  // position of tokens[0]
+  const size_t dim = c.dim, ffn_dim = c.ffn_dim, head_dim = c.head_dim, half_head = head_dim / 2;
+  const size_t q_dim = c.n_heads * head_dim;
+  const size_t kv_dim = c.n_kv_heads * head_dim;
   const size_t heads_per_kv = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const auto rope = c.rope_layout == static_cast<uint32_t>(format::RopeLayout::split_half)
                         ? k.rope_split_half : k.rope_interleaved;
 
-  embed(st.x, w.token_embedding, token);
-
-  // The rotation angles of this position, shared by every layer and head.
-  for (size_t i = 0; i < head_dim / 2; ++i) {
-    const double angle = pos * st.rope_inv_freq[i];
-    st.rope_cos[i] = static_cast<float>(std::cos(angle));
-    st.rope_sin[i] = static_cast<float>(std::sin(angle));
+  for (size_t t = 0; t < n_tokens; ++t) {
+    embed(st.x + t * dim, w.token_embedding, tokens[t]);
+    // The rotation angles of this token's position, shared by every layer and head.
+    for (size_t i = 0; i < half_head; ++i) {
+      const double angle = static_cast<double>(pos + t) * st.rope_inv_freq[i];
+      st.rope_cos[t * half_head + i] = static_cast<float>(std::cos(angle));
+      st.rope_sin[t * half_head + i] = static_cast<float>(std::sin(angle));
+    }
   }
 
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights &lw = w.layers[l];
 
-    // Attention: normalize, project, rotate, append k and v to the cache.
-    k.rmsnorm(st.xb, st.x, lw.attn_norm, c.dim, c.norm_eps);
-    matvec(s, st.q, lw.wq, st.xb);
-    matvec(s, st.k, lw.wk, st.xb);
-    matvec(s, st.v, lw.wv, st.xb);
-    rope(st.q, st.rope_cos, st.rope_sin, c.n_heads, head_dim);
-    rope(st.k, st.rope_cos, st.rope_sin, c.n_kv_heads, head_dim);
+    // Attention: normalize, project, rotate, append the batch's keys and values to the cache.
+    for (size_t t = 0; t < n_tokens; ++t) k.rmsnorm(st.xb + t * dim, st.x + t * dim, lw.attn_norm, dim, c.norm_eps);
+    matmul(s, st.q, lw.wq, st.xb, n_tokens);
+    matmul(s, st.k, lw.wk, st.xb, n_tokens);
+    matmul(s, st.v, lw.wv, st.xb, n_tokens);
     const size_t layer_base = static_cast<size_t>(l) * s.context_length * kv_dim;
-    store_kv(s.cache.keys, s.cache.dtype, layer_base + pos * kv_dim, st.k, kv_dim);
-    store_kv(s.cache.values, s.cache.dtype, layer_base + pos * kv_dim, st.v, kv_dim);
+    for (size_t t = 0; t < n_tokens; ++t) {
+      const float *cos = st.rope_cos + t * half_head, *sin = st.rope_sin + t * half_head;
+      rope(st.q + t * q_dim, cos, sin, c.n_heads, head_dim);
+      rope(st.k + t * kv_dim, cos, sin, c.n_kv_heads, head_dim);
+    }
+    store_kv(s.cache.keys, s.cache.dtype, layer_base + pos * kv_dim, st.k, n_tokens * kv_dim);
+    store_kv(s.cache.values, s.cache.dtype, layer_base + pos * kv_dim, st.v, n_tokens * kv_dim);
 
-    // Each query head attends over positions [0, pos] of its key/value head.
+    // Each query head attends over positions [0, pos + t] of its key/value head; one thread
+    // takes a head through every token of the batch, reusing that head's score row.
     parallel_for(s.n_threads, c.n_heads, [&](size_t h) {
       const size_t kv_offset = layer_base + (h / heads_per_kv) * head_dim;
-      float *out = st.xb + h * head_dim;
       float *scores = st.att + h * s.context_length;
-      const float *q = st.q + h * head_dim;
-      if (s.cache.dtype == MOTE_KV_F16) {
-        k.attention_f16(out, scores, q, static_cast<const uint16_t *>(s.cache.keys) + kv_offset,
-                        static_cast<const uint16_t *>(s.cache.values) + kv_offset, pos + 1, head_dim, kv_dim, scale);
-      } else {
-        k.attention_f32(out, scores, q, static_cast<const float *>(s.cache.keys) + kv_offset,
-                        static_cast<const float *>(s.cache.values) + kv_offset, pos + 1, head_dim, kv_dim, scale);
+      for (size_t t = 0; t < n_tokens; ++t) {
+        float *out = st.xb + t * q_dim + h * head_dim;
+        const float *q = st.q + t * q_dim + h * head_dim;
+        const size_t n_pos = pos + t + 1;
+        if (s.cache.dtype == MOTE_KV_F16) {
+          k.attention_f16(out, scores, q, static_cast<const uint16_t *>(s.cache.keys) + kv_offset,
+                          static_cast<const uint16_t *>(s.cache.values) + kv_offset, n_pos, head_dim, kv_dim, scale);
+        } else {
+          k.attention_f32(out, scores, q, static_cast<const float *>(s.cache.keys) + kv_offset,
+                          static_cast<const float *>(s.cache.values) + kv_offset, n_pos, head_dim, kv_dim, scale);
+        }
       }
     });
-    matvec(s, st.xb2, lw.wo, st.xb);
-    k.add(st.x, st.xb2, c.dim);
+    matmul(s, st.xb2, lw.wo, st.xb, n_tokens);
+    k.add(st.x, st.xb2, n_tokens * dim);
 
     // Feed-forward: w2(silu(w1 x) * w3 x).
-    k.rmsnorm(st.xb, st.x, lw.ffn_norm, c.dim, c.norm_eps);
-    matvec(s, st.hb, lw.w1, st.xb);
-    matvec(s, st.hb2, lw.w3, st.xb);
-    k.swiglu(st.hb, st.hb2, c.ffn_dim);
-    matvec(s, st.xb2, lw.w2, st.hb);
-    k.add(st.x, st.xb2, c.dim);
+    for (size_t t = 0; t < n_tokens; ++t) k.rmsnorm(st.xb + t * dim, st.x + t * dim, lw.ffn_norm, dim, c.norm_eps);
+    matmul(s, st.hb, lw.w1, st.xb, n_tokens);
+    matmul(s, st.hb2, lw.w3, st.xb, n_tokens);
+    k.swiglu(st.hb, st.hb2, n_tokens * ffn_dim);
+    matmul(s, st.xb2, lw.w2, st.hb, n_tokens);
+    k.add(st.x, st.xb2, n_tokens * dim);
   }
 
-  s.history[pos] = token;
-  s.position = pos + 1;
-  if (!want_logits) {
-    s.has_logits = false;
-    return;
-  }
-  k.rmsnorm(st.x, st.x, w.output_norm, c.dim, c.norm_eps);
-  matvec(s, st.logits, w.classifier, st.x);
-  s.has_logits = true;
+  for (size_t t = 0; t < n_tokens; ++t) s.history[pos + t] = tokens[t];
+  s.position = static_cast<uint32_t>(pos + n_tokens);
+  s.has_logits = want_logits;
+  if (!want_logits) return;
+  float *last = st.x + (n_tokens - 1) * dim;
+  k.rmsnorm(last, last, w.output_norm, dim, c.norm_eps);
+  matmul(s, st.logits, w.classifier, last, 1);
 }
 
 }  // namespace mote

@@ -47,20 +47,21 @@ struct Weights {
   Matrix classifier;       // (vocab, dim); the embedding when tied
 };
 
-// The current wave of activations.
+// The current wave of activations, for up to batch_size tokens at once (token-major: row t of
+// x is token t's residual stream). Decoding uses row 0 only.
 struct RunState {
-  float *x;       // (dim) the residual stream
-  float *xb;      // (dim) normalized input of a block, then the attention output (q_dim)
-  float *xb2;     // (dim) a block's output before the residual add
-  float *hb;      // (ffn_dim) gate
-  float *hb2;     // (ffn_dim) up
-  float *q;       // (n_heads * head_dim)
-  float *k;       // (n_kv_heads * head_dim) this position's key before it enters the cache
-  float *v;       // (n_kv_heads * head_dim)
+  float *x;       // (batch, dim) the residual stream
+  float *xb;      // (batch, max(dim, q_dim)) a block's normalized input, then the attention output
+  float *xb2;     // (batch, dim) a block's output before the residual add
+  float *hb;      // (batch, ffn_dim) gate
+  float *hb2;     // (batch, ffn_dim) up
+  float *q;       // (batch, n_heads * head_dim)
+  float *k;       // (batch, n_kv_heads * head_dim) keys before they enter the cache
+  float *v;       // (batch, n_kv_heads * head_dim)
   float *att;     // (n_heads, context) attention scores, one row per head
-  float *logits;  // (vocab)
-  float *rope_cos;       // (head_dim / 2) angles of the current position
-  float *rope_sin;       // (head_dim / 2)
+  float *logits;  // (vocab) of the last token
+  float *rope_cos;        // (batch, head_dim / 2) angles of each token's position
+  float *rope_sin;        // (batch, head_dim / 2)
   double *rope_inv_freq;  // (head_dim / 2) theta^(-2i / head_dim)
 };
 
@@ -79,6 +80,7 @@ struct Session {
   uint32_t context_length;
   uint32_t position;  // tokens in the cache
   uint32_t n_threads;
+  uint32_t batch_size;  // tokens one prefill step runs through the weights together
   int32_t *history;       // (context) the tokens in the cache, for the repetition penalty
   Candidate *candidates;  // (vocab) sampler scratch
   Rng rng;
@@ -97,8 +99,9 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
 // Binds the weights to the model bytes and fills the constant tables; after plan_session.
 void bind_session(Session &s, const Model &model, const mote_session_options &options);
 
-// Runs one token at s.position through the model; computes the logits when want_logits
-// (prefill skips them for all but the last token). The caller checked token and capacity.
-void forward(Session &s, int32_t token, bool want_logits);
+// Runs n_tokens (1..batch_size) tokens at s.position through the model, appending them to the
+// KV cache; computes the last token's logits when want_logits (prefill skips them for all but
+// its final step). The caller checked the tokens and the remaining capacity.
+void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits);
 
 }  // namespace mote

@@ -45,22 +45,24 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   const size_t kv_elements = static_cast<size_t>(c.n_layers) * context * kv_dim;
   const size_t kv_element_bytes = options.kv_dtype == MOTE_KV_F16 ? 2 : 4;
 
+  const size_t batch = options.batch_size;
+  const size_t half_head = c.head_dim / 2;
   Session *s = arena.take<Session>(1);
   LayerWeights *layers = arena.take<LayerWeights>(c.n_layers);
   RunState st{};
-  st.x = arena.take<float>(c.dim);
-  st.xb = arena.take<float>(q_dim > c.dim ? q_dim : c.dim);
-  st.xb2 = arena.take<float>(c.dim);
-  st.hb = arena.take<float>(c.ffn_dim);
-  st.hb2 = arena.take<float>(c.ffn_dim);
-  st.q = arena.take<float>(q_dim);
-  st.k = arena.take<float>(kv_dim);
-  st.v = arena.take<float>(kv_dim);
+  st.x = arena.take<float>(batch * c.dim);
+  st.xb = arena.take<float>(batch * (q_dim > c.dim ? q_dim : c.dim));
+  st.xb2 = arena.take<float>(batch * c.dim);
+  st.hb = arena.take<float>(batch * c.ffn_dim);
+  st.hb2 = arena.take<float>(batch * c.ffn_dim);
+  st.q = arena.take<float>(batch * q_dim);
+  st.k = arena.take<float>(batch * kv_dim);
+  st.v = arena.take<float>(batch * kv_dim);
   st.att = arena.take<float>(static_cast<size_t>(c.n_heads) * context);
   st.logits = arena.take<float>(c.vocab_size);
-  st.rope_cos = arena.take<float>(c.head_dim / 2);
-  st.rope_sin = arena.take<float>(c.head_dim / 2);
-  st.rope_inv_freq = arena.take<double>(c.head_dim / 2);
+  st.rope_cos = arena.take<float>(batch * half_head);
+  st.rope_sin = arena.take<float>(batch * half_head);
+  st.rope_inv_freq = arena.take<double>(half_head);
   KvCache cache{};
   cache.keys = arena.take<uint8_t>(kv_elements * kv_element_bytes);
   cache.values = arena.take<uint8_t>(kv_elements * kv_element_bytes);
@@ -98,6 +100,7 @@ void bind_session(Session &s, const Model &model, const mote_session_options &op
   s.kernels = &kernels::best_kernels();
   s.context_length = options.context_length;
   s.n_threads = options.n_threads == 0 ? 1 : options.n_threads;
+  s.batch_size = options.batch_size;
   Weights &w = s.weights;
   w.token_embedding = bind_matrix(view, Role::token_embedding, format::kNoLayer);
   for (uint32_t l = 0; l < c.n_layers; ++l) {

@@ -7,6 +7,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/matmul.hpp"
 #include "kernels/matvec.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/rope.hpp"

@@ -1,0 +1,163 @@
+// Batched matrix-vector products over xsimd batches: prompt prefill multiplies several tokens
+// by each weight matrix, so a tile of rows x tokens shares every weight load (and f16
+// conversion) across its tokens and every x load across its rows.
+//
+// Each (row, token) result follows matvec.hpp's fixed order exactly: even and odd accumulators
+// take alternate SIMD blocks, a last odd block goes to even, even + odd is reduced, then the
+// tail columns are added in order (finish_row). So it is bit-identical to matvec's result for
+// that row and token, whatever the tile, the row split or the number of tokens.
+#pragma once
+
+#include "kernels/matvec.hpp"
+#include "kernels/simd.hpp"
+
+namespace mote::kernels::simd {
+
+// Vector registers a tile may fill: 32 on AVX-512 (64-byte batches) and AArch64, 16 on AVX2
+// and 32-bit ARM NEON.
+template <class Arch>
+constexpr size_t vector_registers() {
+#if defined(__aarch64__)
+  return 32;
+#else
+  return Floats<Arch>::size * sizeof(float) == 64 ? 32 : 16;
+#endif
+}
+
+// Registers a tile of r rows x k tokens needs: 2 * r * k accumulators, plus r weight batches
+// and one spare on x86 (the x load folds into the FMA), plus both blocks' r + k operands on ARM
+// (no memory operands, and GCC schedules the even and odd loads together).
+template <class Arch>
+constexpr size_t tile_registers(size_t r, size_t k) {
+#if defined(__x86_64__) || defined(__i386__)
+  return 2 * r * k + r + 1;
+#else
+  return 2 * r * k + 2 * (r + k);
+#endif
+}
+
+// Rows per tile of k tokens: as many as fit, up to 4 (matvec's dot_4_rows when k is 1).
+// AVX2: 4 x 1, 3 x 2, 2 x 3; AVX-512: 4 x 1..3, 3 x 4; AArch64: 4 x 1..2, 3 x 3, 2 x 4.
+template <class Arch>
+constexpr size_t tile_rows(size_t k_tokens) {
+  size_t r = 4;
+  while (r > 1 && tile_registers<Arch>(r, k_tokens) > vector_registers<Arch>()) --r;
+  return r;
+}
+
+// Tokens per full tile (on AVX-512, 2 x 6 measured no faster than 3 x 4: both run near the
+// FMA peak once x stays in L1). 32-bit ARM's 16 registers take 2 x 2.
+template <class Arch>
+constexpr size_t tile_tokens() {
+#if defined(__x86_64__) || defined(__i386__)
+  return vector_registers<Arch>() >= 32 ? 4 : 3;
+#else
+  return vector_registers<Arch>() >= 32 ? 4 : 2;
+#endif
+}
+
+// The weight rows one pass over a token tile keeps hot in L2 (they are reread once per tile
+// while its x rows stay in L1), so the weights come from memory once per call.
+constexpr size_t kRowBlockBytes = 128 * 1024;
+
+// out[t * out_stride + r] = dot(w + r * row_stride, x + t * cols) for r < R, t < T.
+template <class Arch, size_t R, size_t T, class Weight>
+inline void dot_tile(float *out, size_t out_stride, const Weight *w, size_t row_stride,
+                     const float *x, size_t cols) {
+  using Batch = Floats<Arch>;
+  constexpr size_t width = Batch::size;
+  const size_t paired_end = cols - cols % (2 * width);
+  const size_t simd_end = cols - cols % width;
+  Batch even[R][T], odd[R][T], weights[R];
+#pragma GCC unroll 16
+  for (size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (size_t t = 0; t < T; ++t) even[r][t] = odd[r][t] = Batch(0.0f);
+  }
+  // acc[r][t] += weights[r] * x[t][c .. c + width), each weight block loaded once for T tokens.
+  const auto accumulate = [&](Batch(&acc)[R][T], size_t c) {
+#pragma GCC unroll 16
+    for (size_t r = 0; r < R; ++r) weights[r] = load_floats<Arch>(w + r * row_stride + c);
+#pragma GCC unroll 16
+    for (size_t t = 0; t < T; ++t) {
+      const Batch xt = Batch::load_unaligned(x + t * cols + c);
+#pragma GCC unroll 16
+      for (size_t r = 0; r < R; ++r) acc[r][t] = xsimd::fma(weights[r], xt, acc[r][t]);
+    }
+  };
+  for (size_t c = 0; c < paired_end; c += 2 * width) {
+    accumulate(even, c);
+    accumulate(odd, c + width);
+  }
+  if (simd_end > paired_end) accumulate(even, paired_end);
+#pragma GCC unroll 16
+  for (size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (size_t t = 0; t < T; ++t) {
+      out[t * out_stride + r] = finish_row<Arch>(even[r][t] + odd[r][t], w + r * row_stride,
+                                                 x + t * cols, simd_end, cols);
+    }
+  }
+}
+
+// Every row of a block against K tokens: tiles of tile_rows(K) rows, then single rows.
+template <class Arch, size_t K, class Weight>
+inline void dot_token_tile(float *out, size_t out_stride, const Weight *w, const float *x,
+                           size_t rows, size_t cols) {
+  constexpr size_t R = tile_rows<Arch>(K);
+  size_t r = 0;
+  for (; r + R <= rows; r += R) {
+    dot_tile<Arch, R, K>(out + r, out_stride, w + r * cols, cols, x, cols);
+  }
+  if constexpr (R > 1) {
+    for (; r < rows; ++r) dot_tile<Arch, 1, K>(out + r, out_stride, w + r * cols, cols, x, cols);
+  }
+}
+
+// The last n_tokens < tile_tokens() tokens as one tile of exactly that many (K counts down).
+template <class Arch, size_t K, class Weight>
+inline void dot_token_rest(float *out, size_t out_stride, const Weight *w, const float *x,
+                           size_t rows, size_t cols, size_t n_tokens) {
+  if (n_tokens == K) {
+    dot_token_tile<Arch, K>(out, out_stride, w, x, rows, cols);
+  } else if constexpr (K > 1) {
+    dot_token_rest<Arch, K - 1>(out, out_stride, w, x, rows, cols, n_tokens);
+  }
+}
+
+template <class Arch, class Weight>
+inline void matmul(float *out, size_t out_stride, const Weight *w, const float *x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  constexpr size_t T = tile_tokens<Arch>();
+  const size_t row_bytes = cols * sizeof(Weight);
+  const size_t block_rows =
+      row_bytes < kRowBlockBytes / 4 ? kRowBlockBytes / row_bytes / 4 * 4 : 4;  // 4 rows or more
+  for (size_t r0 = 0; r0 < rows; r0 += block_rows) {
+    const size_t n_rows = rows - r0 < block_rows ? rows - r0 : block_rows;
+    float *block_out = out + r0;
+    const Weight *block_w = w + r0 * cols;
+    size_t t = 0;
+    for (; t + T <= n_tokens; t += T) {
+      dot_token_tile<Arch, T>(block_out + t * out_stride, out_stride, block_w, x + t * cols, n_rows,
+                              cols);
+    }
+    if (t < n_tokens) {
+      dot_token_rest<Arch, T - 1>(block_out + t * out_stride, out_stride, block_w, x + t * cols,
+                                  n_rows, cols, n_tokens - t);
+    }
+  }
+}
+
+template <class Arch>
+void matmul_f32(float *out, size_t out_stride, const float *w, const float *x, size_t rows,
+                size_t cols, size_t n_tokens) {
+  matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+template <class Arch>
+void matmul_f16(float *out, size_t out_stride, const uint16_t *w, const float *x, size_t rows,
+                size_t cols, size_t n_tokens) {
+  matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+}  // namespace mote::kernels::simd

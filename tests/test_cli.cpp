@@ -1,0 +1,294 @@
+// The `mote` command-line tool, run as a user runs it: exit codes (0 success, 1 the command
+// failed, 2 the command line was wrong), messages on stderr that are exactly one line, and the
+// run / inspect / convert paths over the tiny golden checkpoint converted by the CLI itself.
+// Skipped (saying so) when the build has no CLI (MOTE_BUILD_TOOLS=OFF).
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace {
+
+const std::string kCli = MOTE_CLI_PATH;
+
+bool have_cli() {
+  if (!kCli.empty()) return true;
+  MESSAGE("SKIPPED: the mote CLI is not part of this build (MOTE_CLI_PATH is empty)");
+  return false;
+}
+
+std::string quote(const std::string &s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void write_text(const std::string &path, const std::string &text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+}
+
+size_t count_newlines(const std::string &s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// A temporary directory for the whole file, holding the converted tiny model.
+struct Workspace {
+  std::string dir;
+  std::string model;  // tiny_mha converted by `mote convert`
+  bool ready = false;
+
+  Workspace() {
+    char pattern[] = "/tmp/mote_test_cli_XXXXXX";
+    if (mkdtemp(pattern) != nullptr) dir = pattern;
+  }
+  ~Workspace() {
+    if (!dir.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  }
+  std::string path(const std::string &name) const { return dir + "/" + name; }
+};
+
+Workspace &workspace() {
+  static Workspace w;
+  return w;
+}
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs `mote ARGS` through the shell with stdout and stderr captured in files.
+Result run_cli(const std::string &args) {
+  Workspace &w = workspace();
+  REQUIRE(!w.dir.empty());
+  const std::string out = w.path("stdout.txt"), err = w.path("stderr.txt");
+  // Cross builds run the CLI under the emulator ctest uses (its words are not quoted).
+  const std::string emulator = MOTE_CLI_EMULATOR;
+  const std::string command = (emulator.empty() ? "" : emulator + " ") + quote(kCli) + " " + args + " >" + quote(out) + " 2>" + quote(err) + " </dev/null";
+  const int status = std::system(command.c_str());
+  Result r;
+  REQUIRE(status != -1);
+  REQUIRE_MESSAGE(WIFEXITED(status), "the CLI did not exit normally (signal?): " << command);
+  r.code = WEXITSTATUS(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+// The converted tiny model (converted once, by the CLI under test).
+const std::string &tiny_model() {
+  Workspace &w = workspace();
+  if (!w.ready) {
+    w.model = w.path("tiny.mote");
+    const Result r = run_cli("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " --tokenizer " +
+                             quote(mote_test::golden_path("tiny_tok64.bin")) + " -o " + quote(w.model));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    REQUIRE(r.err.find("wrote") != std::string::npos);
+    w.ready = true;
+  }
+  return w.model;
+}
+
+// An error: the expected exit code, the needle, and exactly one line on stderr.
+void expect_error(const std::string &args, int code, const std::string &needle) {
+  const Result r = run_cli(args);
+  INFO("mote " << args);
+  INFO("stderr: " << r.err);
+  CHECK(r.code == code);
+  CHECK(r.err.find(needle) != std::string::npos);
+  CHECK(count_newlines(r.err) == 1);
+  CHECK((!r.err.empty() && r.err.back() == '\n'));
+}
+
+}  // namespace
+
+TEST_CASE("cli: usage errors exit 2") {
+  if (!have_cli()) return;
+  const Result none = run_cli("");
+  CHECK(none.code == 2);
+  CHECK(none.err.find("usage: mote") != std::string::npos);
+  CHECK(none.out.empty());
+  const Result help = run_cli("--help");
+  CHECK(help.code == 0);
+  CHECK(help.out.find("usage: mote") != std::string::npos);
+
+  const std::string model = quote(tiny_model());
+  expect_error("frobnicate", 2, "unknown command 'frobnicate'");
+  expect_error("run", 2, "no model given");
+  expect_error("run -p hello", 2, "no model given");
+  expect_error("run -m " + model + " --bogus", 2, "unknown option '--bogus'");
+  expect_error("run -m " + model + " -n abc", 2, "invalid value 'abc'");
+  expect_error("run -m " + model + " -n -5", 2, "invalid value '-5'");
+  expect_error("run -m " + model + " -n 99999999999", 2, "invalid value");
+  expect_error("run -m " + model + " --temp nan", 2, "invalid value 'nan' for --temp");
+  expect_error("run -m " + model + " --top-k 1.5", 2, "invalid value '1.5' for --top-k");
+  expect_error("run -m " + model + " --seed x7", 2, "invalid value 'x7' for --seed");
+  expect_error("run -m", 2, "needs a value");
+  expect_error("run -m " + model + " -p", 2, "needs a value");
+  expect_error("run -m " + model + " --kv f8", 2, "--kv must be f32 or f16");
+  expect_error("run -m " + model + " -t 0", 2, "--threads must be at least 1");
+  expect_error("run -m " + model + " stray", 2, "unexpected argument 'stray'");
+  expect_error("inspect", 2, "give exactly one model file");
+  expect_error("inspect " + model + " " + model, 2, "give exactly one model file");
+  expect_error("inspect " + model + " --ctx 100000", 2, "invalid --ctx");
+  expect_error("convert", 2, "give exactly one input checkpoint");
+  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " --tokenizer " +
+                   quote(mote_test::golden_path("tiny_tok64.bin")),
+               2, "no output file given");
+  // A missing tokenizer (none given).
+  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " -o " +
+                   quote(workspace().path("no_tok.mote")),
+               2, "need --tokenizer");
+  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " -o " +
+                   quote(workspace().path("x.mote")) + " --tokenizer " +
+                   quote(mote_test::golden_path("tiny_tok64.bin")) + " --dtype q9",
+               2, "--dtype must be f32 or f16");
+  CHECK(!mote_test::file_exists(workspace().path("no_tok.mote")));
+}
+
+TEST_CASE("cli: bad model files exit 1 with one line") {
+  if (!have_cli()) return;
+  Workspace &w = workspace();
+  expect_error("run -m " + quote(w.path("does_not_exist.mote")) + " -p hi", 1, "cannot open");
+  expect_error("inspect " + quote(w.path("does_not_exist.mote")), 1, "cannot open");
+  expect_error("run -m " + quote(w.dir) + " -p hi", 1, "is not a regular file");
+  write_text(w.path("empty.mote"), "");
+  expect_error("inspect " + quote(w.path("empty.mote")), 1, "is empty");
+
+  // A text file: long enough for a header, so the magic is what fails.
+  std::string text;
+  while (text.size() < 300) text += "This is a plain text file, not a model.\n";
+  write_text(w.path("notes.txt"), text);
+  expect_error("run -m " + quote(w.path("notes.txt")) + " -p hi", 1, "bad magic");
+  expect_error("inspect " + quote(w.path("notes.txt")), 1, "bad magic");
+  write_text(w.path("short.txt"), "hello\n");
+  expect_error("inspect " + quote(w.path("short.txt")), 1, "shorter than the 128-byte header");
+
+  // A truncated .mote (a short download).
+  const std::string good = slurp(tiny_model());
+  REQUIRE(good.size() > 4096);
+  for (size_t cut : {static_cast<size_t>(64), static_cast<size_t>(1000), good.size() / 2, good.size() - 64}) {
+    INFO("cut at " << cut);
+    write_text(w.path("cut.mote"), good.substr(0, cut));
+    const std::string needle = cut < 128 ? "shorter than the 128-byte header" : "truncated";
+    expect_error("run -m " + quote(w.path("cut.mote")) + " -p hi", 1, needle);
+    expect_error("inspect " + quote(w.path("cut.mote")), 1, needle);
+  }
+  // One flipped byte in the weights.
+  std::string flipped = good;
+  flipped[flipped.size() - 100] ^= 0x40;
+  write_text(w.path("flipped.mote"), flipped);
+  expect_error("inspect " + quote(w.path("flipped.mote")), 1, "payload checksum");
+}
+
+TEST_CASE("cli: convert failures") {
+  if (!have_cli()) return;
+  Workspace &w = workspace();
+  const std::string tok = quote(mote_test::golden_path("tiny_tok64.bin"));
+  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " --tokenizer " +
+                   quote(w.path("no_such_tokenizer.bin")) + " -o " + quote(w.path("a.mote")),
+               1, "cannot open");
+  expect_error("convert " + quote(w.path("no_such.bin")) + " --tokenizer " + tok + " -o " + quote(w.path("a.mote")),
+               1, "cannot open");
+  // A checkpoint whose size disagrees with its header.
+  const std::string checkpoint = slurp(mote_test::golden_path("tiny_mha.bin"));
+  REQUIRE(checkpoint.size() > 1000);
+  write_text(w.path("short.bin"), checkpoint.substr(0, checkpoint.size() - 100));
+  expect_error("convert " + quote(w.path("short.bin")) + " --tokenizer " + tok + " -o " + quote(w.path("a.mote")), 1,
+               "implies");
+  write_text(w.path("tiny_header.bin"), checkpoint.substr(0, 10));
+  expect_error("convert " + quote(w.path("tiny_header.bin")) + " --tokenizer " + tok + " -o " + quote(w.path("a.mote")),
+               1, "too short for a llama2.c checkpoint header");
+  // A tokenizer that does not belong to the checkpoint (too few tokens).
+  write_text(w.path("tok_short.bin"), slurp(mote_test::golden_path("tiny_tok64.bin")).substr(0, 100));
+  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " --tokenizer " +
+                   quote(w.path("tok_short.bin")) + " -o " + quote(w.path("a.mote")),
+               1, "is corrupt at token");
+  CHECK(!mote_test::file_exists(w.path("a.mote")));
+  // An output path that cannot be created.
+  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " --tokenizer " + tok + " -o " +
+                   quote(w.path("no/such/dir/a.mote")),
+               1, "cannot create");
+}
+
+TEST_CASE("cli: inspect a good model") {
+  if (!have_cli()) return;
+  const Result r = run_cli("inspect " + quote(tiny_model()));
+  INFO("stderr: " << r.err);
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("arena bytes") != std::string::npos);
+  CHECK(r.out.find("blk.0.attn_q") != std::string::npos);
+  CHECK(r.out.find("blk.1.ffn_down") != std::string::npos);
+  CHECK(r.out.find("token_embd") != std::string::npos);
+  CHECK(r.out.find("runnable        no") == std::string::npos);
+  const Result small = run_cli("inspect " + quote(tiny_model()) + " --ctx 4");
+  CHECK(small.code == 0);
+  CHECK(small.out.find("(context 4, f32 KV cache)") != std::string::npos);
+}
+
+TEST_CASE("cli: run") {
+  if (!have_cli()) return;
+  const std::string model = quote(tiny_model());
+  expect_error("run -m " + model + " --ctx 4 -p 'a b c d e f g h'", 1, "context holds 4");
+  expect_error("run -m " + model + " --ctx 1000 -p hi", 1, "exceeds the model's maximum");
+
+  const Result r = run_cli("run -m " + model + " -p 'a b' -n 5 --temp 0");
+  INFO("stderr: " << r.err);
+  CHECK(r.code == 0);
+  CHECK(!r.out.empty());
+  CHECK(r.out.find("tok/s") == std::string::npos);  // stats go to stderr only
+  CHECK(r.err.find("tok/s") != std::string::npos);
+  CHECK(r.err.find("decode: 5 tokens") != std::string::npos);
+  // Greedy decoding is deterministic.
+  const Result again = run_cli("run -m " + model + " -p 'a b' -n 5 --temp 0");
+  CHECK(again.out == r.out);
+
+  // A seeded sampler gives the same text every time, with f32 and f16 caches and more threads.
+  const std::string sampled = "run -m " + model + " -p 'a b' -n 12 --seed 7 --temp 1";
+  const Result first = run_cli(sampled);
+  const Result second = run_cli(sampled);
+  CHECK(first.code == 0);
+  CHECK(second.code == 0);
+  CHECK(!first.out.empty());
+  CHECK(first.out == second.out);
+  const Result threaded = run_cli(sampled + " -t 3");
+  CHECK(threaded.code == 0);
+  CHECK(threaded.out == first.out);  // thread count does not change results
+  const Result f16 = run_cli(sampled + " --kv f16");
+  CHECK(f16.code == 0);
+  CHECK(!f16.out.empty());
+
+  // More tokens than the context holds: stops, says so, and still succeeds.
+  const Result full = run_cli("run -m " + model + " -p 'a' -n 100 --ctx 8 --temp 0");
+  INFO("stderr: " << full.err);
+  CHECK(full.code == 0);
+  if (full.err.find("is full") == std::string::npos) {
+    // Generation may also have stopped at EOS before filling the context.
+    CHECK(full.err.find("decode:") != std::string::npos);
+  }
+  // An empty prompt runs from BOS alone.
+  const Result empty = run_cli("run -m " + model + " -p '' -n 3 --temp 0");
+  CHECK(empty.code == 0);
+}
