@@ -36,6 +36,19 @@ struct AlignedBuffer {
   T *data;
 };
 
+// Uniform values in [-1, 1), stored as the weight type (f32 or IEEE half bits).
+template <class Weight>
+void fill_random(Weight *values, size_t n, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (sizeof(Weight) == 2) {
+      values[i] = mote::f32_to_fp16(dist(rng));
+    } else {
+      values[i] = dist(rng);
+    }
+  }
+}
+
 template <class Weight>
 void bench_matvec(benchmark::State &state, const KernelTable *table, Shape shape) {
   const size_t rows = shape.rows, cols = shape.cols;
@@ -43,13 +56,7 @@ void bench_matvec(benchmark::State &state, const KernelTable *table, Shape shape
   AlignedBuffer<float> x(cols), out(rows);
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (size_t i = 0; i < rows * cols; ++i) {
-    if constexpr (sizeof(Weight) == 2) {
-      w.data[i] = mote::f32_to_fp16(dist(rng));
-    } else {
-      w.data[i] = dist(rng);
-    }
-  }
+  fill_random(w.data, rows * cols, rng);
   for (size_t i = 0; i < cols; ++i) x.data[i] = dist(rng);
 
   for (auto _ : state) {
@@ -82,13 +89,7 @@ void bench_matmul(benchmark::State &state, const KernelTable *table, Shape shape
   AlignedBuffer<float> x(n_tokens * cols), out(n_tokens * rows);
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (size_t i = 0; i < rows * cols; ++i) {
-    if constexpr (sizeof(Weight) == 2) {
-      w.data[i] = mote::f32_to_fp16(dist(rng));
-    } else {
-      w.data[i] = dist(rng);
-    }
-  }
+  fill_random(w.data, rows * cols, rng);
   for (size_t i = 0; i < n_tokens * cols; ++i) x.data[i] = dist(rng);
 
   for (auto _ : state) {

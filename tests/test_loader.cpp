@@ -167,34 +167,28 @@ Bytes with_header(const std::function<void(FileHeader &)> &f, bool refresh = tru
   return b;
 }
 
-Bytes with_config(const std::function<void(ModelConfig &)> &f) {
+// Changes the struct T stored at byte `at` of a valid file (where(b) finds `at`).
+template <typename T>
+Bytes with_struct(const std::function<size_t(const Bytes &)> &where, const std::function<void(T &)> &f) {
   Bytes b = valid_file();
-  const size_t at = header_of(b).config_offset;
-  ModelConfig c = get<ModelConfig>(b, at);
-  f(c);
-  set(b, at, c);
+  const size_t at = where(b);
+  T value = get<T>(b, at);
+  f(value);
+  set(b, at, value);
   refresh_checksum(b);
   return b;
+}
+
+Bytes with_config(const std::function<void(ModelConfig &)> &f) {
+  return with_struct<ModelConfig>([](const Bytes &b) { return size_t(header_of(b).config_offset); }, f);
 }
 
 Bytes with_entry(Role role, uint32_t layer, const std::function<void(TensorEntry &)> &f) {
-  Bytes b = valid_file();
-  const size_t at = entry_offset(b, role, layer);
-  TensorEntry e = get<TensorEntry>(b, at);
-  f(e);
-  set(b, at, e);
-  refresh_checksum(b);
-  return b;
+  return with_struct<TensorEntry>([&](const Bytes &b) { return entry_offset(b, role, layer); }, f);
 }
 
 Bytes with_tokenizer(const std::function<void(TokenizerHeader &)> &f) {
-  Bytes b = valid_file();
-  const size_t at = header_of(b).tokenizer_offset;
-  TokenizerHeader t = get<TokenizerHeader>(b, at);
-  f(t);
-  set(b, at, t);
-  refresh_checksum(b);
-  return b;
+  return with_struct<TokenizerHeader>([](const Bytes &b) { return size_t(header_of(b).tokenizer_offset); }, f);
 }
 
 // Patches a table of the tokenizer: fn(bytes, section offset, tokenizer header).
