@@ -10,7 +10,8 @@ function(run)
 endfunction()
 run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install_consumer" -B "${WORK_DIR}/build"
-    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release)
+    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Release
+    "-DCMAKE_CXX_FLAGS=${CONSUMER_CXX_FLAGS}")  # e.g. a sanitizer build's runtime flags
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run("${MOTE_CLI}" convert "${SOURCE_DIR}/tests/golden/tiny_mha.bin" --tokenizer "${SOURCE_DIR}/tests/golden/tiny_tok64.bin"
     -o "${WORK_DIR}/tiny.mote")

@@ -7,8 +7,9 @@
 
 using namespace mote_test;
 
-// Counts every call into the C allocator while counting is on. Defining these in the test
-// executable interposes glibc's, and libstdc++'s operator new goes through malloc too.
+// Counts every call into the C allocator while counting is on. Under AddressSanitizer its
+// malloc hooks count; otherwise defining malloc and friends in this executable interposes
+// glibc's (libstdc++'s operator new goes through malloc too).
 namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<long> g_allocations{0};
@@ -17,6 +18,14 @@ void note_allocation() {
 }
 }  // namespace
 
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*)(const volatile void *, size_t),
+                                                          void (*)(const volatile void *));
+namespace {
+const int g_hooks_installed = __sanitizer_install_malloc_and_free_hooks(
+    [](const volatile void *, size_t) { note_allocation(); }, [](const volatile void *) {});
+}  // namespace
+#else
 extern "C" {
 void *__libc_malloc(size_t);
 void *__libc_calloc(size_t, size_t);
@@ -44,6 +53,7 @@ int posix_memalign(void **out, size_t alignment, size_t n) {
   return *out == nullptr ? 12 /* ENOMEM */ : 0;
 }
 }
+#endif
 
 namespace {
 
