@@ -26,10 +26,15 @@ void read_bandwidth(benchmark::State &state) {
   for (auto _ : state) {
     uint64_t sum = 0;
 #pragma omp parallel for num_threads(threads) reduction(+ : sum) schedule(static)
-    for (long i = 0; i < words; i += 8) {
-      // Eight independent lanes keep enough loads in flight to saturate the memory bus.
-      sum += data[i] + data[i + 1] + data[i + 2] + data[i + 3] + data[i + 4] + data[i + 5] + data[i + 6] +
-             data[i + 7];
+    for (long block = 0; block < words / 64; ++block) {
+      // 64 words (one 512-byte block) into eight lanes the compiler keeps in vector registers,
+      // so loads, not additions, are the limit.
+      uint64_t lanes[8] = {};
+      const uint64_t *p = data + block * 64;
+      for (int i = 0; i < 64; i += 8) {
+        for (int l = 0; l < 8; ++l) lanes[l] += p[i + l];
+      }
+      for (int l = 0; l < 8; ++l) sum += lanes[l];
     }
     benchmark::DoNotOptimize(sum);
   }
