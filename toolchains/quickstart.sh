@@ -7,7 +7,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 prompt=${1:-"Once upon a time"}
 
 "$repo/toolchains/install-deps.sh" --no-cross --no-python
-cmake --preset release -S "$repo" >/dev/null
+cd "$repo"  # presets are looked up in the current folder
+cmake --preset release >/dev/null
 cmake --build --preset release --target mote_cli
 mote="$repo/build/release/mote"
 
