@@ -12,7 +12,7 @@ const char kUsage[] =
     "commands:\n"
     "  run      -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
     "           [--repeat-penalty R] [--seed S] [-t THREADS] [--ctx N] [--kv f32|f16] [-b BATCH]\n"
-    "           print the prompt and N generated tokens (stats on stderr)\n"
+    "           print the prompt and N generated tokens (stats on stderr; -t defaults to all cores)\n"
     "  inspect  MODEL [--ctx N]   print the config, the tensor table and the arena size\n"
     "  convert  INPUT -o OUTPUT --tokenizer FILE [--dtype f32|f16] [--rope interleaved|split]\n"
     "           convert a llama2.c checkpoint into a .mote file\n"

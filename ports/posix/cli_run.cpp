@@ -1,6 +1,8 @@
 // `mote run`: generate text, streaming the prompt and each new piece to stdout.
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <thread>
 
 #include <unistd.h>
 
@@ -27,7 +29,8 @@ int print_piece(void *user, int32_t, const char *piece, size_t n) {
 
 int command_run(int argc, char **argv) {
   std::string model_path, prompt, kv = "f32";
-  uint32_t n_new = 256, threads = 1, context = 0, batch = 0;
+  // Every core by default: decoding is bandwidth-bound and each thread adds to it.
+  uint32_t n_new = 256, threads = std::max(1u, std::thread::hardware_concurrency()), context = 0, batch = 0;
   mote_sampler_options sampler = mote_sampler_options_default();
   bool seed_given = false;
   const std::vector<Option> options = {
