@@ -4,7 +4,9 @@
 #include "kernels/kernels.hpp"
 #include "kernels/ref.hpp"
 
-#if defined(__x86_64__) || defined(__i386__)
+// Run-time detection only where x86 SIMD kernels were built (MOTE_SIMD=OFF builds have none).
+#if defined(MOTE_HAVE_AVX2) || defined(MOTE_HAVE_AVX512)
+#define MOTE_DETECT_X86 1
 #include <cpuid.h>
 #endif
 
@@ -19,7 +21,7 @@ constexpr KernelTable kScalarTable = {
 #undef MOTE_KERNEL
 };
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(MOTE_DETECT_X86)
 struct X86Features {
   bool avx2 = false;
   bool avx512 = false;
