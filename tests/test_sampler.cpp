@@ -174,6 +174,19 @@ TEST_CASE("top-p keeps the smallest prefix holding p of the mass") {
   CHECK(histogram(options, logits, 2000)[1] == doctest::Approx(1.0));
 }
 
+TEST_CASE("top-p measures p against the whole mass when a long tail is dropped first") {
+  // Two likely tokens and a tail of twenty: the nucleus for p = 0.5 is {0, 1} (0.42 < 0.5).
+  std::vector<double> p = {0.42, 0.38};
+  p.resize(22, 0.01);
+  const std::vector<float> logits = logits_for(p);
+  mote_sampler_options options = plain_options(1.0f);
+  options.top_p = 0.5f;
+  std::vector<double> expected(22, 0.0);
+  expected[0] = 0.42 / 0.80;
+  expected[1] = 0.38 / 0.80;
+  check_close(histogram(options, logits, 100000), expected, 0.006);
+}
+
 TEST_CASE("min-p drops tokens below min_p times the top probability") {
   const std::vector<float> logits = logits_for({0.15, 0.5, 0.05, 0.3});
   mote_sampler_options options = plain_options(1.0f);

@@ -90,6 +90,8 @@ bool softmax_candidates(const float *logits, size_t n, float temperature, Candid
 // Nucleus: the smallest most-probable prefix holding top_p of the mass. c must hold all n
 // softmax candidates (mass 1) unless already_sorted.
 size_t apply_top_p(Candidate *c, size_t count, float top_p, bool already_sorted) {
+  // The target is a share of all the candidates' mass, taken before any are dropped below.
+  const double target = static_cast<double>(top_p) * total_mass(c, count);
   if (!already_sorted) {
     // A candidate below (1 - p) / (count - 1) can never be inside the nucleus: the ones from it
     // on would hold less than 1 - p. Dropping them first keeps the sort short. If even the top
@@ -101,7 +103,6 @@ size_t apply_top_p(Candidate *c, size_t count, float top_p, bool already_sorted)
     }
     std::sort(c, c + count, more_probable);
   }
-  const double target = static_cast<double>(top_p) * total_mass(c, count);
   double cumulative = 0.0;
   for (size_t i = 0; i < count; ++i) {
     cumulative += c[i].value;
