@@ -147,7 +147,12 @@ TEST_CASE("cli: usage errors exit 2") {
   expect_error("run -m", 2, "needs a value");
   expect_error("run -m " + model + " -p", 2, "needs a value");
   expect_error("run -m " + model + " --kv f8", 2, "--kv must be f32 or f16");
-  expect_error("run -m " + model + " -t 0", 2, "--threads must be at least 1");
+  expect_error("run -m " + model + " -t 0", 2, "--threads must be in [1, 1024]");
+  expect_error("run -m " + model + " -t 5000", 2, "--threads must be in [1, 1024]");
+  // Sampler options are checked before anything is printed or computed.
+  expect_error("run -m " + model + " -p hi --top-p 0", 2, "top-p must be in (0, 1]");
+  expect_error("run -m " + model + " -p hi --temp -1", 2, "temperature must be");
+  expect_error("run -m " + model + " -p hi --min-p 2", 2, "min-p must be in [0, 1]");
   expect_error("run -m " + model + " stray", 2, "unexpected argument 'stray'");
   expect_error("inspect", 2, "give exactly one model file");
   expect_error("inspect " + model + " " + model, 2, "give exactly one model file");

@@ -154,6 +154,37 @@ TEST_CASE("64 generated tokens allocate nothing (context-filling run)") {
   CHECK(produced > 0);
 }
 
+TEST_CASE("opening, tokenizing, detokenizing and failing allocate nothing either") {
+  auto m = tiny_gqa();
+  const unsigned char *bytes = m->bytes.data.get();
+  const size_t n = m->bytes.size;
+  AlignedBuffer corrupt = AlignedBuffer::copy_of(std::vector<unsigned char>(bytes, bytes + n));
+  corrupt.data.get()[200] ^= 0x40;  // inside the payload: the checksum no longer matches
+  const char text[] = "a b c t3 \xff bytes";
+  int32_t tokens[64];
+  char piece[64], message[256];
+  size_t count = 0, piece_n = 0;
+  mote_model opened, broken;
+  mote_session_options bad = mote_session_options_default();
+  bad.context_length = 100000;
+  mote_session session;
+
+  g_allocations = 0;
+  g_counting = true;
+  const mote_status open = mote_model_open(bytes, n, &opened, message, sizeof message);
+  const mote_status rejected = mote_model_open(corrupt.data.get(), n, &broken, message, sizeof message);
+  const mote_status encoded = mote_tokenize(&opened, text, sizeof text - 1, MOTE_TOKENIZE_ADD_BOS, tokens, 64, &count);
+  const mote_status decoded = mote_detokenize(&opened, 1, tokens[1], piece, sizeof piece, &piece_n);
+  const mote_status refused = mote_session_init(&session, &opened, &bad, nullptr, 0, message, sizeof message);
+  g_counting = false;
+  CHECK(open == MOTE_OK);
+  CHECK(rejected == MOTE_ERR_BAD_MODEL);
+  CHECK(encoded == MOTE_OK);
+  CHECK(decoded == MOTE_OK);
+  CHECK(refused == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(g_allocations.load() == 0);
+}
+
 TEST_CASE("logits are bit-identical with 1 and 2 threads") {
   auto m = tiny_gqa();
   const int32_t tokens[] = {1, 7, 3, 9, 60, 12, 4};
@@ -172,15 +203,20 @@ TEST_CASE("logits are bit-identical with 1 and 2 threads") {
   CHECK(std::memcmp(per_thread_count[0].data(), per_thread_count[1].data(), per_thread_count[0].size() * 4) == 0);
 }
 
-TEST_CASE("prefill batch size does not change the logits, bit for bit") {
+TEST_CASE("prefill batch size and thread count do not change the logits, bit for bit") {
   auto m = tiny_gqa();
   std::vector<int32_t> prompt;
   for (int32_t i = 0; i < 37; ++i) prompt.push_back(i == 0 ? 1 : 3 + (i * 17) % 67);
   std::vector<float> reference;
-  for (uint32_t batch : {1u, 2u, 5u, 16u, 40u}) {
-    CAPTURE(batch);
+  struct Setup {
+    uint32_t batch, threads;
+  };
+  for (Setup setup : {Setup{1, 1}, Setup{2, 1}, Setup{5, 2}, Setup{16, 1}, Setup{16, 2}, Setup{40, 2}}) {
+    CAPTURE(setup.batch);
+    CAPTURE(setup.threads);
     mote_session_options options = mote_session_options_default();
-    options.batch_size = batch;
+    options.batch_size = setup.batch;
+    options.n_threads = setup.threads;
     auto s = open_session(m->model, options);
     REQUIRE(mote_prefill(&s->session, prompt.data(), prompt.size()) == MOTE_OK);
     const float *logits = nullptr;

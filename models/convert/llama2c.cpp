@@ -92,7 +92,7 @@ bool load_llama2c(const std::string &checkpoint_path, const std::string &tokeniz
   const int64_t vocab = header[5] > 0 ? header[5] : -static_cast<int64_t>(header[5]);
   const int32_t seq_len = header[6];
   if (dim <= 0 || hidden <= 0 || layers <= 0 || heads <= 0 || kv_heads <= 0 || vocab <= 0 || seq_len <= 0 ||
-      dim % heads != 0 || heads % kv_heads != 0 || dim > 65536 || hidden > (1 << 18) || layers > 1024 ||
+      dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0 || dim / heads > 4096 || dim > 65536 || hidden > (1 << 18) || layers > 1024 ||
       vocab > (1 << 24) || seq_len > (1 << 20)) {
     char line[200];
     std::snprintf(line, sizeof line,

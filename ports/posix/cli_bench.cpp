@@ -30,8 +30,9 @@ int command_bench(int argc, char **argv) {
   if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("bench", error, kExitUsage);
   if (!positional.empty()) return report("bench", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (model_path.empty()) return report("bench", "no model given (-m MODEL)", kExitUsage);
-  if (threads == 0 || reps == 0 || prompt_tokens == 0 || gen_tokens == 0) {
-    return report("bench", "threads, reps, prompt and generated tokens must be at least 1", kExitUsage);
+  if (threads == 0 || threads > kMaxThreads || reps == 0 || prompt_tokens == 0 || gen_tokens == 0) {
+    return report("bench", "threads (at most " + std::to_string(kMaxThreads) +
+                               "), reps, prompt and generated tokens must be at least 1", kExitUsage);
   }
   if (kv != "f32" && kv != "f16") return report("bench", "--kv must be f32 or f16", kExitUsage);
 
@@ -52,9 +53,15 @@ int command_bench(int argc, char **argv) {
   if (!holder) return report("bench", error, kExitError);
   mote_session *session = &holder->session;
 
-  // A fixed pseudo-random prompt of ordinary tokens (never BOS or EOS).
+  // A fixed pseudo-random prompt that avoids BOS and EOS where the vocabulary allows.
   std::vector<int32_t> prompt(prompt_tokens);
-  for (uint32_t i = 0; i < prompt_tokens; ++i) prompt[i] = static_cast<int32_t>(3 + (i * 7919u) % (info.vocab_size - 3));
+  for (uint32_t i = 0, id = 0; i < prompt_tokens; ++i) {
+    for (uint32_t tries = 0; tries < 3; ++tries) {
+      id = (id + 7919u) % info.vocab_size;
+      if (static_cast<int32_t>(id) != info.bos_id && static_cast<int32_t>(id) != info.eos_id) break;
+    }
+    prompt[i] = static_cast<int32_t>(id);
+  }
 
   std::vector<double> prompt_rates, decode_rates;
   for (uint32_t r = 0; r < reps; ++r) {

@@ -1,5 +1,8 @@
 #include "cli_common.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -128,6 +131,13 @@ bool tokenize(const mote_model &model, const std::string &text, std::vector<int3
   }
   tokens->resize(n);
   return true;
+}
+
+uint32_t available_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int count = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  return std::clamp<uint32_t>(static_cast<uint32_t>(count), 1, kMaxThreads);
 }
 
 double now_seconds() {

@@ -1,8 +1,6 @@
 // `mote run`: generate text, streaming the prompt and each new piece to stdout.
-#include <algorithm>
 #include <cstdio>
 #include <ctime>
-#include <thread>
 
 #include <unistd.h>
 
@@ -29,8 +27,8 @@ int print_piece(void *user, int32_t, const char *piece, size_t n) {
 
 int command_run(int argc, char **argv) {
   std::string model_path, prompt, kv = "f32";
-  // Every core by default: decoding is bandwidth-bound and each thread adds to it.
-  uint32_t n_new = 256, threads = std::max(1u, std::thread::hardware_concurrency()), context = 0, batch = 0;
+  // Every CPU this process may use by default: decoding is bandwidth-bound and each thread adds.
+  uint32_t n_new = 256, threads = available_cpus(), context = 0, batch = 0;
   mote_sampler_options sampler = mote_sampler_options_default();
   bool seed_given = false;
   const std::vector<Option> options = {
@@ -54,7 +52,13 @@ int command_run(int argc, char **argv) {
   if (!positional.empty()) return report("run", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (model_path.empty()) return report("run", "no model given (-m MODEL)", kExitUsage);
   if (kv != "f32" && kv != "f16") return report("run", "--kv must be f32 or f16", kExitUsage);
-  if (threads == 0) return report("run", "--threads must be at least 1", kExitUsage);
+  if (threads == 0 || threads > kMaxThreads) {
+    return report("run", "--threads must be in [1, " + std::to_string(kMaxThreads) + "]", kExitUsage);
+  }
+  char message[256] = "";
+  if (mote_sampler_options_validate(&sampler, message, sizeof message) != MOTE_OK) {
+    return report("run", message, kExitUsage);
+  }
   if (!seed_given) sampler.seed = static_cast<uint64_t>(std::time(nullptr));
 
   auto loaded = load_model(model_path, &error);

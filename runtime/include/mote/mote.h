@@ -77,7 +77,9 @@ typedef struct mote_session {
   void *impl_; /* lives at the start of the arena */
 } mote_session;
 
-/* Carves the session out of arena (64-byte aligned, at least mote_arena_size() bytes). */
+/* Carves the session out of arena (64-byte aligned, at least mote_arena_size() bytes). The
+ * session keeps its own copy of what it needs from *model: the mote_model may be moved or
+ * dropped afterwards, but the model bytes must stay mapped for the session's life. */
 mote_status mote_session_init(mote_session *session, const mote_model *model,
                               const mote_session_options *options, void *arena, size_t arena_n,
                               char *err, size_t err_n);
@@ -94,8 +96,10 @@ const char *mote_session_error(const mote_session *session);
 
 /* Encodes UTF-8 text into token ids. Invalid UTF-8 is never rejected: each byte that is not
  * part of a valid sequence is encoded as its own byte token, so detokenizing returns the input
- * bytes unchanged. tokens must hold at least text_n + 2 entries (merging happens in place);
- * on MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens holds the capacity needed. */
+ * bytes unchanged. Merging happens in place, so tokens needs room for the pieces before
+ * merging: text_n + 2 entries always suffice. On MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens holds the
+ * capacity needed. MOTE_ERR_UNSUPPORTED: the vocabulary can represent neither a code point nor
+ * its bytes (no byte tokens, no <unk>), or the tokenizer kind is not implemented by this build. */
 mote_status mote_tokenize(const mote_model *model, const char *text, size_t text_n,
                           uint32_t flags, int32_t *tokens, size_t capacity, size_t *n_tokens);
 
@@ -126,6 +130,10 @@ typedef struct mote_sampler_options {
 } mote_sampler_options;
 
 mote_sampler_options mote_sampler_options_default(void);
+
+/* Checks every option's range (what mote_sample and mote_generate accept); on failure writes
+ * a one-line reason ("top-p must be in (0, 1]"). */
+mote_status mote_sampler_options_validate(const mote_sampler_options *options, char *err, size_t err_n);
 
 /* Seeds the session's random number generator (mote_generate does this itself). */
 void mote_sampler_seed(mote_session *session, uint64_t seed);

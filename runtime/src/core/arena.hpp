@@ -15,14 +15,16 @@ class ArenaPlanner {
   ArenaPlanner(void *base, size_t capacity) : base_(static_cast<uint8_t *>(base)), capacity_(capacity) {}
 
   // count elements of T, aligned; null when only planning, or once the arena has overflowed.
+  // count is 64-bit so callers multiply sizes without wrapping on 32-bit targets; a total
+  // beyond the address space marks the plan overflowed.
   template <typename T>
-  T *take(size_t count) {
+  T *take(uint64_t count) {
     const size_t offset = (used_ + kArenaAlignment - 1) & ~(kArenaAlignment - 1);
-    if (offset < used_ || (sizeof(T) != 0 && count > (SIZE_MAX - offset) / sizeof(T))) {
-      overflowed_ = true;  // size_t wrapped: only possible on 32-bit targets with huge configs
+    if (overflowed_ || offset < used_ || count > (SIZE_MAX - offset) / sizeof(T)) {
+      overflowed_ = true;
       return nullptr;
     }
-    used_ = offset + count * sizeof(T);
+    used_ = offset + static_cast<size_t>(count) * sizeof(T);
     if (base_ == nullptr || used_ > capacity_) return nullptr;
     return reinterpret_cast<T *>(base_ + offset);
   }

@@ -1,6 +1,8 @@
 #include "core/status.hpp"
 
+#include <cmath>
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
 
 namespace mote {
@@ -13,6 +15,32 @@ Status fail(ErrorSink sink, Status code, const char *format, ...) {
     va_end(args);
   }
   return code;
+}
+
+const char *float_text(float value, char *out, size_t n) {
+  if (std::isnan(value)) {
+    std::snprintf(out, n, "nan");
+    return out;
+  }
+  const char *sign = std::signbit(value) ? "-" : "";
+  const double magnitude = std::fabs(static_cast<double>(value));
+  if (std::isinf(value) || magnitude >= 1e18) {
+    std::snprintf(out, n, "%s%s", sign, std::isinf(value) ? "inf" : "huge");
+    return out;
+  }
+  // Integer part and nine fractional digits, trailing zeros trimmed.
+  uint64_t whole = static_cast<uint64_t>(magnitude);
+  uint64_t fraction = static_cast<uint64_t>((magnitude - static_cast<double>(whole)) * 1e9 + 0.5);
+  if (fraction >= 1000000000u) {
+    ++whole;
+    fraction -= 1000000000u;
+  }
+  char digits[24];  // nine digits; room for the widest unsigned long keeps -Wformat-truncation quiet
+  std::snprintf(digits, sizeof digits, "%09lu", static_cast<unsigned long>(fraction));
+  int last = 8;
+  while (last >= 0 && digits[last] == '0') digits[last--] = '\0';
+  std::snprintf(out, n, "%s%lu%s%s", sign, static_cast<unsigned long>(whole), last >= 0 ? "." : "", digits);
+  return out;
 }
 
 }  // namespace mote

@@ -22,4 +22,8 @@ Status fail(ErrorSink sink, Status code, const char *format, ...)
 #endif
     ;
 
+// Writes value as a plain decimal ("0.00001", "100000", "nan", "-inf") into out and returns
+// out, for error messages: printf's %g would pull in newlib's dtoa, which allocates.
+const char *float_text(float value, char *out, size_t n);
+
 }  // namespace mote

@@ -56,8 +56,10 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
       c.norm_kind != static_cast<uint32_t>(NormKind::layernorm)) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown norm kind %u", static_cast<unsigned>(c.norm_kind));
   }
+  char number[40];
   if (!(std::isfinite(c.norm_eps) && c.norm_eps > 0.0f && c.norm_eps < 1.0f)) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "norm epsilon %g is not in (0, 1)", static_cast<double>(c.norm_eps));
+    return fail(err, MOTE_ERR_BAD_MODEL, "norm epsilon %s is not in (0, 1)",
+                float_text(c.norm_eps, number, sizeof number));
   }
   if (c.position_kind < 1 || c.position_kind > 3) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown position kind %u", static_cast<unsigned>(c.position_kind));
@@ -68,8 +70,8 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
       return fail(err, MOTE_ERR_BAD_MODEL, "unknown RoPE layout %u", static_cast<unsigned>(c.rope_layout));
     }
     if (!(std::isfinite(c.rope_theta) && c.rope_theta > 1.0f)) {
-      return fail(err, MOTE_ERR_BAD_MODEL, "RoPE theta %g is not a finite number above 1",
-                  static_cast<double>(c.rope_theta));
+      return fail(err, MOTE_ERR_BAD_MODEL, "RoPE theta %s is not a finite number above 1",
+                  float_text(c.rope_theta, number, sizeof number));
     }
     if (c.head_dim % 2 != 0) {
       return fail(err, MOTE_ERR_BAD_MODEL, "head_dim %u is odd; RoPE rotates pairs",
@@ -90,7 +92,8 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
   return MOTE_OK;
 }
 
-Status check_tensor(const ModelView &view, const TensorEntry &t, uint64_t data_offset, ErrorSink err) {
+Status check_tensor(const ModelView &view, const TensorEntry &t, uint64_t data_offset, uint64_t data_end,
+                    ErrorSink err) {
   char name[48];
   tensor_name(t, name, sizeof name);
   const Role role = static_cast<Role>(t.role);
@@ -135,23 +138,13 @@ Status check_tensor(const ModelView &view, const TensorEntry &t, uint64_t data_o
     return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' at byte %llu is not %u-byte aligned", name,
                 static_cast<unsigned long long>(t.offset), static_cast<unsigned>(kAlignment));
   }
-  if (t.offset < data_offset || !fits(t.offset, t.size, view.size)) {
+  if (t.offset < data_offset || !fits(t.offset, t.size, data_end)) {
     return fail(err, MOTE_ERR_BAD_MODEL,
                 "tensor '%s' spans bytes [%llu, +%llu), outside the data section [%llu, %llu)", name,
                 static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(t.size),
-                static_cast<unsigned long long>(data_offset), static_cast<unsigned long long>(view.size));
+                static_cast<unsigned long long>(data_offset), static_cast<unsigned long long>(data_end));
   }
   return MOTE_OK;
-}
-
-// Compares two pieces as byte strings (memcmp order, shorter first on a common prefix).
-int compare_pieces(const TokenizerView &tok, uint32_t a, uint32_t b) {
-  const uint32_t a_n = tok.piece_offsets[a + 1] - tok.piece_offsets[a];
-  const uint32_t b_n = tok.piece_offsets[b + 1] - tok.piece_offsets[b];
-  const int c = std::memcmp(tok.piece_bytes + tok.piece_offsets[a], tok.piece_bytes + tok.piece_offsets[b],
-                            a_n < b_n ? a_n : b_n);
-  if (c != 0) return c;
-  return a_n < b_n ? -1 : (a_n > b_n ? 1 : 0);
 }
 
 Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSink err) {
@@ -169,6 +162,13 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
   if (h.n_tokens != view->config.vocab_size) {
     return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer has %u tokens but the vocabulary size is %u",
                 static_cast<unsigned>(h.n_tokens), static_cast<unsigned>(view->config.vocab_size));
+  }
+  if ((h.flags & ~(kTokAddSpacePrefix | kTokAddBos)) != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "unknown tokenizer flags 0x%x", static_cast<unsigned>(h.flags));
+  }
+  if (h.kind == static_cast<uint32_t>(TokenizerKind::sentencepiece_bpe) && h.n_merges != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "a SentencePiece tokenizer has %u merges (must be 0)",
+                static_cast<unsigned>(h.n_merges));
   }
   if (h.chat_template > static_cast<uint32_t>(ChatTemplate::llama2)) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown chat template %u", static_cast<unsigned>(h.chat_template));
@@ -363,7 +363,7 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
   view->n_tensors = h.tensor_count;
   for (uint32_t i = 0; i < h.tensor_count; ++i) {
     const TensorEntry &t = view->tensors[i];
-    status = check_tensor(*view, t, h.data_offset, err);
+    status = check_tensor(*view, t, h.data_offset, h.data_offset + h.data_size, err);
     if (status != MOTE_OK) return status;
     for (uint32_t j = 0; j < i; ++j) {
       if (view->tensors[j].role == t.role && view->tensors[j].layer == t.layer) {

@@ -5,7 +5,8 @@
 // Everything here is a template or overload on the xsimd arch, so two TUs built with different
 // flags never emit the same symbol and the linker cannot swap an AVX-512 copy into the AVX2
 // path. For the same reason kernel code calls __builtin_* math rather than the inline std::
-// wrappers, and never core/fp16.hpp.
+// wrappers, and uses core/fp16.hpp only on 32-bit ARM, which has a single NEON TU (no other
+// flags to collide with).
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,5 @@
 // The C API: argument checks and status codes around the model, session and sampler code.
+#include <cmath>
 #include <cstring>
 #include <new>
 
@@ -26,6 +27,11 @@ const Model *model_of(const mote_model *m) {
 Session *session_of(const mote_session *s) { return s == nullptr ? nullptr : static_cast<Session *>(s->impl_); }
 
 ErrorSink session_sink(Session &s) { return ErrorSink{s.error, sizeof s.error}; }
+
+// The only tokenizer this build implements; byte-level BPE files load but cannot tokenize yet.
+bool has_sentencepiece_tokenizer(const Model &m) {
+  return m.view.tokenizer_kind == static_cast<uint32_t>(format::TokenizerKind::sentencepiece_bpe);
+}
 
 Status resolve_options(const Model &model, const mote_session_options *in, mote_session_options *out,
                        ErrorSink err) {
@@ -158,9 +164,8 @@ const char *mote_session_error(const mote_session *session) {
 mote_status mote_tokenize(const mote_model *model, const char *text, size_t text_n, uint32_t flags, int32_t *tokens,
                           size_t capacity, size_t *n_tokens) {
   const Model *m = model_of(model);
-  if (m == nullptr || (text == nullptr && text_n > 0) || n_tokens == nullptr || (tokens == nullptr && capacity > 0)) {
-    return MOTE_ERR_INVALID_ARGUMENT;
-  }
+  if (m == nullptr) return MOTE_ERR_INVALID_ARGUMENT;  // encode checks the other arguments
+  if (!has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
   return encode(m->view.tokenizer, text, text_n, (flags & MOTE_TOKENIZE_ADD_BOS) != 0, tokens, capacity, n_tokens);
 }
 
@@ -169,6 +174,7 @@ mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t
   const Model *m = model_of(model);
   if (m == nullptr || n_bytes == nullptr || (out == nullptr && capacity > 0)) return MOTE_ERR_INVALID_ARGUMENT;
   *n_bytes = 0;
+  if (!has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
   const int64_t vocab = m->view.config.vocab_size;
   if (token < 0 || token >= vocab || prev_token < -1 || prev_token >= vocab) return MOTE_ERR_BAD_TOKEN;
   char byte = 0;
@@ -183,15 +189,16 @@ mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t
 
 mote_status mote_prefill(mote_session *session, const int32_t *tokens, size_t n_tokens) {
   Session *s = session_of(session);
-  if (s == nullptr || (tokens == nullptr && n_tokens > 0)) return MOTE_ERR_INVALID_ARGUMENT;
+  if (s == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
   const ErrorSink sink = session_sink(*s);
+  if (tokens == nullptr && n_tokens > 0) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "tokens are null");
   // Everything is checked before the first token runs, so a failed call changes nothing.
   if (n_tokens > s->context_length - s->position) {
     return fail(sink, MOTE_ERR_CONTEXT_FULL, "%llu tokens do not fit: %u of the context's %u are used",
                 static_cast<unsigned long long>(n_tokens), static_cast<unsigned>(s->position),
                 static_cast<unsigned>(s->context_length));
   }
-  const int64_t vocab = s->model->view.config.vocab_size;
+  const int64_t vocab = s->model.view.config.vocab_size;
   for (size_t i = 0; i < n_tokens; ++i) {
     if (tokens[i] < 0 || tokens[i] >= vocab) {
       return fail(sink, MOTE_ERR_BAD_TOKEN, "token %d at index %llu is outside the vocabulary of %lld",
@@ -235,20 +242,36 @@ void mote_sampler_seed(mote_session *session, uint64_t seed) {
   if (s != nullptr) rng_seed(s->rng, seed);
 }
 
+mote_status mote_sampler_options_validate(const mote_sampler_options *options, char *err, size_t err_n) {
+  const ErrorSink sink{err, err_n};
+  if (options == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "sampler options are null");
+  const mote_sampler_options &o = *options;
+  if (!(o.temperature >= 0.0f && std::isfinite(o.temperature))) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "temperature must be a finite number >= 0 (0 is greedy)");
+  }
+  if (o.top_k < 0) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "top-k must be >= 0 (0 is off)");
+  if (!(o.top_p > 0.0f && o.top_p <= 1.0f)) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "top-p must be in (0, 1]");
+  if (!(o.min_p >= 0.0f && o.min_p <= 1.0f)) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "min-p must be in [0, 1]");
+  if (!(o.repetition_penalty > 0.0f && std::isfinite(o.repetition_penalty))) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "repetition penalty must be a finite number > 0 (1 is off)");
+  }
+  if (o.repetition_last_n < 0) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "repetition window must be >= 0 tokens");
+  }
+  return MOTE_OK;
+}
+
 mote_status mote_sample(mote_session *session, const mote_sampler_options *options, int32_t *token) {
   Session *s = session_of(session);
-  if (s == nullptr || options == nullptr || token == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
+  if (s == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
   const ErrorSink sink = session_sink(*s);
+  if (token == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "token is null");
+  const Status status = mote_sampler_options_validate(options, s->error, sizeof s->error);
+  if (status != MOTE_OK) return status;
   if (!s->has_logits) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "no logits to sample: prefill or decode first");
-  if (!(options->temperature >= 0.0f) || options->top_k < 0 || !(options->top_p > 0.0f && options->top_p <= 1.0f) ||
-      !(options->min_p >= 0.0f && options->min_p <= 1.0f) || !(options->repetition_penalty > 0.0f) ||
-      options->repetition_last_n < 0) {
-    return fail(sink, MOTE_ERR_INVALID_ARGUMENT,
-                "sampler options out of range (temperature >= 0, top_k >= 0, 0 < top_p <= 1, 0 <= min_p <= 1, penalty > 0)");
-  }
   const size_t last_n = static_cast<size_t>(options->repetition_last_n);
   const size_t n_recent = last_n < s->position ? last_n : s->position;
-  *token = sample(*options, s->rng, s->state.logits, s->model->view.config.vocab_size,
+  *token = sample(*options, s->rng, s->state.logits, s->model.view.config.vocab_size,
                   s->history + (s->position - n_recent), n_recent, s->candidates);
   return MOTE_OK;
 }
@@ -258,11 +281,13 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
                           uint32_t *n_generated) {
   Session *s = session_of(session);
   if (n_generated != nullptr) *n_generated = 0;
-  if (s == nullptr || options == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
-  Status status = mote_prefill(session, prompt, n_prompt);
+  if (s == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
+  Status status = mote_sampler_options_validate(options, s->error, sizeof s->error);
+  if (status != MOTE_OK) return status;
+  status = mote_prefill(session, prompt, n_prompt);
   if (status != MOTE_OK) return status;
   rng_seed(s->rng, options->seed);
-  const format::ModelConfig &c = s->model->view.config;
+  const format::ModelConfig &c = s->model.view.config;
   for (uint32_t i = 0; i < max_new_tokens; ++i) {
     int32_t token = 0;
     status = mote_sample(session, options, &token);
@@ -280,7 +305,7 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
       char byte = 0;
       const char *piece = nullptr;
       size_t n = 0;
-      piece_for(s->model->view.tokenizer, prev, token, &byte, &piece, &n);
+      piece_for(s->model.view.tokenizer, prev, token, &byte, &piece, &n);
       stop = on_token(user, token, piece, n) != 0;
     }
     forward(*s, &token, 1, true);  // the cache holds every token the caller saw

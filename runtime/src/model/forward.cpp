@@ -75,7 +75,7 @@ void store_kv(void *cache, mote_kv_dtype dtype, size_t index, const float *src, 
 }  // namespace
 
 void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
-  const format::ModelConfig &c = s.model->view.config;
+  const format::ModelConfig &c = s.model.view.config;
   const kernels::KernelTable &k = *s.kernels;
   const Weights &w = s.weights;
   RunState &st = s.state;

@@ -72,7 +72,7 @@ struct KvCache {
 };
 
 struct Session {
-  const Model *model;
+  Model model;  // the validated view, copied: sessions depend on the model bytes only
   const kernels::KernelTable *kernels;
   Weights weights;
   RunState state;

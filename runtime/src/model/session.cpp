@@ -39,14 +39,16 @@ Status check_supported(const format::ModelView &view, ErrorSink err) {
 
 Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_session_options &options) {
   const format::ModelConfig &c = model.view.config;
-  const size_t context = options.context_length;
-  const size_t q_dim = static_cast<size_t>(c.n_heads) * c.head_dim;
-  const size_t kv_dim = static_cast<size_t>(c.n_kv_heads) * c.head_dim;
-  const size_t kv_elements = static_cast<size_t>(c.n_layers) * context * kv_dim;
-  const size_t kv_element_bytes = options.kv_dtype == MOTE_KV_F16 ? 2 : 4;
+  // Sizes in 64 bits: the KV cache of a large context overflows a 32-bit size_t, and the
+  // planner must see the true size to refuse it.
+  const uint64_t context = options.context_length;
+  const uint64_t q_dim = static_cast<uint64_t>(c.n_heads) * c.head_dim;
+  const uint64_t kv_dim = static_cast<uint64_t>(c.n_kv_heads) * c.head_dim;
+  const uint64_t kv_elements = c.n_layers * context * kv_dim;
+  const uint64_t kv_element_bytes = options.kv_dtype == MOTE_KV_F16 ? 2 : 4;
 
-  const size_t batch = options.batch_size;
-  const size_t half_head = c.head_dim / 2;
+  const uint64_t batch = options.batch_size;
+  const uint64_t half_head = c.head_dim / 2;
   Session *s = arena.take<Session>(1);
   LayerWeights *layers = arena.take<LayerWeights>(c.n_layers);
   RunState st{};
@@ -58,7 +60,7 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   st.q = arena.take<float>(batch * q_dim);
   st.k = arena.take<float>(batch * kv_dim);
   st.v = arena.take<float>(batch * kv_dim);
-  st.att = arena.take<float>(static_cast<size_t>(c.n_heads) * context);
+  st.att = arena.take<float>(c.n_heads * context);
   st.logits = arena.take<float>(c.vocab_size);
   st.rope_cos = arena.take<float>(batch * half_head);
   st.rope_sin = arena.take<float>(batch * half_head);
@@ -96,7 +98,7 @@ const float *bind_vector(const format::ModelView &view, Role role, uint32_t laye
 void bind_session(Session &s, const Model &model, const mote_session_options &options) {
   const format::ModelView &view = model.view;
   const format::ModelConfig &c = view.config;
-  s.model = &model;
+  s.model = model;  // a copy: the caller's mote_model may move or go away; only its bytes must stay
   s.kernels = &kernels::best_kernels();
   s.context_length = options.context_length;
   s.n_threads = options.n_threads == 0 ? 1 : options.n_threads;

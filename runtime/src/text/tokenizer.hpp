@@ -33,6 +33,10 @@ struct TokenizerView {
   bool add_space_prefix = true;  // SentencePiece's dummy prefix: " " before non-empty text
 };
 
+// Orders two tokens' pieces as sorted_ids does: bytes as unsigned, shorter first on a common
+// prefix. Negative, zero or positive. The reader validates sorted_ids with it.
+int compare_pieces(const TokenizerView &tok, uint32_t a, uint32_t b);
+
 // Token id whose piece is exactly [text, text + n), or -1 (binary search over sorted_ids).
 int32_t find_token(const TokenizerView &tok, const char *text, size_t n);
 
