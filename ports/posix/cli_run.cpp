@@ -74,6 +74,7 @@ int command_run(int argc, char **argv) {
 
   std::vector<int32_t> tokens;
   if (!tokenize(loaded->model, prompt, &tokens, &error)) return report("run", error, kExitError);
+  if (tokens.empty()) return report("run", "the prompt is empty and this model has no BOS token to start from", kExitUsage);
   const uint32_t capacity = mote_session_context_length(session);
   if (tokens.size() > capacity) {
     return report("run", "the prompt is " + std::to_string(tokens.size()) + " tokens; the context holds " +
