@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of mote from Debian's packages.
 # Usage: toolchains/install-deps.sh [--no-cross] [--no-python]
-#   --no-cross   skip the aarch64 cross compiler and qemu-user (native build only)
+#   --no-cross   skip the ARM cross compilers (aarch64, armhf, Cortex-M) and qemu-user
 #   --no-python  skip python3-torch/numpy (only needed to regenerate goldens)
 set -euo pipefail
 
@@ -17,7 +17,8 @@ done
 
 packages=(build-essential cmake ninja-build libxsimd-dev doctest-dev libbenchmark-dev libgomp1)
 if [ "$want_cross" = 1 ]; then
-  packages+=(g++-aarch64-linux-gnu qemu-user)
+  packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
+             gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib)
 fi
 if [ "$want_python" = 1 ]; then
   packages+=(python3 python3-numpy python3-torch)
