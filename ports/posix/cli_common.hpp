@@ -57,7 +57,7 @@ bool tokenize(const mote_model &model, const std::string &text, std::vector<int3
 double now_seconds();
 
 // Threads this process may run on (its CPU affinity), at most kMaxThreads.
-constexpr uint32_t kMaxThreads = 1024;
+constexpr uint32_t kMaxThreads = MOTE_MAX_THREADS;
 uint32_t available_cpus();
 
 // The subcommands; argv[1] is the command name.

@@ -57,11 +57,15 @@ void mote_model_info_get(const mote_model *model, mote_model_info *info);
 
 typedef enum mote_kv_dtype { MOTE_KV_F32 = 0, MOTE_KV_F16 = 1 } mote_kv_dtype;
 
+/* Upper limits of mote_session_options.n_threads and .batch_size. */
+#define MOTE_MAX_THREADS 1024
+#define MOTE_MAX_BATCH 256
+
 typedef struct mote_session_options {
   uint32_t context_length; /* tokens the KV cache holds; 0 = the model's max_seq_len */
   mote_kv_dtype kv_dtype;
-  uint32_t n_threads; /* 0 or 1 = serial; ignored by builds without OpenMP */
-  /* Prompt tokens run through the weights together (1..256; 0 = 16). Larger batches prefill
+  uint32_t n_threads; /* 0 or 1 = serial, at most MOTE_MAX_THREADS; ignored without OpenMP */
+  /* Prompt tokens run through the weights together (1..MOTE_MAX_BATCH; 0 = 16). Larger batches prefill
    * faster and take more arena; the logits do not depend on it. */
   uint32_t batch_size;
 } mote_session_options;

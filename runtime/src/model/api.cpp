@@ -46,11 +46,13 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown KV cache dtype %d", static_cast<int>(out->kv_dtype));
   }
   if (out->batch_size == 0) out->batch_size = kDefaultBatchSize;
-  if (out->batch_size > 256) {
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "batch size %u is above 256", static_cast<unsigned>(out->batch_size));
+  if (out->batch_size > MOTE_MAX_BATCH) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "batch size %u is above %d", static_cast<unsigned>(out->batch_size),
+                MOTE_MAX_BATCH);
   }
-  if (out->n_threads > 1024) {
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "thread count %u is above 1024", static_cast<unsigned>(out->n_threads));
+  if (out->n_threads > MOTE_MAX_THREADS) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "thread count %u is above %d", static_cast<unsigned>(out->n_threads),
+                MOTE_MAX_THREADS);
   }
   return MOTE_OK;
 }
