@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of mote from Debian's packages.
 # Usage: toolchains/install-deps.sh [--no-cross] [--no-python]
-#   --no-cross   skip the ARM cross compilers (aarch64, armhf, Cortex-M) and qemu-user
+#   --no-cross   skip the ARM cross compilers (aarch64, armhf, Cortex-M), qemu-user and qemu-system-arm
 #   --no-python  skip python3-torch/numpy (only needed to regenerate goldens)
 set -euo pipefail
 
@@ -18,7 +18,7 @@ done
 packages=(build-essential cmake ninja-build libxsimd-dev doctest-dev libbenchmark-dev libgomp1)
 if [ "$want_cross" = 1 ]; then
   packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
-             gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib)
+             gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm)
 fi
 if [ "$want_python" = 1 ]; then
   packages+=(python3 python3-numpy python3-torch)
