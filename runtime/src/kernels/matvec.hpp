@@ -53,7 +53,16 @@ inline void dot_4_rows(float *out, const Weight *w, size_t row_stride, const flo
   const Weight *row3 = w + 3 * row_stride;
   Batch even0(0.0f), even1(0.0f), even2(0.0f), even3(0.0f);
   Batch odd0(0.0f), odd1(0.0f), odd2(0.0f), odd3(0.0f);
+  // Half-precision rows are consumed in half-width loads, which keep too few cache-line misses
+  // in flight for the hardware prefetcher: fetch the next four rows (contiguous after these)
+  // at the pace these are read. +50% from DRAM for f16; f32 measured no better, so it skips this.
+  const char *next_block = reinterpret_cast<const char *>(w + 4 * row_stride);
+  constexpr size_t kStepBytes = 4 * 2 * width * sizeof(Weight);
   for (size_t c = 0; c < paired_end; c += 2 * width) {
+    if constexpr (sizeof(Weight) < sizeof(float)) {
+      const char *ahead = next_block + 4 * c * sizeof(Weight);
+      for (size_t b = 0; b < kStepBytes; b += 64) __builtin_prefetch(ahead + b);
+    }
     const Batch x_even = Batch::load_unaligned(x + c);
     const Batch x_odd = Batch::load_unaligned(x + c + width);
     even0 = xsimd::fma(load_floats<Arch>(row0 + c), x_even, even0);
