@@ -28,8 +28,7 @@ constexpr Shape kShapes[] = {{288, 288}, {768, 288}, {576, 1536}, {32000, 288}, 
 // 64-byte aligned, as tensors are in a .mote file.
 template <class T>
 struct AlignedBuffer {
-  explicit AlignedBuffer(size_t n)
-      : data(static_cast<T *>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64))) {}
+  explicit AlignedBuffer(size_t n) : data(static_cast<T *>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64))) {}
   ~AlignedBuffer() { std::free(data); }
   AlignedBuffer(const AlignedBuffer &) = delete;
   AlignedBuffer &operator=(const AlignedBuffer &) = delete;
@@ -68,14 +67,12 @@ void bench_matvec(benchmark::State &state, const KernelTable *table, Shape shape
     benchmark::DoNotOptimize(out.data);
     benchmark::ClobberMemory();
   }
-  const int64_t bytes =
-      static_cast<int64_t>(rows * cols * sizeof(Weight) + (cols + rows) * sizeof(float));
+  const int64_t bytes = static_cast<int64_t>(rows * cols * sizeof(Weight) + (cols + rows) * sizeof(float));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));  // one token per call
   state.counters["weights_MB"] = static_cast<double>(rows * cols * sizeof(Weight)) / 1e6;
   state.counters["GFLOP/s"] = benchmark::Counter(
-      2e-9 * static_cast<double>(rows * cols) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+      2e-9 * static_cast<double>(rows * cols) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 // Prefill's batched products (shapes where prompts are processed a few tokens at a time).
@@ -101,15 +98,13 @@ void bench_matmul(benchmark::State &state, const KernelTable *table, Shape shape
     benchmark::DoNotOptimize(out.data);
     benchmark::ClobberMemory();
   }
-  const int64_t bytes =
-      static_cast<int64_t>(rows * cols * sizeof(Weight) + n_tokens * (cols + rows) * sizeof(float));
+  const int64_t bytes = static_cast<int64_t>(rows * cols * sizeof(Weight) + n_tokens * (cols + rows) * sizeof(float));
   const auto calls = static_cast<int64_t>(state.iterations());
   state.SetBytesProcessed(calls * bytes);
   state.SetItemsProcessed(calls * static_cast<int64_t>(n_tokens));  // tokens
   state.counters["weights_MB"] = static_cast<double>(rows * cols * sizeof(Weight)) / 1e6;
   state.counters["GFLOP/s"] = benchmark::Counter(
-      2e-9 * static_cast<double>(rows * cols * n_tokens) * static_cast<double>(calls),
-      benchmark::Counter::kIsRate);
+      2e-9 * static_cast<double>(rows * cols * n_tokens) * static_cast<double>(calls), benchmark::Counter::kIsRate);
 }
 
 void register_all() {
@@ -118,22 +113,17 @@ void register_all() {
     const KernelTable *table = mote::kernels::kernels_for(isa);
     if (table == nullptr) continue;  // not in this build or not on this CPU
     for (const Shape &shape : kShapes) {
-      const std::string suffix = std::string("/") + table->isa_name + "/" +
-                                 std::to_string(shape.rows) + "x" + std::to_string(shape.cols);
-      benchmark::RegisterBenchmark(("matvec_f32" + suffix).c_str(), bench_matvec<float>, table,
-                                   shape);
-      benchmark::RegisterBenchmark(("matvec_f16" + suffix).c_str(), bench_matvec<uint16_t>, table,
-                                   shape);
+      const std::string suffix =
+          std::string("/") + table->isa_name + "/" + std::to_string(shape.rows) + "x" + std::to_string(shape.cols);
+      benchmark::RegisterBenchmark(("matvec_f32" + suffix).c_str(), bench_matvec<float>, table, shape);
+      benchmark::RegisterBenchmark(("matvec_f16" + suffix).c_str(), bench_matvec<uint16_t>, table, shape);
     }
     for (const Shape &shape : kMatmulShapes) {
       for (size_t n_tokens : kMatmulTokens) {
-        const std::string suffix = std::string("/") + table->isa_name + "/" +
-                                   std::to_string(shape.rows) + "x" + std::to_string(shape.cols) +
-                                   "/tokens:" + std::to_string(n_tokens);
-        benchmark::RegisterBenchmark(("matmul_f32" + suffix).c_str(), bench_matmul<float>, table,
-                                     shape, n_tokens);
-        benchmark::RegisterBenchmark(("matmul_f16" + suffix).c_str(), bench_matmul<uint16_t>, table,
-                                     shape, n_tokens);
+        const std::string suffix = std::string("/") + table->isa_name + "/" + std::to_string(shape.rows) + "x" +
+                                   std::to_string(shape.cols) + "/tokens:" + std::to_string(n_tokens);
+        benchmark::RegisterBenchmark(("matmul_f32" + suffix).c_str(), bench_matmul<float>, table, shape, n_tokens);
+        benchmark::RegisterBenchmark(("matmul_f16" + suffix).c_str(), bench_matmul<uint16_t>, table, shape, n_tokens);
       }
     }
   }

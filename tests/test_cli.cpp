@@ -26,8 +26,10 @@ bool have_cli() {
 std::string quote(const std::string &s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -84,7 +86,8 @@ Result run_cli(const std::string &args) {
   const std::string out = w.path("stdout.txt"), err = w.path("stderr.txt");
   // Cross builds run the CLI under the emulator ctest uses (its words are not quoted).
   const std::string emulator = MOTE_CLI_EMULATOR;
-  const std::string command = (emulator.empty() ? "" : emulator + " ") + quote(kCli) + " " + args + " >" + quote(out) + " 2>" + quote(err) + " </dev/null";
+  const std::string command = (emulator.empty() ? "" : emulator + " ") + quote(kCli) + " " + args + " >" + quote(out) +
+                              " 2>" + quote(err) + " </dev/null";
   const int status = std::system(command.c_str());
   Result r;
   REQUIRE(status != -1);
@@ -162,12 +165,11 @@ TEST_CASE("cli: usage errors exit 2") {
                    quote(mote_test::golden_path("tiny_tok64.bin")),
                2, "no output file given");
   // A missing tokenizer (none given).
-  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " -o " +
-                   quote(workspace().path("no_tok.mote")),
-               2, "need --tokenizer");
-  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " -o " +
-                   quote(workspace().path("x.mote")) + " --tokenizer " +
-                   quote(mote_test::golden_path("tiny_tok64.bin")) + " --dtype q9",
+  expect_error(
+      "convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " -o " + quote(workspace().path("no_tok.mote")), 2,
+      "need --tokenizer");
+  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " -o " + quote(workspace().path("x.mote")) +
+                   " --tokenizer " + quote(mote_test::golden_path("tiny_tok64.bin")) + " --dtype q9",
                2, "--dtype must be f32 or f16");
   CHECK(!mote_test::file_exists(workspace().path("no_tok.mote")));
 }
@@ -214,8 +216,8 @@ TEST_CASE("cli: convert failures") {
   expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " --tokenizer " +
                    quote(w.path("no_such_tokenizer.bin")) + " -o " + quote(w.path("a.mote")),
                1, "cannot open");
-  expect_error("convert " + quote(w.path("no_such.bin")) + " --tokenizer " + tok + " -o " + quote(w.path("a.mote")),
-               1, "cannot open");
+  expect_error("convert " + quote(w.path("no_such.bin")) + " --tokenizer " + tok + " -o " + quote(w.path("a.mote")), 1,
+               "cannot open");
   // A checkpoint whose size disagrees with its header.
   const std::string checkpoint = slurp(mote_test::golden_path("tiny_mha.bin"));
   REQUIRE(checkpoint.size() > 1000);

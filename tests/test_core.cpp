@@ -16,9 +16,8 @@ TEST_CASE("f32 -> fp16 rounds to nearest even, as numpy's float16 does") {
     uint16_t bits;
   };
   // Expected bits from numpy: np.float32(v).astype(np.float16).view(np.uint16).
-  const Case cases[] = {{1.0f, 0x3c00}, {65504.0f, 0x7bff}, {65520.0f, 0x7c00}, {1e-8f, 0x0000},
-                        {5.96e-8f, 0x0001}, {0.1f, 0x2e66}, {-2.5f, 0xc100}, {2049.0f, 0x6800},
-                        {2051.0f, 0x6802}};
+  const Case cases[] = {{1.0f, 0x3c00}, {65504.0f, 0x7bff}, {65520.0f, 0x7c00}, {1e-8f, 0x0000},  {5.96e-8f, 0x0001},
+                        {0.1f, 0x2e66}, {-2.5f, 0xc100},    {2049.0f, 0x6800},  {2051.0f, 0x6802}};
   for (const Case &c : cases) {
     CAPTURE(c.value);
     CHECK(mote::f32_to_fp16(c.value) == c.bits);

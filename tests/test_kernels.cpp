@@ -56,28 +56,26 @@ std::vector<uint16_t> to_halves(const std::vector<float> &v) {
 // |actual - expected| <= rel * magnitude + abs, where magnitude is what the result was summed
 // from (sum of |terms| for dot products), so cancellation does not make the bound meaningless.
 void check_close(const std::vector<float> &actual, const std::vector<float> &expected,
-                 const std::vector<float> &magnitude, float rel, float abs,
-                 const std::string &what) {
+                 const std::vector<float> &magnitude, float rel, float abs, const std::string &what) {
   REQUIRE(actual.size() == expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {
     const float bound = rel * magnitude[i] + abs;
     if (!(std::fabs(actual[i] - expected[i]) <= bound)) {
-      FAIL(what << ": element " << i << " is " << actual[i] << ", expected " << expected[i]
-                << " (bound " << bound << ")");
+      FAIL(what << ": element " << i << " is " << actual[i] << ", expected " << expected[i] << " (bound " << bound
+                << ")");
     }
   }
 }
 
-void check_close(const std::vector<float> &actual, const std::vector<float> &expected, float rel,
-                 float abs, const std::string &what) {
+void check_close(const std::vector<float> &actual, const std::vector<float> &expected, float rel, float abs,
+                 const std::string &what) {
   std::vector<float> magnitude(expected.size());
   for (size_t i = 0; i < expected.size(); ++i) magnitude[i] = std::fabs(expected[i]);
   check_close(actual, expected, magnitude, rel, abs, what);
 }
 
 // sum_c |w[r, c] x[c]| per row: the scale of a dot product's rounding error.
-std::vector<float> row_magnitudes(const std::vector<float> &w, const std::vector<float> &x,
-                                  size_t rows, size_t cols) {
+std::vector<float> row_magnitudes(const std::vector<float> &w, const std::vector<float> &x, size_t rows, size_t cols) {
   std::vector<float> m(rows, 0.0f);
   for (size_t r = 0; r < rows; ++r) {
     for (size_t c = 0; c < cols; ++c) m[r] += std::fabs(w[r * cols + c] * x[c]);
@@ -310,8 +308,7 @@ TEST_CASE("matvec gives bit-identical rows however the rows are split") {
       std::vector<float> whole(rows), whole_half(rows);
       t->matvec_f32(whole.data(), w.data(), x.data(), rows, cols);
       t->matvec_f16(whole_half.data(), w_half.data(), x.data(), rows, cols);
-      for (size_t split :
-           {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{17}, size_t{36}}) {
+      for (size_t split : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{17}, size_t{36}}) {
         const std::string isa_name = t->isa_name;
         CAPTURE(isa_name);
         CAPTURE(cols);
@@ -320,8 +317,7 @@ TEST_CASE("matvec gives bit-identical rows however the rows are split") {
         t->matvec_f32(parts.data(), w.data(), x.data(), split, cols);
         t->matvec_f32(parts.data() + split, w.data() + split * cols, x.data(), rows - split, cols);
         t->matvec_f16(parts_half.data(), w_half.data(), x.data(), split, cols);
-        t->matvec_f16(parts_half.data() + split, w_half.data() + split * cols, x.data(),
-                      rows - split, cols);
+        t->matvec_f16(parts_half.data() + split, w_half.data() + split * cols, x.data(), rows - split, cols);
         CHECK(std::memcmp(parts.data(), whole.data(), rows * sizeof(float)) == 0);
         CHECK(std::memcmp(parts_half.data(), whole_half.data(), rows * sizeof(float)) == 0);
       }
@@ -351,8 +347,7 @@ TEST_CASE("simd matmul matches the scalar twin") {
             const std::vector<float> m = row_magnitudes(w, x_tok, rows, cols);
             std::copy(m.begin(), m.end(), magnitude.begin() + tok * rows);
           }
-          const std::string what =
-              label(*t, "matmul", rows, cols) + " tokens " + std::to_string(n_tokens);
+          const std::string what = label(*t, "matmul", rows, cols) + " tokens " + std::to_string(n_tokens);
           std::vector<float> expected(n_tokens * rows), actual(n_tokens * rows);
           ref.matmul_f32(expected.data(), rows, w.data(), x.data(), rows, cols, n_tokens);
           t->matmul_f32(actual.data(), rows, w.data(), x.data(), rows, cols, n_tokens);
@@ -388,10 +383,8 @@ TEST_CASE("matmul is bit-identical to matvec per token") {
           const std::vector<float> x = random_floats(n_tokens * cols, rng);
           std::vector<float> expected(n_tokens * rows), expected_half(n_tokens * rows);
           for (size_t tok = 0; tok < n_tokens; ++tok) {
-            t->matvec_f32(expected.data() + tok * rows, w.data(), x.data() + tok * cols, rows,
-                          cols);
-            t->matvec_f16(expected_half.data() + tok * rows, w_half.data(), x.data() + tok * cols,
-                          rows, cols);
+            t->matvec_f32(expected.data() + tok * rows, w.data(), x.data() + tok * cols, rows, cols);
+            t->matvec_f16(expected_half.data() + tok * rows, w_half.data(), x.data() + tok * cols, rows, cols);
           }
           const size_t bytes = n_tokens * rows * sizeof(float);
           std::vector<float> actual(n_tokens * rows), actual_half(n_tokens * rows);
@@ -403,8 +396,7 @@ TEST_CASE("matmul is bit-identical to matvec per token") {
           const size_t stride = kOffset + rows + kPad;
           std::vector<float> wide(n_tokens * stride, kUntouched), wide_half = wide;
           t->matmul_f32(wide.data() + kOffset, stride, w.data(), x.data(), rows, cols, n_tokens);
-          t->matmul_f16(wide_half.data() + kOffset, stride, w_half.data(), x.data(), rows, cols,
-                        n_tokens);
+          t->matmul_f16(wide_half.data() + kOffset, stride, w_half.data(), x.data(), rows, cols, n_tokens);
           bool same = true, outside_untouched = true;
           for (size_t tok = 0; tok < n_tokens; ++tok) {
             for (size_t col = 0; col < stride; ++col) {
@@ -414,8 +406,7 @@ TEST_CASE("matmul is bit-identical to matvec per token") {
                 same = same && std::memcmp(&wide[i], &expected[j], sizeof(float)) == 0 &&
                        std::memcmp(&wide_half[i], &expected_half[j], sizeof(float)) == 0;
               } else {
-                outside_untouched =
-                    outside_untouched && wide[i] == kUntouched && wide_half[i] == kUntouched;
+                outside_untouched = outside_untouched && wide[i] == kUntouched && wide_half[i] == kUntouched;
               }
             }
           }
@@ -448,11 +439,10 @@ TEST_CASE("matmul row chunks fill the full-width output as one call does") {
         CAPTURE(split);
         std::vector<float> parts(n_tokens * rows), parts_half(n_tokens * rows);
         t->matmul_f32(parts.data(), rows, w.data(), x.data(), split, cols, n_tokens);
-        t->matmul_f32(parts.data() + split, rows, w.data() + split * cols, x.data(), rows - split,
-                      cols, n_tokens);
+        t->matmul_f32(parts.data() + split, rows, w.data() + split * cols, x.data(), rows - split, cols, n_tokens);
         t->matmul_f16(parts_half.data(), rows, w_half.data(), x.data(), split, cols, n_tokens);
-        t->matmul_f16(parts_half.data() + split, rows, w_half.data() + split * cols, x.data(),
-                      rows - split, cols, n_tokens);
+        t->matmul_f16(parts_half.data() + split, rows, w_half.data() + split * cols, x.data(), rows - split, cols,
+                      n_tokens);
         const size_t bytes = n_tokens * rows * sizeof(float);
         CHECK(std::memcmp(parts.data(), whole.data(), bytes) == 0);
         CHECK(std::memcmp(parts_half.data(), whole_half.data(), bytes) == 0);
@@ -515,15 +505,13 @@ TEST_CASE("simd rope matches the scalar twin") {
         std::vector<float> expected = x, actual = x;
         ref.rope_interleaved(expected.data(), cos.data(), sin.data(), n_heads, head_dim);
         t->rope_interleaved(actual.data(), cos.data(), sin.data(), n_heads, head_dim);
-        check_close(actual, expected, magnitude, 1e-6f, 0.0f,
-                    label(*t, "rope_interleaved", n_heads, head_dim));
+        check_close(actual, expected, magnitude, 1e-6f, 0.0f, label(*t, "rope_interleaved", n_heads, head_dim));
 
         expected = x;
         actual = x;
         ref.rope_split_half(expected.data(), cos.data(), sin.data(), n_heads, head_dim);
         t->rope_split_half(actual.data(), cos.data(), sin.data(), n_heads, head_dim);
-        check_close(actual, expected, magnitude, 1e-6f, 0.0f,
-                    label(*t, "rope_split_half", n_heads, head_dim));
+        check_close(actual, expected, magnitude, 1e-6f, 0.0f, label(*t, "rope_split_half", n_heads, head_dim));
       }
     }
   }
@@ -548,24 +536,20 @@ TEST_CASE("simd attention matches the scalar twin") {
         std::vector<float> expected(head_dim), actual(head_dim);
         std::vector<float> expected_scores(n_pos), actual_scores(n_pos);
 
-        ref.attention_f32(expected.data(), expected_scores.data(), q.data(), k.data(), v.data(),
-                          n_pos, head_dim, kv_stride, scale);
-        t->attention_f32(actual.data(), actual_scores.data(), q.data(), k.data(), v.data(), n_pos,
-                         head_dim, kv_stride, scale);
-        check_close(actual, expected, magnitude, 1e-5f, 0.0f,
-                    label(*t, "attention_f32", head_dim, n_pos));
-        check_close(actual_scores, expected_scores, 1e-5f, 1e-9f,
-                    label(*t, "attention_f32 scores", head_dim, n_pos));
+        ref.attention_f32(expected.data(), expected_scores.data(), q.data(), k.data(), v.data(), n_pos, head_dim,
+                          kv_stride, scale);
+        t->attention_f32(actual.data(), actual_scores.data(), q.data(), k.data(), v.data(), n_pos, head_dim, kv_stride,
+                         scale);
+        check_close(actual, expected, magnitude, 1e-5f, 0.0f, label(*t, "attention_f32", head_dim, n_pos));
+        check_close(actual_scores, expected_scores, 1e-5f, 1e-9f, label(*t, "attention_f32 scores", head_dim, n_pos));
 
         const std::vector<uint16_t> k_half = to_halves(k), v_half = to_halves(v);
-        ref.attention_f16(expected.data(), expected_scores.data(), q.data(), k_half.data(),
-                          v_half.data(), n_pos, head_dim, kv_stride, scale);
-        t->attention_f16(actual.data(), actual_scores.data(), q.data(), k_half.data(),
-                         v_half.data(), n_pos, head_dim, kv_stride, scale);
-        check_close(actual, expected, magnitude, 1e-5f, 0.0f,
-                    label(*t, "attention_f16", head_dim, n_pos));
-        check_close(actual_scores, expected_scores, 1e-5f, 1e-9f,
-                    label(*t, "attention_f16 scores", head_dim, n_pos));
+        ref.attention_f16(expected.data(), expected_scores.data(), q.data(), k_half.data(), v_half.data(), n_pos,
+                          head_dim, kv_stride, scale);
+        t->attention_f16(actual.data(), actual_scores.data(), q.data(), k_half.data(), v_half.data(), n_pos, head_dim,
+                         kv_stride, scale);
+        check_close(actual, expected, magnitude, 1e-5f, 0.0f, label(*t, "attention_f16", head_dim, n_pos));
+        check_close(actual_scores, expected_scores, 1e-5f, 1e-9f, label(*t, "attention_f16 scores", head_dim, n_pos));
       }
     }
   }

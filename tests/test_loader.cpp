@@ -36,8 +36,8 @@ using mote::format::TokenizerHeader;
 using Bytes = std::vector<uint8_t>;
 
 constexpr uint32_t kDim = 32, kLayers = 2, kHeads = 4, kKvHeads = 2, kHeadDim = 8, kFfn = 48, kSeq = 16;
-const char *const kWords[] = {" ", "a", "b", "c", "d", "e", " a", " b", "ab", " ab", "abc", " abc", "de", " de",
-                              "the", " the", "he", "th"};
+const char *const kWords[] = {" ",   "a",   "b",    "c",  "d",   "e",   " a",   " b", "ab",
+                              " ab", "abc", " abc", "de", " de", "the", " the", "he", "th"};
 constexpr uint32_t kVocab = 3 + 256 + sizeof kWords / sizeof kWords[0];
 
 // ---- building the valid model ----------------------------------------------------------------
@@ -304,8 +304,8 @@ TEST_CASE("loader: the small model built in memory opens and runs") {
   REQUIRE(arena_n > 0);
   ExactBuffer arena{Bytes(arena_n)};
   mote_session session;
-  REQUIRE_MESSAGE(mote_session_init(&session, &model, &options, arena.data, arena_n, message, sizeof message) == MOTE_OK,
-                  message);
+  REQUIRE_MESSAGE(
+      mote_session_init(&session, &model, &options, arena.data, arena_n, message, sizeof message) == MOTE_OK, message);
   REQUIRE(mote_prefill(&session, tokens, n) == MOTE_OK);
   const float *logits = mote_logits(&session);
   REQUIRE(logits != nullptr);
@@ -355,10 +355,16 @@ TEST_CASE("loader: truncated files") {
   expect_rejected("empty file", truncated(0), "shorter than the 128-byte header");
   expect_rejected("cut in the magic", truncated(3), "shorter than the 128-byte header");
   expect_rejected("cut in the header", truncated(100), "shorter than the 128-byte header");
-  const size_t cuts[] = {128, 200, static_cast<size_t>(h.config_offset) + 64, static_cast<size_t>(h.tensor_table_offset) + 64 * 3 + 5,
-                         static_cast<size_t>(h.tokenizer_offset) + 40, static_cast<size_t>(h.tokenizer_offset + h.tokenizer_size / 2),
-                         static_cast<size_t>(h.data_offset) + 1, static_cast<size_t>(h.data_offset + h.data_size / 2),
-                         file.size() - 64, file.size() - 1};
+  const size_t cuts[] = {128,
+                         200,
+                         static_cast<size_t>(h.config_offset) + 64,
+                         static_cast<size_t>(h.tensor_table_offset) + 64 * 3 + 5,
+                         static_cast<size_t>(h.tokenizer_offset) + 40,
+                         static_cast<size_t>(h.tokenizer_offset + h.tokenizer_size / 2),
+                         static_cast<size_t>(h.data_offset) + 1,
+                         static_cast<size_t>(h.data_offset + h.data_size / 2),
+                         file.size() - 64,
+                         file.size() - 1};
   for (size_t cut : cuts) {
     INFO("cut at " << cut);
     expect_rejected("truncated", truncated(cut), "truncated or padded");
@@ -401,13 +407,15 @@ TEST_CASE("loader: header") {
                   "header, config or tensor entry size (128, 128, 48)");
   expect_rejected("file_size larger", with_header([](FileHeader &h) { h.file_size += 64; }), "truncated or padded");
   expect_rejected("file_size smaller", with_header([](FileHeader &h) { h.file_size -= 64; }), "truncated or padded");
-  expect_rejected("file_size huge", with_header([](FileHeader &h) { h.file_size = UINT64_MAX; }), "truncated or padded");
+  expect_rejected("file_size huge", with_header([](FileHeader &h) { h.file_size = UINT64_MAX; }),
+                  "truncated or padded");
 
   // Checksums: one flipped payload byte in each region, and a wrong header field.
   const Bytes &file = valid_file();
   const FileHeader h = header_of(file);
-  for (size_t at : {static_cast<size_t>(h.config_offset) + 5, static_cast<size_t>(h.tensor_table_offset) + 70,
-                    static_cast<size_t>(h.tokenizer_offset) + 200, static_cast<size_t>(h.data_offset) + 3, file.size() - 1}) {
+  for (size_t at :
+       {static_cast<size_t>(h.config_offset) + 5, static_cast<size_t>(h.tensor_table_offset) + 70,
+        static_cast<size_t>(h.tokenizer_offset) + 200, static_cast<size_t>(h.data_offset) + 3, file.size() - 1}) {
     Bytes b = file;
     b[at] ^= 0x10;
     INFO("flipped byte " << at);
@@ -461,7 +469,8 @@ TEST_CASE("loader: config fields") {
       {"unknown family", [](ModelConfig &c) { c.family = 7; }, "unknown model family 7"},
       {"heads not a multiple of kv heads", [](ModelConfig &c) { c.n_heads = 3; },
        "n_heads 3 is not a multiple of n_kv_heads 2"},
-      {"more kv heads than heads", [](ModelConfig &c) { c.n_kv_heads = 8; }, "n_heads 4 is not a multiple of n_kv_heads 8"},
+      {"more kv heads than heads", [](ModelConfig &c) { c.n_kv_heads = 8; },
+       "n_heads 4 is not a multiple of n_kv_heads 8"},
       {"unknown norm", [](ModelConfig &c) { c.norm_kind = 3; }, "unknown norm kind 3"},
       {"eps NaN", [](ModelConfig &c) { c.norm_eps = std::numeric_limits<float>::quiet_NaN(); }, "norm epsilon"},
       {"eps 0", [](ModelConfig &c) { c.norm_eps = 0.0f; }, "norm epsilon 0 is not in (0, 1)"},
@@ -485,7 +494,7 @@ TEST_CASE("loader: config fields") {
 
   // A config that disagrees with the tensors (valid on its own) fails at the first tensor.
   expect_rejected("dim disagrees with the tensors", with_config([](ModelConfig &c) { c.dim = 64; }),
-                  "tensor 'token_embd' has shape (" );
+                  "tensor 'token_embd' has shape (");
   // Untied without a classifier; a classifier present while tied.
   expect_rejected("untied without a classifier",
                   with_config([](ModelConfig &c) { c.flags &= ~mote::format::kFlagTiedEmbeddings; }),
@@ -500,8 +509,7 @@ TEST_CASE("loader: tensor table") {
   const Bytes &file = valid_file();
   const FileHeader h = header_of(file);
   const uint32_t G = mote::format::kNoLayer;
-  expect_rejected("offset past the end",
-                  with_entry(Role::attn_v, 1, [&](TensorEntry &e) { e.offset = file.size(); }),
+  expect_rejected("offset past the end", with_entry(Role::attn_v, 1, [&](TensorEntry &e) { e.offset = file.size(); }),
                   "tensor 'blk.1.attn_v' spans bytes");
   expect_rejected("offset straddles the end",
                   with_entry(Role::output_norm, G, [&](TensorEntry &e) { e.offset = file.size() - 64; }),
@@ -528,7 +536,8 @@ TEST_CASE("loader: tensor table") {
                   "tensor 'blk.1.attn_q' has shape (31, 32), the config needs (32, 32)");
   expect_rejected("shape cols disagree", with_entry(Role::ffn_down, 0, [](TensorEntry &e) { e.shape[1] = 32; }),
                   "the config needs (32, 48)");
-  expect_rejected("shape transposed", with_entry(Role::ffn_up, 1, [](TensorEntry &e) { std::swap(e.shape[0], e.shape[1]); }),
+  expect_rejected("shape transposed",
+                  with_entry(Role::ffn_up, 1, [](TensorEntry &e) { std::swap(e.shape[0], e.shape[1]); }),
                   "has shape (32, 48), the config needs (48, 32)");
   expect_rejected("extra dims", with_entry(Role::attn_k, 1, [](TensorEntry &e) { e.shape[2] = 2; }), "has shape");
   expect_rejected("n_dims 3", with_entry(Role::attn_v, 0, [](TensorEntry &e) { e.n_dims = 3; }), "has shape");
@@ -536,7 +545,8 @@ TEST_CASE("loader: tensor table") {
                   "tensor 'blk.0.attn_norm' has shape");
   expect_rejected("unknown dtype", with_entry(Role::attn_q, 0, [](TensorEntry &e) { e.dtype = 6; }),
                   "tensor 'blk.0.attn_q' has unknown dtype 6");
-  expect_rejected("unknown dtype huge", with_entry(Role::token_embedding, G, [](TensorEntry &e) { e.dtype = 0xFFFFFFFFu; }),
+  expect_rejected("unknown dtype huge",
+                  with_entry(Role::token_embedding, G, [](TensorEntry &e) { e.dtype = 0xFFFFFFFFu; }),
                   "unknown dtype 4294967295");
   expect_rejected("rows do not fill blocks", with_entry(Role::ffn_down, 1, [](TensorEntry &e) { e.dtype = 3; }),
                   "rows of 48 elements do not fill q8_0 blocks of 32");
@@ -562,11 +572,14 @@ TEST_CASE("loader: tensor table") {
                   "tensor 'token_embd' is missing");
   // An entry repurposed as a valid classifier (the embedding's bytes): the layer tensor it was
   // is now missing (reported before the classifier that a tied model must not have).
-  expect_rejected("missing layer tensor", with_entry(Role::ffn_up, 1, [&](TensorEntry &e) {
-                    const TensorEntry emb = get<TensorEntry>(file, entry_offset(file, Role::token_embedding, G));
-                    e = emb;
-                    e.role = static_cast<uint32_t>(Role::output);
-                  }),
+  expect_rejected("missing layer tensor",
+                  with_entry(Role::ffn_up, 1,
+                             [&](TensorEntry &e) {
+                               const TensorEntry emb =
+                                   get<TensorEntry>(file, entry_offset(file, Role::token_embedding, G));
+                               e = emb;
+                               e.role = static_cast<uint32_t>(Role::output);
+                             }),
                   "tensor 'blk.1.ffn_up' is missing");
 }
 
@@ -575,8 +588,8 @@ TEST_CASE("loader: tokenizer section") {
   const FileHeader h = header_of(file);
   expect_rejected("tokenizer past the end", with_header([&](FileHeader &p) { p.tokenizer_size = file.size(); }),
                   "tokenizer section [");
-  expect_rejected("tokenizer offset past the end", with_header([&](FileHeader &p) { p.tokenizer_offset = file.size(); }),
-                  "tokenizer section [");
+  expect_rejected("tokenizer offset past the end",
+                  with_header([&](FileHeader &p) { p.tokenizer_offset = file.size(); }), "tokenizer section [");
   expect_rejected("tokenizer offset wraps", with_header([](FileHeader &p) { p.tokenizer_offset = UINT64_MAX - 63; }),
                   "tokenizer section [18446744073709551552");
   expect_rejected("tokenizer misaligned", with_header([](FileHeader &p) { p.tokenizer_offset += 4; }),
@@ -598,7 +611,8 @@ TEST_CASE("loader: tokenizer section") {
                   "tokenizer bos/eos ids 0/2 disagree with the config's 1/2");
   expect_rejected("eos disagrees", with_tokenizer([](TokenizerHeader &t) { t.eos_id = -1; }),
                   "disagree with the config's 1/2");
-  expect_rejected("unk out of range", with_tokenizer([](TokenizerHeader &t) { t.unk_id = static_cast<int32_t>(kVocab); }),
+  expect_rejected("unk out of range",
+                  with_tokenizer([](TokenizerHeader &t) { t.unk_id = static_cast<int32_t>(kVocab); }),
                   "tokenizer special ids bos 1 / eos 2 / unk 277 are outside [0, 277)");
   expect_rejected("unk -5", with_tokenizer([](TokenizerHeader &t) { t.unk_id = -5; }), "unk -5");
   expect_rejected("piece offsets table past the end",
@@ -612,67 +626,59 @@ TEST_CASE("loader: tokenizer section") {
                   "tokenizer token types table");
   expect_rejected("sorted ids misaligned", with_tokenizer([](TokenizerHeader &t) { t.sorted_ids_offset += 1; }),
                   "tokenizer sorted ids table");
-  expect_rejected("sorted ids past the end", with_tokenizer([](TokenizerHeader &t) { t.sorted_ids_offset += 1u << 16; }),
+  expect_rejected("sorted ids past the end",
+                  with_tokenizer([](TokenizerHeader &t) { t.sorted_ids_offset += 1u << 16; }),
                   "tokenizer sorted ids table");
-  expect_rejected("piece longer than max_piece_bytes", with_tokenizer([](TokenizerHeader &t) { t.max_piece_bytes = 5; }),
+  expect_rejected("piece longer than max_piece_bytes",
+                  with_tokenizer([](TokenizerHeader &t) { t.max_piece_bytes = 5; }),
                   "decreasing or longer than 5 bytes");
 
   auto offsets_at = [](const TokenizerHeader &t, size_t section, uint32_t i) {
     return section + t.piece_offsets_offset + 4ull * i;
   };
   expect_rejected("piece offsets not starting at 0",
-                  with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
-                    set<uint32_t>(b, offsets_at(t, s, 0), 1);
-                  }),
+                  with_tokenizer_tables(
+                      [&](Bytes &b, size_t s, const TokenizerHeader &t) { set<uint32_t>(b, offsets_at(t, s, 0), 1); }),
                   "tokenizer piece offsets do not start at 0");
-  expect_rejected("piece offsets decreasing",
-                  with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
+  expect_rejected("piece offsets decreasing", with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
                     const uint32_t prev = get<uint32_t>(b, offsets_at(t, s, 9));
                     set<uint32_t>(b, offsets_at(t, s, 10), prev - 1);
                   }),
                   "tokenizer piece 9 has offsets");
-  expect_rejected("piece bytes past the section end",
-                  with_tokenizer_tables([&](Bytes &b, size_t s, TokenizerHeader t) {
+  expect_rejected("piece bytes past the section end", with_tokenizer_tables([&](Bytes &b, size_t s, TokenizerHeader t) {
                     t.max_piece_bytes = 0xFFFFFFFFu;
                     set(b, s, t);
                     set<uint32_t>(b, offsets_at(t, s, t.n_tokens), 0xFFFFFFF0u);
                   }),
                   "tokenizer piece bytes [");
-  expect_rejected("unknown token type 0",
-                  with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
+  expect_rejected("unknown token type 0", with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
                     b[s + t.types_offset + 5] = 0;
                   }),
                   "token 5 has unknown type 0");
-  expect_rejected("unknown token type 7",
-                  with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
+  expect_rejected("unknown token type 7", with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
                     b[s + t.types_offset + kVocab - 1] = 7;
                   }),
                   "token 276 has unknown type 7");
-  expect_rejected("NaN score",
-                  with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
+  expect_rejected("NaN score", with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
                     set(b, s + t.scores_offset + 4 * 270, std::numeric_limits<float>::quiet_NaN());
                   }),
                   "token 270 has a non-finite score");
-  expect_rejected("infinite score",
-                  with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
+  expect_rejected("infinite score", with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
                     set(b, s + t.scores_offset + 4 * 3, -std::numeric_limits<float>::infinity());
                   }),
                   "token 3 has a non-finite score");
-  expect_rejected("sorted id out of range",
-                  with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
+  expect_rejected("sorted id out of range", with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
                     set<uint32_t>(b, s + t.sorted_ids_offset + 4 * 3, 9999);
                   }),
                   "tokenizer sorted index entry 3 is id 9999");
-  expect_rejected("sorted ids swapped",
-                  with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
+  expect_rejected("sorted ids swapped", with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
                     const size_t a = s + t.sorted_ids_offset + 4 * 20, c = a + 4;
                     const uint32_t x = get<uint32_t>(b, a), y = get<uint32_t>(b, c);
                     set(b, a, y);
                     set(b, c, x);
                   }),
                   "tokenizer sorted index is out of order at entry 21");
-  expect_rejected("sorted ids repeated",
-                  with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
+  expect_rejected("sorted ids repeated", with_tokenizer_tables([&](Bytes &b, size_t s, const TokenizerHeader &t) {
                     set(b, s + t.sorted_ids_offset + 4 * 1, get<uint32_t>(b, s + t.sorted_ids_offset));
                   }),
                   "tokenizer sorted index is out of order at entry 1");
@@ -691,9 +697,30 @@ TEST_CASE("loader: randomized corruption never crashes") {
   if (const char *env = std::getenv("MOTE_FUZZ_SEED")) seed = std::strtoull(env, nullptr, 10);
   std::mt19937_64 rng(seed);
   auto below = [&](size_t n) { return static_cast<size_t>(rng() % n); };
-  const uint64_t interesting[] = {0, 1, 2, 3, 63, 64, 65, 127, 128, 0x7F, 0x80, 0xFF, 0xFFFF, 0x10000, 0x7FFFFFFF,
-                                  0x80000000u, 0xFFFFFFFFu, file.size(), file.size() - 64, file.size() + 64,
-                                  UINT64_MAX, UINT64_MAX - 63, 1ull << 32, 1ull << 63};
+  const uint64_t interesting[] = {0,
+                                  1,
+                                  2,
+                                  3,
+                                  63,
+                                  64,
+                                  65,
+                                  127,
+                                  128,
+                                  0x7F,
+                                  0x80,
+                                  0xFF,
+                                  0xFFFF,
+                                  0x10000,
+                                  0x7FFFFFFF,
+                                  0x80000000u,
+                                  0xFFFFFFFFu,
+                                  file.size(),
+                                  file.size() - 64,
+                                  file.size() + 64,
+                                  UINT64_MAX,
+                                  UINT64_MAX - 63,
+                                  1ull << 32,
+                                  1ull << 63};
 
   size_t opened = 0, ran = 0, statuses[8] = {};
   for (size_t iter = 0; iter < iterations; ++iter) {
@@ -754,8 +781,8 @@ TEST_CASE("loader: randomized corruption never crashes") {
     mote_session session;
     std::unique_ptr<ExactBuffer> arena;
     if (arena_n > 0) arena = std::make_unique<ExactBuffer>(Bytes(arena_n));
-    const mote_status init = mote_session_init(&session, &model, &options, arena ? arena->data : nullptr, arena_n,
-                                               message, sizeof message);
+    const mote_status init =
+        mote_session_init(&session, &model, &options, arena ? arena->data : nullptr, arena_n, message, sizeof message);
     if (init != MOTE_OK) {
       CHECK(init == MOTE_ERR_UNSUPPORTED);  // e.g. a flipped family or norm kind
       continue;
@@ -770,7 +797,8 @@ TEST_CASE("loader: randomized corruption never crashes") {
     }
     REQUIRE(n_tokens <= 16);
     int32_t token = tokens[0];
-    for (size_t i = 0; i < n_tokens; ++i) REQUIRE((tokens[i] >= 0 && tokens[i] < static_cast<int32_t>(info.vocab_size)));
+    for (size_t i = 0; i < n_tokens; ++i)
+      REQUIRE((tokens[i] >= 0 && tokens[i] < static_cast<int32_t>(info.vocab_size)));
     mote_sampler_options sampler = mote_sampler_options_default();
     sampler.seed = iter;
     for (int step = 0; step < 4 && mote_session_position(&session) < options.context_length; ++step) {
@@ -838,8 +866,8 @@ TEST_CASE("loader: valid but strange vocabularies") {
     }
     std::vector<int32_t> tokens(text.size() + 2, -7);
     size_t n_tokens = 0;
-    const mote_status st = mote_tokenize(&model, text.data(), text.size(), MOTE_TOKENIZE_ADD_BOS, tokens.data(),
-                                         tokens.size(), &n_tokens);
+    const mote_status st =
+        mote_tokenize(&model, text.data(), text.size(), MOTE_TOKENIZE_ADD_BOS, tokens.data(), tokens.size(), &n_tokens);
     CHECK((st == MOTE_OK || st == MOTE_ERR_UNSUPPORTED));
     if (st == MOTE_OK) {
       REQUIRE(n_tokens <= tokens.size());

@@ -20,8 +20,8 @@ mote_sampler_options plain_options(float temperature) {
 }
 
 // Draws many tokens from the same logits; returns how often each id came up, as fractions.
-std::vector<double> histogram(const mote_sampler_options &options, const std::vector<float> &logits,
-                              int draws, uint64_t seed = 7) {
+std::vector<double> histogram(const mote_sampler_options &options, const std::vector<float> &logits, int draws,
+                              uint64_t seed = 7) {
   mote::Rng rng;
   mote::rng_seed(rng, seed);
   std::vector<mote::Candidate> scratch(logits.size());
@@ -29,8 +29,7 @@ std::vector<double> histogram(const mote_sampler_options &options, const std::ve
   int out_of_range = 0;
   for (int i = 0; i < draws; ++i) {
     std::vector<float> copy = logits;  // sample() may modify its logits
-    const int32_t id =
-        mote::sample(options, rng, copy.data(), copy.size(), nullptr, 0, scratch.data());
+    const int32_t id = mote::sample(options, rng, copy.data(), copy.size(), nullptr, 0, scratch.data());
     if (id < 0 || static_cast<size_t>(id) >= logits.size()) {
       ++out_of_range;
       continue;
@@ -56,8 +55,7 @@ std::vector<float> logits_for(const std::vector<double> &probabilities) {
   return logits;
 }
 
-void check_close(const std::vector<double> &actual, const std::vector<double> &expected,
-                 double tolerance) {
+void check_close(const std::vector<double> &actual, const std::vector<double> &expected, double tolerance) {
   REQUIRE(actual.size() == expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {
     CAPTURE(i);
@@ -70,8 +68,7 @@ int32_t sample_once(const mote_sampler_options &options, std::vector<float> logi
   mote::Rng rng;
   mote::rng_seed(rng, options.seed);
   std::vector<mote::Candidate> scratch(logits.size());
-  return mote::sample(options, rng, logits.data(), logits.size(), recent.data(), recent.size(),
-                      scratch.data());
+  return mote::sample(options, rng, logits.data(), logits.size(), recent.data(), recent.size(), scratch.data());
 }
 
 }  // namespace
@@ -84,8 +81,7 @@ TEST_CASE("PCG32 reproduces the reference generator's first outputs") {
   //   state += seed, step.
   mote::Rng rng;
   mote::rng_seed(rng, 42);
-  const uint32_t expected[] = {0xa15c02b7u, 0x7b47f409u, 0xba1d3330u,
-                               0x83d2f293u, 0xbfa4784bu, 0xcbed606eu};
+  const uint32_t expected[] = {0xa15c02b7u, 0x7b47f409u, 0xba1d3330u, 0x83d2f293u, 0xbfa4784bu, 0xcbed606eu};
   for (uint32_t value : expected) CHECK(mote::rng_next_u32(rng) == value);
 
   mote::rng_seed(rng, 0);
@@ -138,8 +134,7 @@ TEST_CASE("temperature sampling follows softmax(logits / temperature)") {
   const std::vector<float> logits = {1.0f, 2.0f, 0.5f, 3.0f, -1.0f};
   for (float temperature : {1.0f, 0.7f, 2.0f}) {
     CAPTURE(temperature);
-    check_close(histogram(plain_options(temperature), logits, 200000),
-                softmax(logits, temperature), 0.006);
+    check_close(histogram(plain_options(temperature), logits, 200000), softmax(logits, temperature), 0.006);
   }
 }
 
@@ -167,9 +162,8 @@ TEST_CASE("top-p keeps the smallest prefix holding p of the mass") {
   options.top_p = 0.7f;  // 0.5 < 0.7 <= 0.5 + 0.3: ids 1 and 3, renormalized
   check_close(histogram(options, logits, 100000), {0.0, 0.625, 0.0, 0.375}, 0.006);
   options.top_p = 0.9f;  // 0.95 needed: three tokens
-  check_close(histogram(options, logits, 100000), {0.15 / 0.95, 0.5 / 0.95, 0.0, 0.3 / 0.95},
-              0.006);
-  options.top_k = 3;  // top-k first (ids 1, 3, 0 renormalized), then p of that mass
+  check_close(histogram(options, logits, 100000), {0.15 / 0.95, 0.5 / 0.95, 0.0, 0.3 / 0.95}, 0.006);
+  options.top_k = 3;     // top-k first (ids 1, 3, 0 renormalized), then p of that mass
   options.top_p = 0.5f;  // 0.5 / 0.95 = 0.53 >= 0.5: only id 1
   CHECK(histogram(options, logits, 2000)[1] == doctest::Approx(1.0));
 }
@@ -191,8 +185,7 @@ TEST_CASE("min-p drops tokens below min_p times the top probability") {
   const std::vector<float> logits = logits_for({0.15, 0.5, 0.05, 0.3});
   mote_sampler_options options = plain_options(1.0f);
   options.min_p = 0.2f;  // threshold 0.1: id 2 (0.05) goes
-  check_close(histogram(options, logits, 100000), {0.15 / 0.95, 0.5 / 0.95, 0.0, 0.3 / 0.95},
-              0.006);
+  check_close(histogram(options, logits, 100000), {0.15 / 0.95, 0.5 / 0.95, 0.0, 0.3 / 0.95}, 0.006);
   options.min_p = 0.5f;  // threshold 0.25: ids 1 and 3
   check_close(histogram(options, logits, 100000), {0.0, 0.625, 0.0, 0.375}, 0.006);
   options.min_p = 5.0f;  // above 1: the top token always stays
@@ -211,8 +204,7 @@ TEST_CASE("repetition penalty divides positive and multiplies negative logits, o
   std::vector<mote::Candidate> scratch(logits.size());
   mote::Rng rng;
   mote::rng_seed(rng, 1);
-  mote::sample(options, rng, penalized.data(), penalized.size(), recent.data(), recent.size(),
-               scratch.data());
+  mote::sample(options, rng, penalized.data(), penalized.size(), recent.data(), recent.size(), scratch.data());
   CHECK(penalized[0] == 2.0f / 1.5f);
   CHECK(penalized[1] == 1.9f);
   CHECK(penalized[2] == -1.0f * 1.5f);
@@ -242,8 +234,8 @@ TEST_CASE("the same seed gives the same tokens; another seed, others") {
     std::vector<int32_t> tokens;
     for (int i = 0; i < 64; ++i) {
       std::vector<float> copy = logits;
-      tokens.push_back(mote::sample(options, rng, copy.data(), copy.size(), tokens.data(),
-                                    tokens.size(), scratch.data()));
+      tokens.push_back(
+          mote::sample(options, rng, copy.data(), copy.size(), tokens.data(), tokens.size(), scratch.data()));
     }
     return tokens;
   };

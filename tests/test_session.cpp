@@ -20,7 +20,7 @@ void note_allocation() {
 
 #if defined(__SANITIZE_ADDRESS__)
 extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*)(const volatile void *, size_t),
-                                                          void (*)(const volatile void *));
+                                                         void (*)(const volatile void *));
 namespace {
 const int g_hooks_installed = __sanitizer_install_malloc_and_free_hooks(
     [](const volatile void *, size_t) { note_allocation(); }, [](const volatile void *) {});
@@ -74,7 +74,8 @@ TEST_CASE("an arena one byte short fails, stating the size; the exact size works
   CHECK(mote_session_init(&session, &m->model, &options, arena.data.get(), needed - 1, message, sizeof message) ==
         MOTE_ERR_ARENA_TOO_SMALL);
   CHECK(std::string(message).find(std::to_string(needed)) != std::string::npos);
-  REQUIRE(mote_session_init(&session, &m->model, &options, arena.data.get(), needed, message, sizeof message) == MOTE_OK);
+  REQUIRE(mote_session_init(&session, &m->model, &options, arena.data.get(), needed, message, sizeof message) ==
+          MOTE_OK);
   const int32_t bos = 1;
   const float *logits = nullptr;
   CHECK(mote_decode(&session, bos, &logits) == MOTE_OK);
@@ -118,8 +119,8 @@ TEST_CASE("no heap allocation from session init to the end of a 64-token generat
 
   g_allocations = 0;
   g_counting = true;
-  const mote_status init = mote_session_init(&session, &m->model, &options, arena.data.get(), arena.size, message,
-                                             sizeof message);
+  const mote_status init =
+      mote_session_init(&session, &m->model, &options, arena.data.get(), arena.size, message, sizeof message);
   uint32_t generated = 0;
   sampler.min_p = 0.0f;  // keep every sampling stage busy
   const mote_status run = mote_generate(&session, prompt, 4, 36, &sampler, ignore, nullptr, &generated);

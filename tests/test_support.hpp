@@ -12,9 +12,7 @@
 
 namespace mote_test {
 
-inline std::string golden_path(const std::string &name) {
-  return std::string(MOTE_TEST_DATA_DIR) + "/" + name;
-}
+inline std::string golden_path(const std::string &name) { return std::string(MOTE_TEST_DATA_DIR) + "/" + name; }
 
 inline bool file_exists(const std::string &path) {
   std::ifstream f(path, std::ios::binary);
@@ -74,9 +72,9 @@ struct ConvertedModel {
   mote_model model{};
 };
 
-inline std::unique_ptr<ConvertedModel> convert_and_open(const std::string &checkpoint, const std::string &tokenizer,
-                                                        mote::format::DType dtype = mote::format::DType::f32,
-                                                        mote::format::RopeLayout rope = mote::format::RopeLayout::interleaved) {
+inline std::unique_ptr<ConvertedModel> convert_and_open(
+    const std::string &checkpoint, const std::string &tokenizer, mote::format::DType dtype = mote::format::DType::f32,
+    mote::format::RopeLayout rope = mote::format::RopeLayout::interleaved) {
   mote::convert::Llama2cOptions options;
   options.dtype = dtype;
   options.rope_layout = rope;
@@ -110,8 +108,8 @@ inline std::unique_ptr<TestSession> open_session(const mote_model &model, mote_s
   REQUIRE(needed > 0);
   s->arena = AlignedBuffer(needed);
   char message[256] = "";
-  const mote_status status = mote_session_init(&s->session, &model, &options, s->arena.data.get(), needed, message,
-                                               sizeof message);
+  const mote_status status =
+      mote_session_init(&s->session, &model, &options, s->arena.data.get(), needed, message, sizeof message);
   if (status != MOTE_OK) FAIL("session init failed: " << message);
   return s;
 }

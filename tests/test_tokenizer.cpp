@@ -72,9 +72,8 @@ std::string byte_piece(int byte) {
 
 // llama2.c's layout: <unk>, <s>, </s>, then optionally the 256 byte tokens (ids 3..258).
 std::vector<PieceSpec> special_pieces(bool with_bytes) {
-  std::vector<PieceSpec> pieces = {{"<unk>", 0, mote::kTokenControl},
-                                   {"<s>", 0, mote::kTokenControl},
-                                   {"</s>", 0, mote::kTokenControl}};
+  std::vector<PieceSpec> pieces = {
+      {"<unk>", 0, mote::kTokenControl}, {"<s>", 0, mote::kTokenControl}, {"</s>", 0, mote::kTokenControl}};
   if (with_bytes) {
     for (int b = 0; b < 256; ++b) pieces.push_back({byte_piece(b), 0, mote::kTokenByte});
   }
@@ -98,8 +97,7 @@ std::vector<PieceSpec> read_tokenizer_bin(const std::vector<unsigned char> &file
     at += static_cast<size_t>(length);
     const size_t id = pieces.size();
     const bool is_byte = bytes.size() == 6 && bytes.compare(0, 3, "<0x") == 0 && bytes[5] == '>';
-    const uint8_t type = id < 3 ? mote::kTokenControl : is_byte ? mote::kTokenByte
-                                                                : mote::kTokenNormal;
+    const uint8_t type = id < 3 ? mote::kTokenControl : is_byte ? mote::kTokenByte : mote::kTokenNormal;
     pieces.push_back({bytes, score, type});
   }
   return pieces;
@@ -108,8 +106,7 @@ std::vector<PieceSpec> read_tokenizer_bin(const std::vector<unsigned char> &file
 std::vector<int32_t> encode_ok(const TokenizerView &tok, const std::string &text, bool bos) {
   std::vector<int32_t> tokens(text.size() + 2, -7);
   size_t n = 0;
-  const mote::Status status =
-      mote::encode(tok, text.data(), text.size(), bos, tokens.data(), tokens.size(), &n);
+  const mote::Status status = mote::encode(tok, text.data(), text.size(), bos, tokens.data(), tokens.size(), &n);
   REQUIRE(status == MOTE_OK);
   REQUIRE(n <= tokens.size());
   tokens.resize(n);
@@ -141,19 +138,30 @@ std::string from_hex(const std::string &hex) {
 
 // A tiny vocabulary whose merges are worked out by hand in the tests below.
 enum TinyId : int32_t {
-  kSpace = 259, kA, kB, kC, kAB, kBC, kSpaceA, kABC, kEAcute, kAA, kLess, kS, kGreater, kLessS,
+  kSpace = 259,
+  kA,
+  kB,
+  kC,
+  kAB,
+  kBC,
+  kSpaceA,
+  kABC,
+  kEAcute,
+  kAA,
+  kLess,
+  kS,
+  kGreater,
+  kLessS,
 };
 std::vector<PieceSpec> tiny_pieces(bool with_bytes = true) {
   std::vector<PieceSpec> pieces = special_pieces(with_bytes);
   if (!with_bytes) pieces.resize(259, {"", -1e30f, mote::kTokenUnused});  // keep the ids
   const std::vector<PieceSpec> text = {
-      {" ", -10, mote::kTokenNormal},      {"a", -11, mote::kTokenNormal},
-      {"b", -12, mote::kTokenNormal},      {"c", -13, mote::kTokenNormal},
-      {"ab", -1, mote::kTokenNormal},      {"bc", -0.5f, mote::kTokenNormal},
-      {" a", -2, mote::kTokenNormal},      {"abc", -3, mote::kTokenNormal},
-      {"\xC3\xA9", -14, mote::kTokenNormal}, {"aa", -1, mote::kTokenNormal},
-      {"<", -15, mote::kTokenNormal},      {"s", -16, mote::kTokenNormal},
-      {">", -17, mote::kTokenNormal},      {"<s", -4, mote::kTokenNormal},
+      {" ", -10, mote::kTokenNormal}, {"a", -11, mote::kTokenNormal},  {"b", -12, mote::kTokenNormal},
+      {"c", -13, mote::kTokenNormal}, {"ab", -1, mote::kTokenNormal},  {"bc", -0.5f, mote::kTokenNormal},
+      {" a", -2, mote::kTokenNormal}, {"abc", -3, mote::kTokenNormal}, {"\xC3\xA9", -14, mote::kTokenNormal},
+      {"aa", -1, mote::kTokenNormal}, {"<", -15, mote::kTokenNormal},  {"s", -16, mote::kTokenNormal},
+      {">", -17, mote::kTokenNormal}, {"<s", -4, mote::kTokenNormal},
   };
   pieces.insert(pieces.end(), text.begin(), text.end());
   return pieces;
@@ -203,10 +211,9 @@ TEST_CASE("empty text gives only BOS, when asked for") {
 
 TEST_CASE("code points missing from the vocabulary fall back to byte tokens") {
   TestVocab vocab(tiny_pieces());
-  CHECK(encode_ok(vocab.view, "\xC3\xA9", false) == Ids{kSpace, kEAcute});    // é is a piece
+  CHECK(encode_ok(vocab.view, "\xC3\xA9", false) == Ids{kSpace, kEAcute});             // é is a piece
   CHECK(encode_ok(vocab.view, "\xC3\xBC", false) == Ids{kSpace, 3 + 0xC3, 3 + 0xBC});  // ü
-  CHECK(encode_ok(vocab.view, "\xF0\x9F\x98\x80", false) ==
-        Ids{kSpace, 3 + 0xF0, 3 + 0x9F, 3 + 0x98, 3 + 0x80});
+  CHECK(encode_ok(vocab.view, "\xF0\x9F\x98\x80", false) == Ids{kSpace, 3 + 0xF0, 3 + 0x9F, 3 + 0x98, 3 + 0x80});
   CHECK(encode_ok(vocab.view, std::string("\0", 1), false) == Ids{kSpace, 3});
 }
 
@@ -214,13 +221,16 @@ TEST_CASE("invalid UTF-8 is encoded byte by byte and decodes to the same bytes")
   TestVocab vocab(tiny_pieces());
   const auto byte = [](int b) { return 3 + b; };
   // A stray continuation byte, then a lead byte cut short by "a": each byte alone.
-  CHECK(encode_ok(vocab.view, "\x80" "a\xC3" "a", false) ==
-        Ids{kSpace, byte(0x80), kA, byte(0xC3), kA});
+  CHECK(encode_ok(vocab.view,
+                  "\x80"
+                  "a\xC3"
+                  "a",
+                  false) == Ids{kSpace, byte(0x80), kA, byte(0xC3), kA});
   // é followed by a stray continuation byte: é stays whole.
   CHECK(encode_ok(vocab.view, "\xC3\xA9\xA9", false) == Ids{kSpace, kEAcute, byte(0xA9)});
   // Overlong, surrogate, above U+10FFFF, truncated at the end: every byte separate.
-  for (const std::string bad : {"\xC0\xAF", "\xE0\x80\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80",
-                                "\xF5\x80\x80\x80", "\xE2\x82", "\xFF\xFE"}) {
+  for (const std::string bad :
+       {"\xC0\xAF", "\xE0\x80\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xE2\x82", "\xFF\xFE"}) {
     CAPTURE(bad);
     const Ids ids = encode_ok(vocab.view, bad, true);
     REQUIRE(ids.size() == bad.size() + 2);
@@ -233,13 +243,15 @@ TEST_CASE("invalid UTF-8 is encoded byte by byte and decodes to the same bytes")
 
 TEST_CASE("without byte tokens an unknown code point becomes one unk; without unk it fails") {
   TestVocab vocab(tiny_pieces(/*with_bytes=*/false));
-  CHECK(encode_ok(vocab.view, "a\xE2\x82\xAC" "b", false) == Ids{kSpaceA, 0, kB});  // "a€b"
+  CHECK(encode_ok(vocab.view,
+                  "a\xE2\x82\xAC"
+                  "b",
+                  false) == Ids{kSpaceA, 0, kB});  // "a€b"
   CHECK(encode_ok(vocab.view, "\xFF\xFF", false) == Ids{kSpace, 0, 0});
   vocab.view.unk_id = -1;
   int32_t tokens[16];
   size_t n = 0;
-  CHECK(mote::encode(vocab.view, "a\xE2\x82\xAC", 4, false, tokens, 16, &n) ==
-        MOTE_ERR_UNSUPPORTED);
+  CHECK(mote::encode(vocab.view, "a\xE2\x82\xAC", 4, false, tokens, 16, &n) == MOTE_ERR_UNSUPPORTED);
   CHECK(mote::encode(vocab.view, "ab", 2, false, tokens, 16, &n) == MOTE_OK);
 }
 
@@ -263,14 +275,12 @@ TEST_CASE("buffer sizes: text_n + 2 always suffices; a smaller one learns the ex
   // "é" is one piece of two bytes: three entries suffice although the bound says four.
   CHECK(mote::encode(vocab.view, "\xC3\xA9", 2, true, tokens, 3, &n) == MOTE_OK);
   CHECK(Ids(tokens, tokens + n) == Ids{1, kSpace, kEAcute});
-  CHECK(mote::encode(vocab.view, "\xC3\xA9", 2, true, tokens, 2, &n) ==
-        MOTE_ERR_BUFFER_TOO_SMALL);
+  CHECK(mote::encode(vocab.view, "\xC3\xA9", 2, true, tokens, 2, &n) == MOTE_ERR_BUFFER_TOO_SMALL);
   CHECK(n == 3);
   CHECK(mote::encode(vocab.view, "a", 1, true, nullptr, 0, &n) == MOTE_ERR_BUFFER_TOO_SMALL);
   CHECK(n == 3);
   CHECK(mote::encode(vocab.view, nullptr, 3, true, tokens, 8, &n) == MOTE_ERR_INVALID_ARGUMENT);
-  CHECK(mote::encode(vocab.view, "a", 1, true, tokens, 8, nullptr) ==
-        MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote::encode(vocab.view, "a", 1, true, tokens, 8, nullptr) == MOTE_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("piece_for follows llama2.c's decode") {
@@ -290,8 +300,8 @@ TEST_CASE("piece_for follows llama2.c's decode") {
   CHECK(bytes == &byte_storage);
   CHECK(piece(-1, 3 + 0xFF) == "\xFF");
   CHECK(piece(-1, 3) == std::string("\0", 1));
-  CHECK(piece(-1, 1).empty());   // <s>
-  CHECK(piece(-1, 2).empty());   // </s>
+  CHECK(piece(-1, 1).empty());  // <s>
+  CHECK(piece(-1, 2).empty());  // </s>
   CHECK(piece(-1, -1).empty());
   CHECK(piece(-1, static_cast<int32_t>(vocab.view.n_tokens)).empty());
 }
@@ -361,8 +371,7 @@ TEST_CASE("aidreams vocabulary: decode(encode(text)) == text, valid UTF-8 or not
     std::string text(random() % 64, '\0');
     for (char &c : text) {
       const uint32_t pick = random() % 4;
-      c = static_cast<char>(pick == 0 ? 0x80 + random() % 64
-                                      : pick == 1 ? 0xC0 + random() % 64 : random() % 128);
+      c = static_cast<char>(pick == 0 ? 0x80 + random() % 64 : pick == 1 ? 0xC0 + random() % 64 : random() % 128);
     }
     CAPTURE(round);
     CHECK(decode_all(vocab.view, encode_ok(vocab.view, text, true)) == text);
@@ -392,8 +401,7 @@ TEST_CASE("a prompt of a few thousand bytes tokenizes in milliseconds") {
   while (text.size() < 4000) text += round_trip_corpus()[0] + " " + round_trip_corpus()[4] + "\n";
   const auto start = std::chrono::steady_clock::now();
   const Ids ids = encode_ok(vocab.view, text, true);
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   MESSAGE(text.size() << " bytes -> " << ids.size() << " tokens in " << ms << " ms");
   CHECK(decode_all(vocab.view, ids) == text);
   CHECK(ms < 500.0);  // generous: sanitizer and debug builds run here too

@@ -67,9 +67,12 @@ bool load_tokenizer(const std::string &path, uint32_t vocab_size, TokenizerData 
   tok->eos_id = vocab_size > 2 ? 2 : -1;
   for (uint32_t i = 0; i < vocab_size; ++i) {
     uint8_t type = kTokenNormal;
-    if (static_cast<int32_t>(i) == tok->unk_id) type = kTokenUnknown;
-    else if (static_cast<int32_t>(i) == tok->bos_id || static_cast<int32_t>(i) == tok->eos_id) type = kTokenControl;
-    else if (is_byte_piece(tok->pieces[i])) type = kTokenByte;
+    if (static_cast<int32_t>(i) == tok->unk_id)
+      type = kTokenUnknown;
+    else if (static_cast<int32_t>(i) == tok->bos_id || static_cast<int32_t>(i) == tok->eos_id)
+      type = kTokenControl;
+    else if (is_byte_piece(tok->pieces[i]))
+      type = kTokenByte;
     tok->types.push_back(type);
   }
   return true;
@@ -77,8 +80,8 @@ bool load_tokenizer(const std::string &path, uint32_t vocab_size, TokenizerData 
 
 }  // namespace
 
-bool load_llama2c(const std::string &checkpoint_path, const std::string &tokenizer_path,
-                  const Llama2cOptions &options, ModelData *out, std::string *error) {
+bool load_llama2c(const std::string &checkpoint_path, const std::string &tokenizer_path, const Llama2cOptions &options,
+                  ModelData *out, std::string *error) {
   std::vector<uint8_t> bytes;
   if (!read_whole_file(checkpoint_path, &bytes, error)) return false;
   int32_t header[7];
@@ -92,13 +95,14 @@ bool load_llama2c(const std::string &checkpoint_path, const std::string &tokeniz
   const int64_t vocab = header[5] > 0 ? header[5] : -static_cast<int64_t>(header[5]);
   const int32_t seq_len = header[6];
   if (dim <= 0 || hidden <= 0 || layers <= 0 || heads <= 0 || kv_heads <= 0 || vocab <= 0 || seq_len <= 0 ||
-      dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0 || dim / heads > 4096 || dim > 65536 || hidden > (1 << 18) || layers > 1024 ||
-      vocab > (1 << 24) || seq_len > (1 << 20)) {
+      dim % heads != 0 || heads % kv_heads != 0 || (dim / heads) % 2 != 0 || dim / heads > 4096 || dim > 65536 ||
+      hidden > (1 << 18) || layers > 1024 || vocab > (1 << 24) || seq_len > (1 << 20)) {
     char line[200];
     std::snprintf(line, sizeof line,
                   "'%s' is not a llama2.c checkpoint: header (dim %d, hidden %d, layers %d, heads %d, kv heads %d, "
                   "vocab %lld, seq_len %d) is inconsistent",
-                  checkpoint_path.c_str(), dim, hidden, layers, heads, kv_heads, static_cast<long long>(vocab), seq_len);
+                  checkpoint_path.c_str(), dim, hidden, layers, heads, kv_heads, static_cast<long long>(vocab),
+                  seq_len);
     *error = line;
     return false;
   }

@@ -16,7 +16,7 @@ struct Llama2cOptions {
 
 // Reads checkpoint_path and tokenizer_path into *out; on failure returns false and a one-line
 // reason in *error.
-bool load_llama2c(const std::string &checkpoint_path, const std::string &tokenizer_path,
-                  const Llama2cOptions &options, ModelData *out, std::string *error);
+bool load_llama2c(const std::string &checkpoint_path, const std::string &tokenizer_path, const Llama2cOptions &options,
+                  ModelData *out, std::string *error);
 
 }  // namespace mote::convert

@@ -13,7 +13,7 @@ struct TensorData {
   format::Role role;
   uint32_t layer;  // format::kNoLayer for global tensors
   format::DType dtype;
-  uint32_t n_dims;  // 1 or 2
+  uint32_t n_dims;      // 1 or 2
   uint32_t rows, cols;  // cols = 1 for vectors
   std::vector<uint8_t> bytes;
 };

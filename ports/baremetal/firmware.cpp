@@ -100,9 +100,10 @@ int main() {
   const size_t needed = mote_arena_size(&model, &options);
   if (needed != kArenaBytes) {
     char detail[160];
-    std::snprintf(detail, sizeof detail, "the session needs %u bytes, the firmware has %u (configure with "
-                  "-DMOTE_FIRMWARE_ARENA_BYTES=%u)", static_cast<unsigned>(needed),
-                  static_cast<unsigned>(kArenaBytes), static_cast<unsigned>(needed));
+    std::snprintf(detail, sizeof detail,
+                  "the session needs %u bytes, the firmware has %u (configure with "
+                  "-DMOTE_FIRMWARE_ARENA_BYTES=%u)",
+                  static_cast<unsigned>(needed), static_cast<unsigned>(kArenaBytes), static_cast<unsigned>(needed));
     return fail("arena", detail);
   }
   mote_session session;
@@ -141,8 +142,8 @@ int main() {
   sampler.temperature = 0.0f;
   Generated generated{};
   const uint64_t t1 = cycles_now();
-  const mote_status gen = mote_generate(&session, kTokens, kTokenCount, kGenerateTokens, &sampler, on_token,
-                                        &generated, nullptr);
+  const mote_status gen =
+      mote_generate(&session, kTokens, kTokenCount, kGenerateTokens, &sampler, on_token, &generated, nullptr);
   const uint64_t generate_cycles = cycles_now() - t1;
   if (gen != MOTE_OK) return fail("generate", mote_session_error(&session));
   std::printf("mote firmware: greedy after the %u-token prompt:", static_cast<unsigned>(kTokenCount));
@@ -151,14 +152,14 @@ int main() {
               static_cast<unsigned long long>(generate_cycles));
 
   const bool pass = worst <= kTolerance;
-  std::printf("mote firmware: %s %u positions x %u logits vs PyTorch, max |err| %.3g (limit %.0e); model %u B "
-              "in flash @0x%08x (in place), arena %u B static in RAM; %llu SysTick cycles = %.2f ms at 25 MHz "
-              "(%llu per token)\n",
-              pass ? "PASS" : "FAIL", static_cast<unsigned>(kTokenCount), static_cast<unsigned>(vocab),
-              static_cast<double>(worst), static_cast<double>(kTolerance), static_cast<unsigned>(model_bytes),
-              static_cast<unsigned>(reinterpret_cast<uintptr_t>(mote_fw_model)),
-              static_cast<unsigned>(kArenaBytes), static_cast<unsigned long long>(decode_cycles),
-              static_cast<double>(decode_cycles) * 1000.0 / kCoreHz,
-              static_cast<unsigned long long>(decode_cycles / kTokenCount));
+  std::printf(
+      "mote firmware: %s %u positions x %u logits vs PyTorch, max |err| %.3g (limit %.0e); model %u B "
+      "in flash @0x%08x (in place), arena %u B static in RAM; %llu SysTick cycles = %.2f ms at 25 MHz "
+      "(%llu per token)\n",
+      pass ? "PASS" : "FAIL", static_cast<unsigned>(kTokenCount), static_cast<unsigned>(vocab),
+      static_cast<double>(worst), static_cast<double>(kTolerance), static_cast<unsigned>(model_bytes),
+      static_cast<unsigned>(reinterpret_cast<uintptr_t>(mote_fw_model)), static_cast<unsigned>(kArenaBytes),
+      static_cast<unsigned long long>(decode_cycles), static_cast<double>(decode_cycles) * 1000.0 / kCoreHz,
+      static_cast<unsigned long long>(decode_cycles / kTokenCount));
   return pass ? 0 : 1;
 }

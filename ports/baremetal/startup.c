@@ -24,14 +24,17 @@ void _fini(void) {}
 
 /* Entries 0..15 of the Cortex-M vector table (no peripheral interrupts are used). */
 __attribute__((section(".isr_vector"), used)) const void *const mote_vector_table[16] = {
-    __stack_top,              /* initial stack pointer */
+    __stack_top, /* initial stack pointer */
     (const void *)Reset_Handler,
     (const void *)Default_Handler, /* NMI */
     (const void *)Default_Handler, /* HardFault */
     (const void *)Default_Handler, /* MemManage */
     (const void *)Default_Handler, /* BusFault */
     (const void *)Default_Handler, /* UsageFault */
-    0, 0, 0, 0,
+    0,
+    0,
+    0,
+    0,
     (const void *)Default_Handler, /* SVCall */
     (const void *)Default_Handler, /* DebugMonitor */
     0,

@@ -20,10 +20,14 @@ int command_bench(int argc, char **argv) {
   uint32_t threads = 1, prompt_tokens = 128, gen_tokens = 64, reps = 3, batch = 0;
   bool json = false;
   const std::vector<Option> options = {
-      {"--model", "-m", Option::kString, &model_path},  {"--threads", "-t", Option::kU32, &threads},
-      {"--prompt-tokens", "-p", Option::kU32, &prompt_tokens}, {"--gen-tokens", "-n", Option::kU32, &gen_tokens},
-      {"--reps", "-r", Option::kU32, &reps},            {"--json", nullptr, Option::kSwitch, &json},
-      {"--kv", nullptr, Option::kString, &kv},      {"--batch", "-b", Option::kU32, &batch},
+      {"--model", "-m", Option::kString, &model_path},
+      {"--threads", "-t", Option::kU32, &threads},
+      {"--prompt-tokens", "-p", Option::kU32, &prompt_tokens},
+      {"--gen-tokens", "-n", Option::kU32, &gen_tokens},
+      {"--reps", "-r", Option::kU32, &reps},
+      {"--json", nullptr, Option::kSwitch, &json},
+      {"--kv", nullptr, Option::kString, &kv},
+      {"--batch", "-b", Option::kU32, &batch},
   };
   std::vector<std::string> positional;
   std::string error;
@@ -31,8 +35,10 @@ int command_bench(int argc, char **argv) {
   if (!positional.empty()) return report("bench", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (model_path.empty()) return report("bench", "no model given (-m MODEL)", kExitUsage);
   if (threads == 0 || threads > kMaxThreads || reps == 0 || prompt_tokens == 0 || gen_tokens == 0) {
-    return report("bench", "threads (at most " + std::to_string(kMaxThreads) +
-                               "), reps, prompt and generated tokens must be at least 1", kExitUsage);
+    return report(
+        "bench",
+        "threads (at most " + std::to_string(kMaxThreads) + "), reps, prompt and generated tokens must be at least 1",
+        kExitUsage);
   }
   if (kv != "f32" && kv != "f16") return report("bench", "--kv must be f32 or f16", kExitUsage);
 
@@ -41,8 +47,10 @@ int command_bench(int argc, char **argv) {
   mote_model_info info;
   mote_model_info_get(&loaded->model, &info);
   if (static_cast<uint64_t>(prompt_tokens) + gen_tokens > info.max_seq_len) {
-    return report("bench", std::to_string(prompt_tokens) + " + " + std::to_string(gen_tokens) +
-                               " tokens exceed the model's context of " + std::to_string(info.max_seq_len), kExitUsage);
+    return report("bench",
+                  std::to_string(prompt_tokens) + " + " + std::to_string(gen_tokens) +
+                      " tokens exceed the model's context of " + std::to_string(info.max_seq_len),
+                  kExitUsage);
   }
   mote_session_options session_options = mote_session_options_default();
   session_options.context_length = prompt_tokens + gen_tokens;
@@ -67,13 +75,15 @@ int command_bench(int argc, char **argv) {
   for (uint32_t r = 0; r < reps; ++r) {
     mote_session_reset(session);
     const double t0 = now_seconds();
-    if (mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK) return report("bench", mote_session_error(session), kExitError);
+    if (mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK)
+      return report("bench", mote_session_error(session), kExitError);
     const double t1 = now_seconds();
     const float *logits = mote_logits(session);
     for (uint32_t i = 0; i < gen_tokens; ++i) {
       // Greedy without the sampler, so decode time is the forward pass alone.
       const int32_t next = static_cast<int32_t>(std::max_element(logits, logits + info.vocab_size) - logits);
-      if (mote_decode(session, next, &logits) != MOTE_OK) return report("bench", mote_session_error(session), kExitError);
+      if (mote_decode(session, next, &logits) != MOTE_OK)
+        return report("bench", mote_session_error(session), kExitError);
     }
     const double t2 = now_seconds();
     prompt_rates.push_back(prompt_tokens / (t1 - t0));
@@ -82,14 +92,17 @@ int command_bench(int argc, char **argv) {
   const double prompt_rate = median(prompt_rates), decode_rate = median(decode_rates);
   const double decode_gbps = decode_rate * static_cast<double>(info.weight_bytes) / 1e9;
   if (json) {
-    std::printf("{\"model\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, \"gen_tokens\": %u, "
-                "\"reps\": %u, \"batch_size\": %u, \"prompt_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, \"weight_bytes\": %llu, "
-                "\"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f}\n",
-                model_path.c_str(), mote_isa_name(), threads, prompt_tokens, gen_tokens, reps, batch == 0 ? mote_session_options_default().batch_size : batch, prompt_rate, decode_rate,
-                static_cast<unsigned long long>(info.weight_bytes), holder->arena_bytes, decode_gbps);
+    std::printf(
+        "{\"model\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, \"gen_tokens\": %u, "
+        "\"reps\": %u, \"batch_size\": %u, \"prompt_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
+        "\"weight_bytes\": %llu, "
+        "\"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f}\n",
+        model_path.c_str(), mote_isa_name(), threads, prompt_tokens, gen_tokens, reps,
+        batch == 0 ? mote_session_options_default().batch_size : batch, prompt_rate, decode_rate,
+        static_cast<unsigned long long>(info.weight_bytes), holder->arena_bytes, decode_gbps);
   } else {
-    std::printf("model %s | isa %s | threads %u | weights %.1f MB | arena %.1f MB\n", model_path.c_str(), mote_isa_name(),
-                threads, info.weight_bytes / 1e6, holder->arena_bytes / 1e6);
+    std::printf("model %s | isa %s | threads %u | weights %.1f MB | arena %.1f MB\n", model_path.c_str(),
+                mote_isa_name(), threads, info.weight_bytes / 1e6, holder->arena_bytes / 1e6);
     std::printf("prompt  %u tokens: %.1f tok/s (median of %u)\n", prompt_tokens, prompt_rate, reps);
     std::printf("decode  %u tokens: %.1f tok/s (median of %u), %.2f GB/s of weights\n", gen_tokens, decode_rate, reps,
                 decode_gbps);

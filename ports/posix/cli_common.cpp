@@ -38,7 +38,8 @@ bool parse_number(const Option &o, const std::string &text, std::string *error) 
       if (ok) *static_cast<float *>(o.target) = v;
       break;
     }
-    default: break;
+    default:
+      break;
   }
   if (!ok) *error = std::string("invalid value '") + text + "' for " + o.long_name;
   return ok;
@@ -105,7 +106,8 @@ std::unique_ptr<SessionHolder> open_session(const mote_model &model, const mote_
   holder->arena_bytes = mote_arena_size(&model, &options);
   char message[256] = "";
   if (holder->arena_bytes > 0) {
-    const size_t rounded = (holder->arena_bytes + MOTE_ARENA_ALIGNMENT - 1) / MOTE_ARENA_ALIGNMENT * MOTE_ARENA_ALIGNMENT;
+    const size_t rounded =
+        (holder->arena_bytes + MOTE_ARENA_ALIGNMENT - 1) / MOTE_ARENA_ALIGNMENT * MOTE_ARENA_ALIGNMENT;
     holder->arena.reset(std::aligned_alloc(MOTE_ARENA_ALIGNMENT, rounded));
     if (holder->arena == nullptr) {
       *error = "cannot allocate the " + std::to_string(holder->arena_bytes) + "-byte arena";

@@ -20,8 +20,8 @@ struct Option {
   const char *long_name;   // "--top-k"
   const char *short_name;  // "-t" or null
   Kind kind;
-  void *target;            // std::string*, uint32_t*, int32_t*, float*, uint64_t* or bool*
-  bool *seen = nullptr;    // set when the option was given
+  void *target;          // std::string*, uint32_t*, int32_t*, float*, uint64_t* or bool*
+  bool *seen = nullptr;  // set when the option was given
 };
 
 // Parses argv[first..argc); non-option words go to *positional. Returns false with a one-line

@@ -19,10 +19,14 @@ int command_convert(int argc, char **argv) {
   if (output.empty()) return report("convert", "no output file given (-o OUTPUT)", kExitUsage);
   if (tokenizer.empty()) return report("convert", "llama2.c checkpoints need --tokenizer tokenizer.bin", kExitUsage);
   convert::Llama2cOptions convert_options;
-  if (dtype == "f16") convert_options.dtype = format::DType::f16;
-  else if (dtype != "f32") return report("convert", "--dtype must be f32 or f16", kExitUsage);
-  if (rope == "split") convert_options.rope_layout = format::RopeLayout::split_half;
-  else if (rope != "interleaved") return report("convert", "--rope must be interleaved or split", kExitUsage);
+  if (dtype == "f16")
+    convert_options.dtype = format::DType::f16;
+  else if (dtype != "f32")
+    return report("convert", "--dtype must be f32 or f16", kExitUsage);
+  if (rope == "split")
+    convert_options.rope_layout = format::RopeLayout::split_half;
+  else if (rope != "interleaved")
+    return report("convert", "--rope must be interleaved or split", kExitUsage);
 
   convert::ModelData model;
   if (!convert::load_llama2c(positional[0], tokenizer, convert_options, &model, &error)) {

@@ -10,7 +10,8 @@ namespace {
 
 const char *position_name(uint32_t kind, uint32_t layout) {
   if (kind == static_cast<uint32_t>(format::PositionKind::rope)) {
-    return layout == static_cast<uint32_t>(format::RopeLayout::split_half) ? "rope (split halves)" : "rope (interleaved pairs)";
+    return layout == static_cast<uint32_t>(format::RopeLayout::split_half) ? "rope (split halves)"
+                                                                           : "rope (interleaved pairs)";
   }
   return kind == static_cast<uint32_t>(format::PositionKind::learned) ? "learned" : "sinusoidal";
 }
@@ -33,9 +34,10 @@ int command_inspect(int argc, char **argv) {
   std::printf("family          %s\n", c.family == static_cast<uint32_t>(format::Family::llama) ? "llama" : "gpt2");
   std::printf("dim             %u\nlayers          %u\nheads           %u\nkv heads        %u\n", c.dim, c.n_layers,
               c.n_heads, c.n_kv_heads);
-  std::printf("head dim        %u\nffn dim         %u\nvocabulary      %u\nmax context     %u\n", c.head_dim,
-              c.ffn_dim, c.vocab_size, c.max_seq_len);
-  std::printf("norm            %s, eps %g\n", c.norm_kind == 1 ? "rmsnorm" : "layernorm", static_cast<double>(c.norm_eps));
+  std::printf("head dim        %u\nffn dim         %u\nvocabulary      %u\nmax context     %u\n", c.head_dim, c.ffn_dim,
+              c.vocab_size, c.max_seq_len);
+  std::printf("norm            %s, eps %g\n", c.norm_kind == 1 ? "rmsnorm" : "layernorm",
+              static_cast<double>(c.norm_eps));
   std::printf("positions       %s, theta %g\n", position_name(c.position_kind, c.rope_layout),
               static_cast<double>(c.rope_theta));
   std::printf("activation      %s\n", c.activation == 1 ? "swiglu" : (c.activation == 2 ? "gelu" : "relu"));
@@ -49,8 +51,10 @@ int command_inspect(int argc, char **argv) {
     const format::TensorEntry &t = view.tensors[i];
     char name[48], shape[32];
     format::tensor_name(t, name, sizeof name);
-    if (t.n_dims == 2) std::snprintf(shape, sizeof shape, "(%u, %u)", t.shape[0], t.shape[1]);
-    else std::snprintf(shape, sizeof shape, "(%u)", t.shape[0]);
+    if (t.n_dims == 2)
+      std::snprintf(shape, sizeof shape, "(%u, %u)", t.shape[0], t.shape[1]);
+    else
+      std::snprintf(shape, sizeof shape, "(%u)", t.shape[0]);
     std::printf("%-24s %-6s %-16s %12llu\n", name, format::dtype_traits(t.dtype)->name, shape,
                 static_cast<unsigned long long>(t.size));
   }
@@ -61,7 +65,9 @@ int command_inspect(int argc, char **argv) {
   const size_t f32_bytes = mote_arena_size(&loaded->model, &session_options);
   session_options.kv_dtype = MOTE_KV_F16;
   const size_t f16_bytes = mote_arena_size(&loaded->model, &session_options);
-  if (f32_bytes == 0) return report("inspect", "invalid --ctx for this model (at most " + std::to_string(c.max_seq_len) + ")", kExitUsage);
+  if (f32_bytes == 0)
+    return report("inspect", "invalid --ctx for this model (at most " + std::to_string(c.max_seq_len) + ")",
+                  kExitUsage);
   std::printf("\narena bytes     %zu (context %u, f32 KV cache)\n", f32_bytes, context == 0 ? c.max_seq_len : context);
   std::printf("arena bytes     %zu (context %u, f16 KV cache)\n", f16_bytes, context == 0 ? c.max_seq_len : context);
   char message[256] = "";

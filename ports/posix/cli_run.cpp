@@ -1,8 +1,8 @@
 // `mote run`: generate text, streaming the prompt and each new piece to stdout.
+#include <unistd.h>
+
 #include <cstdio>
 #include <ctime>
-
-#include <unistd.h>
 
 #include "cli_common.hpp"
 
@@ -74,11 +74,14 @@ int command_run(int argc, char **argv) {
 
   std::vector<int32_t> tokens;
   if (!tokenize(loaded->model, prompt, &tokens, &error)) return report("run", error, kExitError);
-  if (tokens.empty()) return report("run", "the prompt is empty and this model has no BOS token to start from", kExitUsage);
+  if (tokens.empty())
+    return report("run", "the prompt is empty and this model has no BOS token to start from", kExitUsage);
   const uint32_t capacity = mote_session_context_length(session);
   if (tokens.size() > capacity) {
-    return report("run", "the prompt is " + std::to_string(tokens.size()) + " tokens; the context holds " +
-                             std::to_string(capacity) + " (use a shorter prompt or a larger --ctx)", kExitError);
+    return report("run",
+                  "the prompt is " + std::to_string(tokens.size()) + " tokens; the context holds " +
+                      std::to_string(capacity) + " (use a shorter prompt or a larger --ctx)",
+                  kExitError);
   }
   std::vector<char> piece(256);
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -108,7 +111,8 @@ int command_run(int argc, char **argv) {
   } else if (status != MOTE_OK) {
     return report("run", mote_session_error(session), kExitError);
   }
-  std::fprintf(stderr, "prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
+  std::fprintf(stderr,
+               "prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
                tokens.size(), tokens.size() / prefill_seconds, stream.first_token * 1e3,
                static_cast<unsigned>(generated), generated > 0 ? generated / decode_seconds : 0.0);
   return 0;

@@ -51,8 +51,7 @@ typedef struct mote_model_info {
 /* Validates the model bytes (every header field, offset, size, dtype, shape and tokenizer table)
  * and fills *model. The bytes must stay mapped and unchanged while the model is in use.
  * The bytes must be 64-byte aligned (an mmap or an aligned flash image is). */
-mote_status mote_model_open(const void *bytes, size_t n_bytes, mote_model *model, char *err,
-                            size_t err_n);
+mote_status mote_model_open(const void *bytes, size_t n_bytes, mote_model *model, char *err, size_t err_n);
 void mote_model_info_get(const mote_model *model, mote_model_info *info);
 
 typedef enum mote_kv_dtype { MOTE_KV_F32 = 0, MOTE_KV_F16 = 1 } mote_kv_dtype;
@@ -84,9 +83,8 @@ typedef struct mote_session {
 /* Carves the session out of arena (64-byte aligned, at least mote_arena_size() bytes). The
  * session keeps its own copy of what it needs from *model: the mote_model may be moved or
  * dropped afterwards, but the model bytes must stay mapped for the session's life. */
-mote_status mote_session_init(mote_session *session, const mote_model *model,
-                              const mote_session_options *options, void *arena, size_t arena_n,
-                              char *err, size_t err_n);
+mote_status mote_session_init(mote_session *session, const mote_model *model, const mote_session_options *options,
+                              void *arena, size_t arena_n, char *err, size_t err_n);
 /* Forgets every token: the next prefill starts at position 0. */
 void mote_session_reset(mote_session *session);
 /* Tokens currently in the KV cache, and how many it holds. */
@@ -104,16 +102,16 @@ const char *mote_session_error(const mote_session *session);
  * merging: text_n + 2 entries always suffice. On MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens holds the
  * capacity needed. MOTE_ERR_UNSUPPORTED: the vocabulary can represent neither a code point nor
  * its bytes (no byte tokens, no <unk>), or the tokenizer kind is not implemented by this build. */
-mote_status mote_tokenize(const mote_model *model, const char *text, size_t text_n,
-                          uint32_t flags, int32_t *tokens, size_t capacity, size_t *n_tokens);
+mote_status mote_tokenize(const mote_model *model, const char *text, size_t text_n, uint32_t flags, int32_t *tokens,
+                          size_t capacity, size_t *n_tokens);
 
 /* The bytes that token prints after prev_token (-1 at the start): byte tokens become their
  * byte, control tokens print nothing, the space that follows BOS is dropped. Writes up to
  * capacity bytes (not NUL-terminated); *n_bytes gets the length. When the piece does not fit,
  * returns MOTE_ERR_BUFFER_TOO_SMALL with *n_bytes set to the capacity needed (real vocabularies'
  * pieces are a few dozen bytes; 256 covers them). */
-mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t token,
-                            char *out, size_t capacity, size_t *n_bytes);
+mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t token, char *out, size_t capacity,
+                            size_t *n_bytes);
 
 /* Runs tokens through the model, appending them to the KV cache. */
 mote_status mote_prefill(mote_session *session, const int32_t *tokens, size_t n_tokens);
@@ -142,8 +140,7 @@ mote_status mote_sampler_options_validate(const mote_sampler_options *options, c
 /* Seeds the session's random number generator (mote_generate does this itself). */
 void mote_sampler_seed(mote_session *session, uint64_t seed);
 /* Picks the next token from the current logits (which it modifies in place). */
-mote_status mote_sample(mote_session *session, const mote_sampler_options *options,
-                        int32_t *token);
+mote_status mote_sample(mote_session *session, const mote_sampler_options *options, int32_t *token);
 
 /* Called once per generated token; return non-zero to stop. */
 typedef int (*mote_on_token)(void *user, int32_t token, const char *piece, size_t piece_n);
@@ -152,9 +149,9 @@ typedef int (*mote_on_token)(void *user, int32_t token, const char *piece, size_
  * each; stops early at EOS or BOS (llama2.c's convention), when the callback asks, or when
  * the context is full (reported as MOTE_ERR_CONTEXT_FULL after the tokens that fit).
  * *n_generated (may be null) receives the number of tokens produced. */
-mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n_prompt,
-                          uint32_t max_new_tokens, const mote_sampler_options *options,
-                          mote_on_token on_token, void *user, uint32_t *n_generated);
+mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n_prompt, uint32_t max_new_tokens,
+                          const mote_sampler_options *options, mote_on_token on_token, void *user,
+                          uint32_t *n_generated);
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,7 @@ inline uint16_t f32_to_fp16(float f) {
     return static_cast<uint16_t>(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u : 0u));
   }
   if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to inf
-  if (abs < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+  if (abs < 0x38800000u) {               // below the smallest normal half: subnormal or zero
     if (abs < 0x33000000u) return sign;  // rounds to zero
     const uint32_t exponent = abs >> 23;
     const uint32_t mantissa = (abs & 0x7FFFFFu) | 0x800000u;

@@ -47,14 +47,22 @@ const char *float_text(float value, char *out, size_t n) {
 
 extern "C" const char *mote_status_name(mote_status status) {
   switch (status) {
-    case MOTE_OK: return "ok";
-    case MOTE_ERR_INVALID_ARGUMENT: return "invalid argument";
-    case MOTE_ERR_BAD_MODEL: return "bad model";
-    case MOTE_ERR_UNSUPPORTED: return "unsupported";
-    case MOTE_ERR_ARENA_TOO_SMALL: return "arena too small";
-    case MOTE_ERR_CONTEXT_FULL: return "context full";
-    case MOTE_ERR_BUFFER_TOO_SMALL: return "buffer too small";
-    case MOTE_ERR_BAD_TOKEN: return "bad token";
+    case MOTE_OK:
+      return "ok";
+    case MOTE_ERR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case MOTE_ERR_BAD_MODEL:
+      return "bad model";
+    case MOTE_ERR_UNSUPPORTED:
+      return "unsupported";
+    case MOTE_ERR_ARENA_TOO_SMALL:
+      return "arena too small";
+    case MOTE_ERR_CONTEXT_FULL:
+      return "context full";
+    case MOTE_ERR_BUFFER_TOO_SMALL:
+      return "buffer too small";
+    case MOTE_ERR_BAD_TOKEN:
+      return "bad token";
   }
   return "unknown status";
 }

@@ -15,18 +15,30 @@ const DTypeTraits *dtype_traits(uint32_t dtype) {
 
 const char *role_name(uint32_t role) {
   switch (static_cast<Role>(role)) {
-    case Role::token_embedding: return "token_embd";
-    case Role::attn_norm: return "attn_norm";
-    case Role::attn_q: return "attn_q";
-    case Role::attn_k: return "attn_k";
-    case Role::attn_v: return "attn_v";
-    case Role::attn_output: return "attn_output";
-    case Role::ffn_norm: return "ffn_norm";
-    case Role::ffn_gate: return "ffn_gate";
-    case Role::ffn_down: return "ffn_down";
-    case Role::ffn_up: return "ffn_up";
-    case Role::output_norm: return "output_norm";
-    case Role::output: return "output";
+    case Role::token_embedding:
+      return "token_embd";
+    case Role::attn_norm:
+      return "attn_norm";
+    case Role::attn_q:
+      return "attn_q";
+    case Role::attn_k:
+      return "attn_k";
+    case Role::attn_v:
+      return "attn_v";
+    case Role::attn_output:
+      return "attn_output";
+    case Role::ffn_norm:
+      return "ffn_norm";
+    case Role::ffn_gate:
+      return "ffn_gate";
+    case Role::ffn_down:
+      return "ffn_down";
+    case Role::ffn_up:
+      return "ffn_up";
+    case Role::output_norm:
+      return "output_norm";
+    case Role::output:
+      return "output";
   }
   return nullptr;
 }

@@ -39,7 +39,7 @@ enum class Role : uint32_t {
   output_norm = 11,     // (dim)
   output = 12,          // (vocab, dim)     absent when embeddings are tied
 };
-constexpr uint32_t kRoleCount = 13;     // roles are 1..12
+constexpr uint32_t kRoleCount = 13;         // roles are 1..12
 constexpr uint32_t kNoLayer = 0xFFFFFFFFu;  // layer field of global tensors
 
 enum class TokenizerKind : uint32_t { sentencepiece_bpe = 1, byte_level_bpe = 2 };
@@ -92,10 +92,10 @@ struct TensorEntry {  // 64 bytes
   uint32_t role;
   uint32_t layer;
   uint32_t dtype;
-  uint32_t n_dims;     // 1 or 2
-  uint32_t shape[4];   // shape[0] = rows (outermost), unused dims are 1
-  uint64_t offset;     // from the start of the file, a multiple of 64
-  uint64_t size;       // bytes
+  uint32_t n_dims;    // 1 or 2
+  uint32_t shape[4];  // shape[0] = rows (outermost), unused dims are 1
+  uint64_t offset;    // from the start of the file, a multiple of 64
+  uint64_t size;      // bytes
   uint8_t reserved[16];
 };
 static_assert(sizeof(TensorEntry) == 64, "TensorEntry is 64 bytes");
@@ -118,7 +118,7 @@ struct TokenizerHeader {  // 96 bytes
   uint64_t sorted_ids_offset;     // u32[n_tokens], ascending by (bytes, id)
   uint32_t n_merges;              // byte-level BPE only (0 for sentencepiece_bpe)
   uint32_t reserved0;
-  uint64_t merges_offset;         // reserved for byte-level BPE
+  uint64_t merges_offset;  // reserved for byte-level BPE
   uint8_t reserved[8];
 };
 static_assert(sizeof(TokenizerHeader) == 96, "TokenizerHeader is 96 bytes");

@@ -7,9 +7,7 @@ namespace mote::format {
 namespace {
 
 // Sizes are checked in 64-bit arithmetic; every sum and product guards against wrapping.
-bool fits(uint64_t offset, uint64_t size, uint64_t limit) {
-  return offset <= limit && size <= limit - offset;
-}
+bool fits(uint64_t offset, uint64_t size, uint64_t limit) { return offset <= limit && size <= limit - offset; }
 
 bool checked_mul(uint64_t a, uint64_t b, uint64_t *out) {
   if (a != 0 && b > UINT64_MAX / a) return false;
@@ -34,10 +32,14 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
     uint32_t value, max;
   };
   const Limit limits[] = {
-      {"dim", c.dim, 1u << 16},          {"n_layers", c.n_layers, 1024},
-      {"n_heads", c.n_heads, 1024},      {"n_kv_heads", c.n_kv_heads, 1024},
-      {"head_dim", c.head_dim, 4096},    {"ffn_dim", c.ffn_dim, 1u << 18},
-      {"vocab_size", c.vocab_size, 1u << 24}, {"max_seq_len", c.max_seq_len, 1u << 20},
+      {"dim", c.dim, 1u << 16},
+      {"n_layers", c.n_layers, 1024},
+      {"n_heads", c.n_heads, 1024},
+      {"n_kv_heads", c.n_kv_heads, 1024},
+      {"head_dim", c.head_dim, 4096},
+      {"ffn_dim", c.ffn_dim, 1u << 18},
+      {"vocab_size", c.vocab_size, 1u << 24},
+      {"max_seq_len", c.max_seq_len, 1u << 20},
   };
   for (const Limit &l : limits) {
     if (l.value == 0 || l.value > l.max) {
@@ -74,8 +76,7 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
                   float_text(c.rope_theta, number, sizeof number));
     }
     if (c.head_dim % 2 != 0) {
-      return fail(err, MOTE_ERR_BAD_MODEL, "head_dim %u is odd; RoPE rotates pairs",
-                  static_cast<unsigned>(c.head_dim));
+      return fail(err, MOTE_ERR_BAD_MODEL, "head_dim %u is odd; RoPE rotates pairs", static_cast<unsigned>(c.head_dim));
     }
   }
   if (c.activation < 1 || c.activation > 3) {
@@ -113,20 +114,18 @@ Status check_tensor(const ModelView &view, const TensorEntry &t, uint64_t data_o
   const uint32_t want[2] = {rows, cols};
   if (t.n_dims != n_dims || t.shape[0] != want[0] || (n_dims == 2 && t.shape[1] != want[1]) ||
       (n_dims == 1 && t.shape[1] != 1) || t.shape[2] != 1 || t.shape[3] != 1) {
-    return fail(err, MOTE_ERR_BAD_MODEL,
-                "tensor '%s' has shape (%u, %u), the config needs (%u, %u)", name,
-                static_cast<unsigned>(t.shape[0]), static_cast<unsigned>(t.shape[1]),
-                static_cast<unsigned>(want[0]), static_cast<unsigned>(n_dims == 2 ? want[1] : 1));
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' has shape (%u, %u), the config needs (%u, %u)", name,
+                static_cast<unsigned>(t.shape[0]), static_cast<unsigned>(t.shape[1]), static_cast<unsigned>(want[0]),
+                static_cast<unsigned>(n_dims == 2 ? want[1] : 1));
   }
   const uint32_t row_elements = n_dims == 2 ? cols : rows;
   if (row_elements % traits->block_elements != 0) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s': rows of %u elements do not fill %s blocks of %u",
-                name, static_cast<unsigned>(row_elements), traits->name,
-                static_cast<unsigned>(traits->block_elements));
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s': rows of %u elements do not fill %s blocks of %u", name,
+                static_cast<unsigned>(row_elements), traits->name, static_cast<unsigned>(traits->block_elements));
   }
   if (n_dims == 1 && t.dtype != static_cast<uint32_t>(DType::f32)) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' is a vector stored as %s; vectors must be f32",
-                name, traits->name);
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' is a vector stored as %s; vectors must be f32", name,
+                traits->name);
   }
   uint64_t elements = 0, bytes = 0;
   if (!checked_mul(rows, n_dims == 2 ? cols : 1, &elements) ||
@@ -139,9 +138,8 @@ Status check_tensor(const ModelView &view, const TensorEntry &t, uint64_t data_o
                 static_cast<unsigned long long>(t.offset), static_cast<unsigned>(kAlignment));
   }
   if (t.offset < data_offset || !fits(t.offset, t.size, data_end)) {
-    return fail(err, MOTE_ERR_BAD_MODEL,
-                "tensor '%s' spans bytes [%llu, +%llu), outside the data section [%llu, %llu)", name,
-                static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(t.size),
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' spans bytes [%llu, +%llu), outside the data section [%llu, %llu)",
+                name, static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(t.size),
                 static_cast<unsigned long long>(data_offset), static_cast<unsigned long long>(data_end));
   }
   return MOTE_OK;
@@ -196,8 +194,9 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
   };
   for (const Table &t : tables) {
     if (t.offset % 4 != 0 || !fits(t.offset, t.bytes, size)) {
-      return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer %s table [%llu, +%llu) is misaligned or past the section end (%llu bytes)",
-                  t.name, static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(t.bytes),
+      return fail(err, MOTE_ERR_BAD_MODEL,
+                  "tokenizer %s table [%llu, +%llu) is misaligned or past the section end (%llu bytes)", t.name,
+                  static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(t.bytes),
                   static_cast<unsigned long long>(size));
     }
   }
@@ -208,7 +207,8 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
   for (uint32_t i = 0; i < h.n_tokens; ++i) {
     const uint32_t begin = read_u32(offsets + 4ull * i), end = read_u32(offsets + 4ull * (i + 1));
     if (end < begin || end - begin > h.max_piece_bytes) {
-      return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer piece %u has offsets [%u, %u): decreasing or longer than %u bytes",
+      return fail(err, MOTE_ERR_BAD_MODEL,
+                  "tokenizer piece %u has offsets [%u, %u): decreasing or longer than %u bytes",
                   static_cast<unsigned>(i), static_cast<unsigned>(begin), static_cast<unsigned>(end),
                   static_cast<unsigned>(h.max_piece_bytes));
     }
@@ -271,17 +271,35 @@ bool expected_shape(const ModelConfig &c, Role role, uint32_t *n_dims, uint32_t 
   *cols = c.dim;
   switch (role) {
     case Role::token_embedding:
-    case Role::output: *rows = c.vocab_size; return true;
-    case Role::attn_q: *rows = q_dim; return true;
+    case Role::output:
+      *rows = c.vocab_size;
+      return true;
+    case Role::attn_q:
+      *rows = q_dim;
+      return true;
     case Role::attn_k:
-    case Role::attn_v: *rows = kv_dim; return true;
-    case Role::attn_output: *rows = c.dim; *cols = q_dim; return true;
+    case Role::attn_v:
+      *rows = kv_dim;
+      return true;
+    case Role::attn_output:
+      *rows = c.dim;
+      *cols = q_dim;
+      return true;
     case Role::ffn_gate:
-    case Role::ffn_up: *rows = c.ffn_dim; return true;
-    case Role::ffn_down: *rows = c.dim; *cols = c.ffn_dim; return true;
+    case Role::ffn_up:
+      *rows = c.ffn_dim;
+      return true;
+    case Role::ffn_down:
+      *rows = c.dim;
+      *cols = c.ffn_dim;
+      return true;
     case Role::attn_norm:
     case Role::ffn_norm:
-    case Role::output_norm: *n_dims = 1; *rows = c.dim; *cols = 1; return true;
+    case Role::output_norm:
+      *n_dims = 1;
+      *rows = c.dim;
+      *cols = 1;
+      return true;
   }
   *n_dims = 0;
   *rows = *cols = 0;
@@ -310,8 +328,8 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
   FileHeader h;
   std::memcpy(&h, bytes, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "bad magic: not a .mote file (it starts with %02x %02x %02x %02x)",
-                h.magic[0], h.magic[1], h.magic[2], h.magic[3]);
+    return fail(err, MOTE_ERR_BAD_MODEL, "bad magic: not a .mote file (it starts with %02x %02x %02x %02x)", h.magic[0],
+                h.magic[1], h.magic[2], h.magic[3]);
   }
   if (h.version != kVersion) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unsupported .mote format version %u (this build reads version %u)",
@@ -319,12 +337,14 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
   }
   if (h.header_size != sizeof(FileHeader) || h.config_size != sizeof(ModelConfig) ||
       h.tensor_entry_size != sizeof(TensorEntry)) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "header, config or tensor entry size (%u, %u, %u) differs from version 1's (128, 128, 64)",
+    return fail(err, MOTE_ERR_BAD_MODEL,
+                "header, config or tensor entry size (%u, %u, %u) differs from version 1's (128, 128, 64)",
                 static_cast<unsigned>(h.header_size), static_cast<unsigned>(h.config_size),
                 static_cast<unsigned>(h.tensor_entry_size));
   }
   if (h.file_size != n) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "header says the file is %llu bytes but %llu bytes were given (truncated or padded?)",
+    return fail(err, MOTE_ERR_BAD_MODEL,
+                "header says the file is %llu bytes but %llu bytes were given (truncated or padded?)",
                 static_cast<unsigned long long>(h.file_size), static_cast<unsigned long long>(n));
   }
   if (n % kAlignment != 0) {
@@ -348,7 +368,8 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
   if (status != MOTE_OK) return status;
 
   if (h.tensor_count > 4096) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "tensor count %u is too large (at most 4096)", static_cast<unsigned>(h.tensor_count));
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor count %u is too large (at most 4096)",
+                static_cast<unsigned>(h.tensor_count));
   }
   const uint64_t table_bytes = static_cast<uint64_t>(h.tensor_count) * sizeof(TensorEntry);
   if (h.tensor_table_offset % kAlignment != 0 || !fits(h.tensor_table_offset, table_bytes, n)) {
@@ -391,7 +412,8 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
         probe.layer = layer;
         char name[48];
         tensor_name(probe, name, sizeof name);
-        return fail(err, MOTE_ERR_BAD_MODEL, wanted ? "tensor '%s' is missing" : "tensor '%s' is present but embeddings are tied", name);
+        return fail(err, MOTE_ERR_BAD_MODEL,
+                    wanted ? "tensor '%s' is missing" : "tensor '%s' is present but embeddings are tied", name);
       }
     }
   }

@@ -31,7 +31,6 @@ const TensorEntry *find_tensor(const ModelView &view, Role role, uint32_t layer)
 
 // The expected shape of a tensor for this config: n_dims and rows/cols. False when the role is
 // not part of this architecture.
-bool expected_shape(const ModelConfig &config, Role role, uint32_t *n_dims, uint32_t *rows,
-                    uint32_t *cols);
+bool expected_shape(const ModelConfig &config, Role role, uint32_t *n_dims, uint32_t *rows, uint32_t *cols);
 
 }  // namespace mote::format

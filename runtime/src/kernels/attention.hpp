@@ -16,15 +16,14 @@ inline void axpy(float *out, float a, const Element *v, size_t n) {
   const size_t simd_end = n - n % width;
   const Batch a_batch(a);
   for (size_t i = 0; i < simd_end; i += width) {
-    xsimd::fma(a_batch, load_floats<Arch>(v + i), Batch::load_unaligned(out + i))
-        .store_unaligned(out + i);
+    xsimd::fma(a_batch, load_floats<Arch>(v + i), Batch::load_unaligned(out + i)).store_unaligned(out + i);
   }
   for (size_t i = simd_end; i < n; ++i) out[i] += a * to_float<Arch>(v[i]);
 }
 
 template <class Arch, class Element>
-inline void attention(float *out, float *scores, const float *q, const Element *k, const Element *v,
-                      size_t n_pos, size_t head_dim, size_t kv_stride, float scale) {
+inline void attention(float *out, float *scores, const float *q, const Element *k, const Element *v, size_t n_pos,
+                      size_t head_dim, size_t kv_stride, float scale) {
   dot_rows<Arch>(scores, k, kv_stride, q, n_pos, head_dim);
   for (size_t t = 0; t < n_pos; ++t) scores[t] *= scale;
   softmax<Arch>(scores, n_pos);
@@ -33,14 +32,14 @@ inline void attention(float *out, float *scores, const float *q, const Element *
 }
 
 template <class Arch>
-void attention_f32(float *out, float *scores, const float *q, const float *k, const float *v,
-                   size_t n_pos, size_t head_dim, size_t kv_stride, float scale) {
+void attention_f32(float *out, float *scores, const float *q, const float *k, const float *v, size_t n_pos,
+                   size_t head_dim, size_t kv_stride, float scale) {
   attention<Arch>(out, scores, q, k, v, n_pos, head_dim, kv_stride, scale);
 }
 
 template <class Arch>
-void attention_f16(float *out, float *scores, const float *q, const uint16_t *k, const uint16_t *v,
-                   size_t n_pos, size_t head_dim, size_t kv_stride, float scale) {
+void attention_f16(float *out, float *scores, const float *q, const uint16_t *k, const uint16_t *v, size_t n_pos,
+                   size_t head_dim, size_t kv_stride, float scale) {
   attention<Arch>(out, scores, q, k, v, n_pos, head_dim, kv_stride, scale);
 }
 

@@ -9,8 +9,8 @@ inline float to_float(float value) { return value; }
 inline float to_float(uint16_t half) { return fp16_to_f32(half); }
 
 template <class Element>
-void attention(float *out, float *scores, const float *q, const Element *k, const Element *v,
-               size_t n_pos, size_t head_dim, size_t kv_stride, float scale) {
+void attention(float *out, float *scores, const float *q, const Element *k, const Element *v, size_t n_pos,
+               size_t head_dim, size_t kv_stride, float scale) {
   for (size_t t = 0; t < n_pos; ++t) {
     const Element *key = k + t * kv_stride;
     float dot = 0.0f;
@@ -27,13 +27,13 @@ void attention(float *out, float *scores, const float *q, const Element *k, cons
 
 }  // namespace
 
-void attention_f32(float *out, float *scores, const float *q, const float *k, const float *v,
-                   size_t n_pos, size_t head_dim, size_t kv_stride, float scale) {
+void attention_f32(float *out, float *scores, const float *q, const float *k, const float *v, size_t n_pos,
+                   size_t head_dim, size_t kv_stride, float scale) {
   attention(out, scores, q, k, v, n_pos, head_dim, kv_stride, scale);
 }
 
-void attention_f16(float *out, float *scores, const float *q, const uint16_t *k, const uint16_t *v,
-                   size_t n_pos, size_t head_dim, size_t kv_stride, float scale) {
+void attention_f16(float *out, float *scores, const float *q, const uint16_t *k, const uint16_t *v, size_t n_pos,
+                   size_t head_dim, size_t kv_stride, float scale) {
   attention(out, scores, q, k, v, n_pos, head_dim, kv_stride, scale);
 }
 

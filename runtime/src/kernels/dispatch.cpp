@@ -39,9 +39,8 @@ X86Features detect_x86_features() {
   // The AVX2 kernels also use FMA and F16C (half loads); the AVX-512 ones xsimd's avx512bw arch,
   // whose float horizontal sum needs DQ.
   features.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
-  features.avx512 = features.avx2 && __builtin_cpu_supports("avx512f") &&
-                    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
-                    __builtin_cpu_supports("avx512vl");
+  features.avx512 = features.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return features;
 }
 

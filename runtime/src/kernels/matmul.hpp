@@ -62,8 +62,7 @@ constexpr size_t kRowBlockBytes = 128 * 1024;
 
 // out[t * out_stride + r] = dot(w + r * row_stride, x + t * cols) for r < R, t < T.
 template <class Arch, size_t R, size_t T, class Weight>
-inline void dot_tile(float *out, size_t out_stride, const Weight *w, size_t row_stride,
-                     const float *x, size_t cols) {
+inline void dot_tile(float *out, size_t out_stride, const Weight *w, size_t row_stride, const float *x, size_t cols) {
   using Batch = Floats<Arch>;
   constexpr size_t width = Batch::size;
   const size_t paired_end = cols - cols % (2 * width);
@@ -94,16 +93,15 @@ inline void dot_tile(float *out, size_t out_stride, const Weight *w, size_t row_
   for (size_t r = 0; r < R; ++r) {
 #pragma GCC unroll 16
     for (size_t t = 0; t < T; ++t) {
-      out[t * out_stride + r] = finish_row<Arch>(even[r][t] + odd[r][t], w + r * row_stride,
-                                                 x + t * cols, simd_end, cols);
+      out[t * out_stride + r] =
+          finish_row<Arch>(even[r][t] + odd[r][t], w + r * row_stride, x + t * cols, simd_end, cols);
     }
   }
 }
 
 // Every row of a block against K tokens: tiles of tile_rows(K) rows, then single rows.
 template <class Arch, size_t K, class Weight>
-inline void dot_token_tile(float *out, size_t out_stride, const Weight *w, const float *x,
-                           size_t rows, size_t cols) {
+inline void dot_token_tile(float *out, size_t out_stride, const Weight *w, const float *x, size_t rows, size_t cols) {
   constexpr size_t R = tile_rows<Arch>(K);
   size_t r = 0;
   for (; r + R <= rows; r += R) {
@@ -116,8 +114,8 @@ inline void dot_token_tile(float *out, size_t out_stride, const Weight *w, const
 
 // The last n_tokens < tile_tokens() tokens as one tile of exactly that many (K counts down).
 template <class Arch, size_t K, class Weight>
-inline void dot_token_rest(float *out, size_t out_stride, const Weight *w, const float *x,
-                           size_t rows, size_t cols, size_t n_tokens) {
+inline void dot_token_rest(float *out, size_t out_stride, const Weight *w, const float *x, size_t rows, size_t cols,
+                           size_t n_tokens) {
   if (n_tokens == K) {
     dot_token_tile<Arch, K>(out, out_stride, w, x, rows, cols);
   } else if constexpr (K > 1) {
@@ -126,37 +124,35 @@ inline void dot_token_rest(float *out, size_t out_stride, const Weight *w, const
 }
 
 template <class Arch, class Weight>
-inline void matmul(float *out, size_t out_stride, const Weight *w, const float *x, size_t rows,
-                   size_t cols, size_t n_tokens) {
+inline void matmul(float *out, size_t out_stride, const Weight *w, const float *x, size_t rows, size_t cols,
+                   size_t n_tokens) {
   constexpr size_t T = tile_tokens<Arch>();
   const size_t row_bytes = cols * sizeof(Weight);
-  const size_t block_rows =
-      row_bytes < kRowBlockBytes / 4 ? kRowBlockBytes / row_bytes / 4 * 4 : 4;  // 4 rows or more
+  const size_t block_rows = row_bytes < kRowBlockBytes / 4 ? kRowBlockBytes / row_bytes / 4 * 4 : 4;  // 4 rows or more
   for (size_t r0 = 0; r0 < rows; r0 += block_rows) {
     const size_t n_rows = rows - r0 < block_rows ? rows - r0 : block_rows;
     float *block_out = out + r0;
     const Weight *block_w = w + r0 * cols;
     size_t t = 0;
     for (; t + T <= n_tokens; t += T) {
-      dot_token_tile<Arch, T>(block_out + t * out_stride, out_stride, block_w, x + t * cols, n_rows,
-                              cols);
+      dot_token_tile<Arch, T>(block_out + t * out_stride, out_stride, block_w, x + t * cols, n_rows, cols);
     }
     if (t < n_tokens) {
-      dot_token_rest<Arch, T - 1>(block_out + t * out_stride, out_stride, block_w, x + t * cols,
-                                  n_rows, cols, n_tokens - t);
+      dot_token_rest<Arch, T - 1>(block_out + t * out_stride, out_stride, block_w, x + t * cols, n_rows, cols,
+                                  n_tokens - t);
     }
   }
 }
 
 template <class Arch>
-void matmul_f32(float *out, size_t out_stride, const float *w, const float *x, size_t rows,
-                size_t cols, size_t n_tokens) {
+void matmul_f32(float *out, size_t out_stride, const float *w, const float *x, size_t rows, size_t cols,
+                size_t n_tokens) {
   matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
 }
 
 template <class Arch>
-void matmul_f16(float *out, size_t out_stride, const uint16_t *w, const float *x, size_t rows,
-                size_t cols, size_t n_tokens) {
+void matmul_f16(float *out, size_t out_stride, const uint16_t *w, const float *x, size_t rows, size_t cols,
+                size_t n_tokens) {
   matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
 }
 

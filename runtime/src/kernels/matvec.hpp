@@ -14,8 +14,7 @@ namespace mote::kernels::simd {
 // Adds the columns past the last full SIMD block, in order. An explicit fused multiply-add, so
 // the result cannot hinge on whether the compiler contracts a * b + c at this call site.
 template <class Arch, class Weight>
-inline float finish_row(Floats<Arch> partial, const Weight *row, const float *x, size_t simd_end,
-                        size_t cols) {
+inline float finish_row(Floats<Arch> partial, const Weight *row, const float *x, size_t simd_end, size_t cols) {
   float sum = reduce_sum<Arch>(partial);
   for (size_t c = simd_end; c < cols; ++c) sum = __builtin_fmaf(to_float<Arch>(row[c]), x[c], sum);
   return sum;
@@ -33,16 +32,14 @@ inline float dot_row(const Weight *row, const float *x, size_t cols) {
     odd = xsimd::fma(load_floats<Arch>(row + c + width), Batch::load_unaligned(x + c + width), odd);
   }
   if (simd_end > paired_end) {
-    even = xsimd::fma(load_floats<Arch>(row + paired_end), Batch::load_unaligned(x + paired_end),
-                      even);
+    even = xsimd::fma(load_floats<Arch>(row + paired_end), Batch::load_unaligned(x + paired_end), even);
   }
   return finish_row<Arch>(even + odd, row, x, simd_end, cols);
 }
 
 // Four rows at once share every load of x and keep eight independent FMA chains in flight.
 template <class Arch, class Weight>
-inline void dot_4_rows(float *out, const Weight *w, size_t row_stride, const float *x,
-                       size_t cols) {
+inline void dot_4_rows(float *out, const Weight *w, size_t row_stride, const float *x, size_t cols) {
   using Batch = Floats<Arch>;
   constexpr size_t width = Batch::size;
   const size_t paired_end = cols - cols % (2 * width);
@@ -89,8 +86,7 @@ inline void dot_4_rows(float *out, const Weight *w, size_t row_stride, const flo
 
 // out[r] = dot(w + r * row_stride, x) over cols columns, for r < rows.
 template <class Arch, class Weight>
-inline void dot_rows(float *out, const Weight *w, size_t row_stride, const float *x, size_t rows,
-                     size_t cols) {
+inline void dot_rows(float *out, const Weight *w, size_t row_stride, const float *x, size_t rows, size_t cols) {
   size_t r = 0;
   for (; r + 4 <= rows; r += 4) dot_4_rows<Arch>(out + r, w + r * row_stride, row_stride, x, cols);
   for (; r < rows; ++r) out[r] = dot_row<Arch>(w + r * row_stride, x, cols);

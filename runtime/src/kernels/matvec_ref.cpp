@@ -23,15 +23,15 @@ void matvec_f16(float *out, const uint16_t *w, const float *x, size_t rows, size
   }
 }
 
-void matmul_f32(float *out, size_t out_stride, const float *w, const float *x, size_t rows,
-                size_t cols, size_t n_tokens) {
+void matmul_f32(float *out, size_t out_stride, const float *w, const float *x, size_t rows, size_t cols,
+                size_t n_tokens) {
   for (size_t t = 0; t < n_tokens; ++t) {
     matvec_f32(out + t * out_stride, w, x + t * cols, rows, cols);
   }
 }
 
-void matmul_f16(float *out, size_t out_stride, const uint16_t *w, const float *x, size_t rows,
-                size_t cols, size_t n_tokens) {
+void matmul_f16(float *out, size_t out_stride, const uint16_t *w, const float *x, size_t rows, size_t cols,
+                size_t n_tokens) {
   for (size_t t = 0; t < n_tokens; ++t) {
     matvec_f16(out + t * out_stride, w, x + t * cols, rows, cols);
   }

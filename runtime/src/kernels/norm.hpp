@@ -20,8 +20,7 @@ void rmsnorm(float *out, const float *x, const float *weight, size_t n, float ep
 
   const float scale = 1.0f / __builtin_sqrtf(sum_of_squares / static_cast<float>(n) + eps);
   const Batch scale_batch(scale);
-  for (size_t i = 0; i < simd_end;
-       i += width) {  // out may alias x: each lane is read, then written
+  for (size_t i = 0; i < simd_end; i += width) {  // out may alias x: each lane is read, then written
     const Batch v = Batch::load_unaligned(x + i) * scale_batch * Batch::load_unaligned(weight + i);
     v.store_unaligned(out + i);
   }

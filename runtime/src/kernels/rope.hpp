@@ -20,8 +20,7 @@ struct HighHalfEachTwice {  // (n/2, n/2, n/2 + 1, n/2 + 1, ...)
 // Rotates the width/2 adjacent pairs in one batch at p. Lane 2j of the result is
 // a cos - b sin and lane 2j+1 is b cos + a sin, so sin arrives negated on even lanes.
 template <class Arch>
-inline void rotate_adjacent_pairs(float *p, Floats<Arch> cos_per_lane,
-                                  Floats<Arch> signed_sin_per_lane) {
+inline void rotate_adjacent_pairs(float *p, Floats<Arch> cos_per_lane, Floats<Arch> signed_sin_per_lane) {
   using Lanes = xsimd::batch<uint32_t, Arch>;
   constexpr auto swap_adjacent = xsimd::make_batch_constant<Lanes, SwapAdjacentLanes>();
   const Floats<Arch> v = Floats<Arch>::load_unaligned(p);
@@ -29,8 +28,7 @@ inline void rotate_adjacent_pairs(float *p, Floats<Arch> cos_per_lane,
 }
 
 template <class Arch>
-void rope_interleaved(float *x, const float *cos, const float *sin, size_t n_heads,
-                      size_t head_dim) {
+void rope_interleaved(float *x, const float *cos, const float *sin, size_t n_heads, size_t head_dim) {
   using Batch = Floats<Arch>;
   using Lanes = xsimd::batch<uint32_t, Arch>;
   constexpr size_t width = Batch::size;
@@ -63,8 +61,7 @@ void rope_interleaved(float *x, const float *cos, const float *sin, size_t n_hea
 }
 
 template <class Arch>
-void rope_split_half(float *x, const float *cos, const float *sin, size_t n_heads,
-                     size_t head_dim) {
+void rope_split_half(float *x, const float *cos, const float *sin, size_t n_heads, size_t head_dim) {
   using Batch = Floats<Arch>;
   constexpr size_t width = Batch::size;
   const size_t half = head_dim / 2;

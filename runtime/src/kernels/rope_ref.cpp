@@ -4,8 +4,7 @@
 
 namespace mote::kernels::ref {
 
-void rope_interleaved(float *x, const float *cos, const float *sin, size_t n_heads,
-                      size_t head_dim) {
+void rope_interleaved(float *x, const float *cos, const float *sin, size_t n_heads, size_t head_dim) {
   for (size_t h = 0; h < n_heads; ++h) {
     float *head = x + h * head_dim;
     for (size_t i = 0; i < head_dim / 2; ++i) {
@@ -17,8 +16,7 @@ void rope_interleaved(float *x, const float *cos, const float *sin, size_t n_hea
   }
 }
 
-void rope_split_half(float *x, const float *cos, const float *sin, size_t n_heads,
-                     size_t head_dim) {
+void rope_split_half(float *x, const float *cos, const float *sin, size_t n_heads, size_t head_dim) {
   const size_t half = head_dim / 2;
   for (size_t h = 0; h < n_heads; ++h) {
     float *head = x + h * head_dim;

@@ -33,8 +33,7 @@ bool has_sentencepiece_tokenizer(const Model &m) {
   return m.view.tokenizer_kind == static_cast<uint32_t>(format::TokenizerKind::sentencepiece_bpe);
 }
 
-Status resolve_options(const Model &model, const mote_session_options *in, mote_session_options *out,
-                       ErrorSink err) {
+Status resolve_options(const Model &model, const mote_session_options *in, mote_session_options *out, ErrorSink err) {
   *out = in != nullptr ? *in : mote_session_options_default();
   const uint32_t max_seq_len = model.view.config.max_seq_len;
   if (out->context_length == 0) out->context_length = max_seq_len;
@@ -125,11 +124,13 @@ mote_status mote_session_init(mote_session *session, const mote_model *model, co
   if (status != MOTE_OK) return status;
   const size_t needed = mote_arena_size(model, &resolved);
   if (needed == 0) {
-    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "the session for this context length does not fit in the address space");
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT,
+                "the session for this context length does not fit in the address space");
   }
   if (arena == nullptr || arena_n < needed) {
     return fail(sink, MOTE_ERR_ARENA_TOO_SMALL, "arena is %llu bytes; this model and these options need %llu",
-                static_cast<unsigned long long>(arena == nullptr ? 0 : arena_n), static_cast<unsigned long long>(needed));
+                static_cast<unsigned long long>(arena == nullptr ? 0 : arena_n),
+                static_cast<unsigned long long>(needed));
   }
   if (reinterpret_cast<uintptr_t>(arena) % MOTE_ARENA_ALIGNMENT != 0) {
     return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "arena must be %d-byte aligned", MOTE_ARENA_ALIGNMENT);

@@ -46,8 +46,7 @@ void matmul(const Session &s, float *out, const Matrix &w, const float *x, size_
       k.matmul_f16(out + begin, w.rows, static_cast<const uint16_t *>(w.data) + offset, x, end - begin, w.cols,
                    n_tokens);
     } else {
-      k.matmul_f32(out + begin, w.rows, static_cast<const float *>(w.data) + offset, x, end - begin, w.cols,
-                   n_tokens);
+      k.matmul_f32(out + begin, w.rows, static_cast<const float *>(w.data) + offset, x, end - begin, w.cols, n_tokens);
     }
   });
 }
@@ -85,8 +84,8 @@ void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logit
   const size_t kv_dim = c.n_kv_heads * head_dim;
   const size_t heads_per_kv = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const auto rope = c.rope_layout == static_cast<uint32_t>(format::RopeLayout::split_half)
-                        ? k.rope_split_half : k.rope_interleaved;
+  const auto rope =
+      c.rope_layout == static_cast<uint32_t>(format::RopeLayout::split_half) ? k.rope_split_half : k.rope_interleaved;
 
   for (size_t t = 0; t < n_tokens; ++t) {
     embed(st.x + t * dim, w.token_embedding, tokens[t]);

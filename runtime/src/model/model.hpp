@@ -41,25 +41,25 @@ struct LayerWeights {
 };
 
 struct Weights {
-  Matrix token_embedding;  // (vocab, dim)
-  LayerWeights *layers;    // (n_layers), in the arena
+  Matrix token_embedding;    // (vocab, dim)
+  LayerWeights *layers;      // (n_layers), in the arena
   const float *output_norm;  // (dim)
-  Matrix classifier;       // (vocab, dim); the embedding when tied
+  Matrix classifier;         // (vocab, dim); the embedding when tied
 };
 
 // The current wave of activations, for up to batch_size tokens at once (token-major: row t of
 // x is token t's residual stream). Decoding uses row 0 only.
 struct RunState {
-  float *x;       // (batch, dim) the residual stream
-  float *xb;      // (batch, max(dim, q_dim)) a block's normalized input, then the attention output
-  float *xb2;     // (batch, dim) a block's output before the residual add
-  float *hb;      // (batch, ffn_dim) gate
-  float *hb2;     // (batch, ffn_dim) up
-  float *q;       // (batch, n_heads * head_dim)
-  float *k;       // (batch, n_kv_heads * head_dim) keys before they enter the cache
-  float *v;       // (batch, n_kv_heads * head_dim)
-  float *att;     // (n_heads, context) attention scores, one row per head
-  float *logits;  // (vocab) of the last token
+  float *x;               // (batch, dim) the residual stream
+  float *xb;              // (batch, max(dim, q_dim)) a block's normalized input, then the attention output
+  float *xb2;             // (batch, dim) a block's output before the residual add
+  float *hb;              // (batch, ffn_dim) gate
+  float *hb2;             // (batch, ffn_dim) up
+  float *q;               // (batch, n_heads * head_dim)
+  float *k;               // (batch, n_kv_heads * head_dim) keys before they enter the cache
+  float *v;               // (batch, n_kv_heads * head_dim)
+  float *att;             // (n_heads, context) attention scores, one row per head
+  float *logits;          // (vocab) of the last token
   float *rope_cos;        // (batch, head_dim / 2) angles of each token's position
   float *rope_sin;        // (batch, head_dim / 2)
   double *rope_inv_freq;  // (head_dim / 2) theta^(-2i / head_dim)
@@ -80,7 +80,7 @@ struct Session {
   uint32_t context_length;
   uint32_t position;  // tokens in the cache
   uint32_t n_threads;
-  uint32_t batch_size;  // tokens one prefill step runs through the weights together
+  uint32_t batch_size;    // tokens one prefill step runs through the weights together
   int32_t *history;       // (context) the tokens in the cache, for the repetition penalty
   Candidate *candidates;  // (vocab) sampler scratch
   Rng rng;

@@ -19,16 +19,15 @@ Status check_supported(const format::ModelView &view, ErrorSink err) {
       c.position_kind != static_cast<uint32_t>(format::PositionKind::rope) ||
       c.activation != static_cast<uint32_t>(format::Activation::swiglu) ||
       (c.flags & (format::kFlagAttentionBias | format::kFlagFfnBias)) != 0) {
-    return fail(err, MOTE_ERR_UNSUPPORTED,
-                "this build runs Llama blocks only (RMSNorm, RoPE, SwiGLU, no biases)");
+    return fail(err, MOTE_ERR_UNSUPPORTED, "this build runs Llama blocks only (RMSNorm, RoPE, SwiGLU, no biases)");
   }
   for (uint32_t i = 0; i < view.n_tensors; ++i) {
     const format::TensorEntry &t = view.tensors[i];
     if (t.dtype != static_cast<uint32_t>(DType::f32) && t.dtype != static_cast<uint32_t>(DType::f16)) {
       char name[48];
       format::tensor_name(t, name, sizeof name);
-      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s; this build runs f32 and f16 weights",
-                  name, format::dtype_traits(t.dtype)->name);
+      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s; this build runs f32 and f16 weights", name,
+                  format::dtype_traits(t.dtype)->name);
     }
   }
   if (view.tokenizer_kind != static_cast<uint32_t>(format::TokenizerKind::sentencepiece_bpe)) {

@@ -24,14 +24,13 @@ constexpr uint64_t kMultiplier = 6364136223846793005ULL;
 
 // CTRL's penalty, once per distinct token: positive logits shrink, negative ones grow.
 // scratch[id].id flags the tokens already penalized (only the window's entries are touched).
-void apply_repetition_penalty(const mote_sampler_options &options, float *logits, size_t n,
-                              const int32_t *recent, size_t n_recent, Candidate *scratch) {
+void apply_repetition_penalty(const mote_sampler_options &options, float *logits, size_t n, const int32_t *recent,
+                              size_t n_recent, Candidate *scratch) {
   const float penalty = options.repetition_penalty;
   if (!(penalty > 0.0f) || penalty == 1.0f || !std::isfinite(penalty)) return;
   if (recent == nullptr || options.repetition_last_n == 0) return;
   size_t window = n_recent;
-  if (options.repetition_last_n > 0 &&
-      static_cast<size_t>(options.repetition_last_n) < n_recent) {
+  if (options.repetition_last_n > 0 && static_cast<size_t>(options.repetition_last_n) < n_recent) {
     window = static_cast<size_t>(options.repetition_last_n);
   }
   const int32_t *first = recent + (n_recent - window);
@@ -165,8 +164,8 @@ int32_t argmax(const float *logits, size_t n) {
   return static_cast<int32_t>(best);
 }
 
-int32_t sample(const mote_sampler_options &options, Rng &rng, float *logits, size_t n,
-               const int32_t *recent, size_t n_recent, Candidate *scratch) {
+int32_t sample(const mote_sampler_options &options, Rng &rng, float *logits, size_t n, const int32_t *recent,
+               size_t n_recent, Candidate *scratch) {
   if (n == 0) return -1;
   apply_repetition_penalty(options, logits, n, recent, n_recent, scratch);
   if (!(options.temperature > 0.0f)) return argmax(logits, n);

@@ -29,7 +29,7 @@ int32_t argmax(const float *logits, size_t n);
 // 0, otherwise temperature, top-k, top-p and min-p filtering and a draw from rng.
 // logits is modified in place; scratch holds n candidates (from the session arena). Returns -1
 // only when n is 0. Option edge cases (0, negative, > 1) are listed at the top of sampler.cpp.
-int32_t sample(const mote_sampler_options &options, Rng &rng, float *logits, size_t n,
-               const int32_t *recent, size_t n_recent, Candidate *scratch);
+int32_t sample(const mote_sampler_options &options, Rng &rng, float *logits, size_t n, const int32_t *recent,
+               size_t n_recent, Candidate *scratch);
 
 }  // namespace mote

@@ -131,8 +131,7 @@ size_t utf8_sequence_length(const uint8_t *s, size_t available) {
 
 // Appends the initial tokens of the code point (or lone byte) [bytes, bytes + n) at
 // out[*count], or only counts them when out is null.
-Status emit_code_point(const TokenizerView &tok, const char *bytes, size_t n, int32_t *out,
-                       size_t *count) {
+Status emit_code_point(const TokenizerView &tok, const char *bytes, size_t n, int32_t *out, size_t *count) {
   const int32_t id = find_text_token(tok, {bytes, n}, {bytes, 0});
   if (id >= 0) {
     if (out != nullptr) out[*count] = id;
@@ -162,8 +161,7 @@ Status emit_code_point(const TokenizerView &tok, const char *bytes, size_t n, in
 }
 
 // The tokens before merging: the dummy prefix, then one or more per code point.
-Status split_into_pieces(const TokenizerView &tok, const char *text, size_t text_n,
-                         int32_t *out, size_t *count) {
+Status split_into_pieces(const TokenizerView &tok, const char *text, size_t text_n, int32_t *out, size_t *count) {
   *count = 0;
   if (text_n > 0 && tok.add_space_prefix) {
     const Status status = emit_code_point(tok, " ", 1, out, count);
@@ -236,8 +234,7 @@ void merge_uncached(const TokenizerView &tok, int32_t *ids, size_t *n) {
     size_t best = count;
     int32_t best_id = -1;
     for (size_t i = 0; i + 1 < count; ++i) {
-      const int32_t id =
-          merge_of(tok, static_cast<uint32_t>(ids[i]), static_cast<uint32_t>(ids[i + 1]));
+      const int32_t id = merge_of(tok, static_cast<uint32_t>(ids[i]), static_cast<uint32_t>(ids[i + 1]));
       if (id >= 0 && tok.scores[id] > best_score) {
         best_score = tok.scores[id];
         best = i;
@@ -266,10 +263,9 @@ int compare_pieces(const TokenizerView &tok, uint32_t a, uint32_t b) {
   return compare_prefix(piece_of(tok, a), piece_of(tok, b));
 }
 
-Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos,
-              int32_t *tokens, size_t capacity, size_t *n_tokens) {
-  if (n_tokens == nullptr || (text == nullptr && text_n > 0) ||
-      (tokens == nullptr && capacity > 0)) {
+Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos, int32_t *tokens, size_t capacity,
+              size_t *n_tokens) {
+  if (n_tokens == nullptr || (text == nullptr && text_n > 0) || (tokens == nullptr && capacity > 0)) {
     return MOTE_ERR_INVALID_ARGUMENT;
   }
   *n_tokens = 0;
@@ -302,8 +298,8 @@ Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool ad
   return MOTE_OK;
 }
 
-void piece_for(const TokenizerView &tok, int32_t prev_token, int32_t token, char *byte_storage,
-               const char **bytes, size_t *n_bytes) {
+void piece_for(const TokenizerView &tok, int32_t prev_token, int32_t token, char *byte_storage, const char **bytes,
+               size_t *n_bytes) {
   *bytes = "";
   *n_bytes = 0;
   if (token < 0 || static_cast<uint32_t>(token) >= tok.n_tokens) return;

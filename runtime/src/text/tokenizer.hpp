@@ -46,12 +46,12 @@ int32_t find_token(const TokenizerView &tok, const char *text, size_t n);
 // vocabulary lacks one of them, or MOTE_ERR_UNSUPPORTED when it has no unk either. BOS is
 // added only if asked for and bos_id >= 0. A buffer below text_n + 2 entries is enough when it
 // holds every token before merging; otherwise MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens = needed.
-Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos,
-              int32_t *tokens, size_t capacity, size_t *n_tokens);
+Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos, int32_t *tokens, size_t capacity,
+              size_t *n_tokens);
 
 // The bytes token prints after prev_token (see mote_detokenize). Byte tokens decode into
 // byte_storage (one byte) so the result may point there; otherwise into the model bytes.
-void piece_for(const TokenizerView &tok, int32_t prev_token, int32_t token,
-               char *byte_storage, const char **bytes, size_t *n_bytes);
+void piece_for(const TokenizerView &tok, int32_t prev_token, int32_t token, char *byte_storage, const char **bytes,
+               size_t *n_bytes);
 
 }  // namespace mote
