@@ -100,59 +100,48 @@ TEST_CASE("the arena size grows with the context and shrinks with an f16 KV cach
 }
 
 TEST_CASE("no heap allocation from session init to the end of a 64-token generation") {
-  auto m = tiny_gqa();
+  // tiny_gqa with room for 4 + 64 tokens (RoPE runs at any position; the weights are unchanged).
+  mote::convert::ModelData data;
+  std::string error;
+  REQUIRE(mote::convert::load_llama2c(golden_path("tiny_gqa.bin"), golden_path("tiny_tok70.bin"), {}, &data, &error));
+  data.config.max_seq_len = 128;
+  AlignedBuffer bytes = AlignedBuffer::copy_of(mote::convert::serialize(data));
+  mote_model model;
+  REQUIRE(mote_model_open(bytes.data.get(), bytes.size, &model, nullptr, 0) == MOTE_OK);
+
   mote_session_options options = mote_session_options_default();
   options.n_threads = 2;
-  AlignedBuffer arena(mote_arena_size(&m->model, &options));
-  mote_sampler_options sampler = mote_sampler_options_default();
-  sampler.seed = 42;
+  AlignedBuffer arena(mote_arena_size(&model, &options));
+  mote_sampler_options sampler = mote_sampler_options_default();  // top-k, top-p, min-p all on
   sampler.repetition_penalty = 1.1f;
   const int32_t prompt[] = {1, 5, 9, 12};
   auto ignore = [](void *, int32_t, const char *, size_t) { return 0; };
   mote_session session;
   char message[256] = "";
 
-  // Warm up: OpenMP creates its thread pool on first use (outside the guarantee, DESIGN.md).
-  REQUIRE(mote_session_init(&session, &m->model, &options, arena.data.get(), arena.size, message, sizeof message) ==
-          MOTE_OK);
-  REQUIRE(mote_generate(&session, prompt, 4, 4, &sampler, ignore, nullptr, nullptr) == MOTE_OK);
+  // Warm up (OpenMP creates its thread pool on first use, outside the guarantee, DESIGN.md)
+  // and pick a seed whose 64 draws never hit BOS or EOS on this ISA, so all 64 tokens come out.
+  uint32_t generated = 0;
+  for (sampler.seed = 1; sampler.seed < 1000 && generated < 64; ++sampler.seed) {
+    REQUIRE(mote_session_init(&session, &model, &options, arena.data.get(), arena.size, message, sizeof message) ==
+            MOTE_OK);
+    REQUIRE(mote_generate(&session, prompt, 4, 64, &sampler, ignore, nullptr, &generated) == MOTE_OK);
+  }
+  --sampler.seed;
+  REQUIRE(generated == 64);
 
   g_allocations = 0;
   g_counting = true;
   const mote_status init =
-      mote_session_init(&session, &m->model, &options, arena.data.get(), arena.size, message, sizeof message);
-  uint32_t generated = 0;
-  sampler.min_p = 0.0f;  // keep every sampling stage busy
-  const mote_status run = mote_generate(&session, prompt, 4, 36, &sampler, ignore, nullptr, &generated);
+      mote_session_init(&session, &model, &options, arena.data.get(), arena.size, message, sizeof message);
+  generated = 0;
+  const mote_status run = mote_generate(&session, prompt, 4, 64, &sampler, ignore, nullptr, &generated);
   g_counting = false;
   REQUIRE(init == MOTE_OK);
   REQUIRE(run == MOTE_OK);
-  CHECK(mote_session_position(&session) == 4 + generated);
+  CHECK(generated == 64);
+  CHECK(mote_session_position(&session) == 4 + 64);
   CHECK(g_allocations.load() == 0);
-}
-
-TEST_CASE("64 generated tokens allocate nothing (context-filling run)") {
-  auto m = tiny_gqa();  // max_seq_len 40: use a reset half-way to reach 64 tokens
-  mote_session_options options = mote_session_options_default();
-  AlignedBuffer arena(mote_arena_size(&m->model, &options));
-  mote_session session;
-  REQUIRE(mote_session_init(&session, &m->model, &options, arena.data.get(), arena.size, nullptr, 0) == MOTE_OK);
-  mote_sampler_options sampler = mote_sampler_options_default();
-  g_allocations = 0;
-  g_counting = true;
-  long produced = 0;
-  for (int round = 0; round < 2; ++round) {
-    mote_session_reset(&session);
-    uint32_t generated = 0;
-    const int32_t bos = 1;
-    sampler.seed = 7 + round;
-    const mote_status status = mote_generate(&session, &bos, 1, 32, &sampler, nullptr, nullptr, &generated);
-    produced += generated;
-    if (status != MOTE_OK) break;
-  }
-  g_counting = false;
-  CHECK(g_allocations.load() == 0);
-  CHECK(produced > 0);
 }
 
 TEST_CASE("opening, tokenizing, detokenizing and failing allocate nothing either") {
