@@ -68,8 +68,10 @@ int command_inspect(int argc, char **argv) {
   if (f32_bytes == 0)
     return report("inspect", "invalid --ctx for this model (at most " + std::to_string(c.max_seq_len) + ")",
                   kExitUsage);
-  std::printf("\narena bytes     %zu (context %u, f32 KV cache)\n", f32_bytes, context == 0 ? c.max_seq_len : context);
-  std::printf("arena bytes     %zu (context %u, f16 KV cache)\n", f16_bytes, context == 0 ? c.max_seq_len : context);
+  const unsigned shown_context = context == 0 ? c.max_seq_len : context;
+  const unsigned batch = session_options.batch_size;
+  std::printf("\narena bytes     %zu (context %u, f32 KV cache, prefill batch %u)\n", f32_bytes, shown_context, batch);
+  std::printf("arena bytes     %zu (context %u, f16 KV cache, prefill batch %u)\n", f16_bytes, shown_context, batch);
   char message[256] = "";
   if (check_supported(view, ErrorSink{message, sizeof message}) != MOTE_OK) {
     std::printf("runnable        no: %s\n", message);
