@@ -56,6 +56,13 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
   return MOTE_OK;
 }
 
+// The bytes plan_session lays out for already-resolved options; 0 past the address space.
+size_t planned_arena_size(const Model &model, const mote_session_options &resolved) {
+  ArenaPlanner planner(nullptr, 0);
+  plan_session(planner, model, resolved);
+  return planner.overflowed() ? 0 : planner.used();
+}
+
 }  // namespace
 
 extern "C" {
@@ -105,9 +112,7 @@ size_t mote_arena_size(const mote_model *model, const mote_session_options *opti
   const Model *m = model_of(model);
   mote_session_options resolved;
   if (m == nullptr || resolve_options(*m, options, &resolved, ErrorSink{}) != MOTE_OK) return 0;
-  ArenaPlanner planner(nullptr, 0);
-  plan_session(planner, *m, resolved);
-  return planner.overflowed() ? 0 : planner.used();
+  return planned_arena_size(*m, resolved);
 }
 
 mote_status mote_session_init(mote_session *session, const mote_model *model, const mote_session_options *options,
@@ -122,7 +127,7 @@ mote_status mote_session_init(mote_session *session, const mote_model *model, co
   mote_session_options resolved;
   status = resolve_options(*m, options, &resolved, sink);
   if (status != MOTE_OK) return status;
-  const size_t needed = mote_arena_size(model, &resolved);
+  const size_t needed = planned_arena_size(*m, resolved);
   if (needed == 0) {
     return fail(sink, MOTE_ERR_INVALID_ARGUMENT,
                 "the session for this context length does not fit in the address space");
