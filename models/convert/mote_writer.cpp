@@ -56,6 +56,15 @@ std::vector<uint8_t> serialize_tokenizer(const TokenizerData &tok) {
   at = align_up(at + n, 4);
   h.sorted_ids_offset = at;
   at += n * 4ull;
+  // Merges sorted by (left, right) for the encoder's binary search; the rank keeps the order.
+  std::vector<format::BpeMerge> merges = tok.merges;
+  for (size_t i = 0; i < merges.size(); ++i) merges[i].rank = static_cast<uint32_t>(i);
+  std::sort(merges.begin(), merges.end(), [](const format::BpeMerge &a, const format::BpeMerge &b) {
+    return a.left != b.left ? a.left < b.left : a.right < b.right;
+  });
+  h.n_merges = static_cast<uint32_t>(merges.size());
+  h.merges_offset = merges.empty() ? 0 : at;
+  at += merges.size() * sizeof(format::BpeMerge);
 
   std::vector<uint8_t> out(at, 0);
   put(out, 0, h);
@@ -66,6 +75,7 @@ std::vector<uint8_t> serialize_tokenizer(const TokenizerData &tok) {
   std::memcpy(out.data() + h.scores_offset, tok.scores.data(), n * 4ull);
   std::memcpy(out.data() + h.types_offset, tok.types.data(), n);
   std::memcpy(out.data() + h.sorted_ids_offset, sorted.data(), n * 4ull);
+  if (!merges.empty()) std::memcpy(out.data() + h.merges_offset, merges.data(), merges.size() * sizeof(format::BpeMerge));
   return out;
 }
 

@@ -26,6 +26,9 @@ struct TokenizerData {
   std::vector<std::string> pieces;
   std::vector<float> scores;
   std::vector<uint8_t> types;
+  // Byte-level BPE: pieces hold raw bytes; merges listed in priority order (first = rank 0),
+  // each with left, right and result ids filled in (rank is assigned from the position).
+  std::vector<format::BpeMerge> merges;
 };
 
 struct ModelData {

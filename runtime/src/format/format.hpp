@@ -118,10 +118,21 @@ struct TokenizerHeader {  // 96 bytes
   uint64_t sorted_ids_offset;     // u32[n_tokens], ascending by (bytes, id)
   uint32_t n_merges;              // byte-level BPE only (0 for sentencepiece_bpe)
   uint32_t reserved0;
-  uint64_t merges_offset;  // reserved for byte-level BPE
+  uint64_t merges_offset;  // BpeMerge[n_merges], ascending by (left, right)
   uint8_t reserved[8];
 };
 static_assert(sizeof(TokenizerHeader) == 96, "TokenizerHeader is 96 bytes");
+
+// One byte-level BPE merge: the adjacent tokens (left, right) become result, whose piece is
+// left's bytes followed by right's. Lower rank merges first. The table is sorted by
+// (left, right) so the encoder finds a pair by binary search.
+struct BpeMerge {  // 16 bytes
+  uint32_t left;
+  uint32_t right;
+  uint32_t result;
+  uint32_t rank;
+};
+static_assert(sizeof(BpeMerge) == 16, "BpeMerge is 16 bytes");
 
 // Bytes per element block and elements per block, per dtype.
 struct DTypeTraits {

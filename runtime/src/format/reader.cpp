@@ -145,6 +145,43 @@ Status check_tensor(const ModelView &view, const TensorEntry &t, uint64_t data_o
   return MOTE_OK;
 }
 
+uint32_t piece_size(const TokenizerView &tok, uint32_t id) { return tok.piece_offsets[id + 1] - tok.piece_offsets[id]; }
+
+// Byte-level BPE merges: in range, sorted strictly by (left, right) (so each pair has one
+// rank), ranks below n_merges, and each result's piece is exactly left's bytes then right's.
+Status check_merges(const TokenizerHeader &h, const uint8_t *base, uint64_t size, TokenizerView *tok, ErrorSink err) {
+  const uint64_t bytes = static_cast<uint64_t>(h.n_merges) * sizeof(BpeMerge);
+  if (h.merges_offset % 4 != 0 || !fits(h.merges_offset, bytes, size)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer merges table [%llu, +%llu) is misaligned or past the section end",
+                static_cast<unsigned long long>(h.merges_offset), static_cast<unsigned long long>(bytes));
+  }
+  const BpeMerge *merges = reinterpret_cast<const BpeMerge *>(base + h.merges_offset);
+  for (uint32_t i = 0; i < h.n_merges; ++i) {
+    const BpeMerge &m = merges[i];
+    if (m.left >= h.n_tokens || m.right >= h.n_tokens || m.result >= h.n_tokens || m.rank >= h.n_merges) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer merge %u (%u + %u -> %u, rank %u) is out of range",
+                  static_cast<unsigned>(i), static_cast<unsigned>(m.left), static_cast<unsigned>(m.right),
+                  static_cast<unsigned>(m.result), static_cast<unsigned>(m.rank));
+    }
+    if (i > 0 && (merges[i - 1].left > m.left || (merges[i - 1].left == m.left && merges[i - 1].right >= m.right))) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer merges are not sorted by (left, right) at entry %u",
+                  static_cast<unsigned>(i));
+    }
+    const uint32_t left_n = piece_size(*tok, m.left), right_n = piece_size(*tok, m.right);
+    const char *result = tok->piece_bytes + tok->piece_offsets[m.result];
+    if (piece_size(*tok, m.result) != left_n + right_n ||
+        std::memcmp(result, tok->piece_bytes + tok->piece_offsets[m.left], left_n) != 0 ||
+        std::memcmp(result + left_n, tok->piece_bytes + tok->piece_offsets[m.right], right_n) != 0) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer merge %u: token %u is not token %u followed by token %u",
+                  static_cast<unsigned>(i), static_cast<unsigned>(m.result), static_cast<unsigned>(m.left),
+                  static_cast<unsigned>(m.right));
+    }
+  }
+  tok->merges = merges;
+  tok->n_merges = h.n_merges;
+  return MOTE_OK;
+}
+
 Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSink err) {
   if (offset % kAlignment != 0 || !fits(offset, size, view->size) || size < sizeof(TokenizerHeader)) {
     return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer section [%llu, +%llu) is misaligned, too small or past the end",
@@ -257,6 +294,11 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
                     static_cast<unsigned>(i));
       }
     }
+  }
+  tok.kind = h.kind;
+  if (h.kind == static_cast<uint32_t>(TokenizerKind::byte_level_bpe)) {
+    const Status status = check_merges(h, base, size, &tok, err);
+    if (status != MOTE_OK) return status;
   }
   view->tokenizer_kind = h.kind;
   view->chat_template = h.chat_template;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/status.hpp"
+#include "format/format.hpp"
 
 namespace mote {
 
@@ -21,6 +22,7 @@ enum TokenType : uint8_t {
 
 // Everything points into the model bytes; the format reader validated it all (see FORMAT.md).
 struct TokenizerView {
+  uint32_t kind = 0;  // format::TokenizerKind
   uint32_t n_tokens = 0;
   const uint32_t *piece_offsets = nullptr;  // n_tokens + 1 offsets into piece_bytes, ascending
   const char *piece_bytes = nullptr;        // token i is [piece_offsets[i], piece_offsets[i+1])
@@ -31,6 +33,10 @@ struct TokenizerView {
   int32_t eos_id = -1;
   int32_t unk_id = -1;
   bool add_space_prefix = true;  // SentencePiece's dummy prefix: " " before non-empty text
+  // Byte-level BPE only: pieces are raw bytes (the GPT-2 byte-to-unicode mapping is undone
+  // at conversion), merges ascending by (left, right).
+  const format::BpeMerge *merges = nullptr;
+  uint32_t n_merges = 0;
 };
 
 // Orders two tokens' pieces as sorted_ids does: bytes as unsigned, shorter first on a common
