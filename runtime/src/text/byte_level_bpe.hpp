@@ -10,14 +10,8 @@
 
 namespace mote {
 
-// A piece of text; the encoder sees a list of spans as one text (pre-tokenization runs over
-// the joins), which lets a chat template add "user\n" before a message without copying it.
-struct TextSpan {
-  const char *bytes;
-  size_t n;
-};
-
-// Encodes the concatenation of spans with tok (kind byte_level_bpe). With parse_special, the
+// Encodes the concatenation of spans (TextSpan, tokenizer.hpp; pre-tokenization runs across
+// the joins as if the text were one string) with tok (kind byte_level_bpe). With parse_special, the
 // literal text of control and user-defined tokens ("<|im_end|>") becomes those tokens;
 // otherwise such text is encoded like any other. Invalid UTF-8 bytes are each a word of their
 // own and become their byte token, so decoding returns the input bytes. capacity >= total

@@ -161,20 +161,24 @@ Status emit_code_point(const TokenizerView &tok, const char *bytes, size_t n, in
 }
 
 // The tokens before merging: the dummy prefix, then one or more per code point.
-Status split_into_pieces(const TokenizerView &tok, const char *text, size_t text_n, int32_t *out, size_t *count) {
+Status split_into_pieces(const TokenizerView &tok, const TextSpan *spans, size_t n_spans, size_t text_n, int32_t *out,
+                         size_t *count) {
   *count = 0;
   if (text_n > 0 && tok.add_space_prefix) {
     const Status status = emit_code_point(tok, " ", 1, out, count);
     if (status != MOTE_OK) return status;
   }
-  const uint8_t *bytes = reinterpret_cast<const uint8_t *>(text);
-  size_t at = 0;
-  while (at < text_n) {
-    size_t length = utf8_sequence_length(bytes + at, text_n - at);
-    if (length == 0) length = 1;  // not valid UTF-8: this byte alone
-    const Status status = emit_code_point(tok, text + at, length, out, count);
-    if (status != MOTE_OK) return status;
-    at += length;
+  for (size_t s = 0; s < n_spans; ++s) {
+    const char *text = spans[s].bytes;
+    const uint8_t *bytes = reinterpret_cast<const uint8_t *>(text);
+    size_t at = 0;
+    while (at < spans[s].n) {
+      size_t length = utf8_sequence_length(bytes + at, spans[s].n - at);
+      if (length == 0) length = 1;  // not valid UTF-8: this byte alone
+      const Status status = emit_code_point(tok, text + at, length, out, count);
+      if (status != MOTE_OK) return status;
+      at += length;
+    }
   }
   return MOTE_OK;
 }
@@ -265,10 +269,22 @@ int compare_pieces(const TokenizerView &tok, uint32_t a, uint32_t b) {
 
 Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos, int32_t *tokens, size_t capacity,
               size_t *n_tokens) {
-  if (n_tokens == nullptr || (text == nullptr && text_n > 0) || (tokens == nullptr && capacity > 0)) {
+  if (text == nullptr && text_n > 0) return MOTE_ERR_INVALID_ARGUMENT;
+  const TextSpan span{text, text_n};
+  return encode_spans(tok, &span, 1, add_bos, tokens, capacity, n_tokens);
+}
+
+Status encode_spans(const TokenizerView &tok, const TextSpan *spans, size_t n_spans, bool add_bos, int32_t *tokens,
+                    size_t capacity, size_t *n_tokens) {
+  if (n_tokens == nullptr || (spans == nullptr && n_spans > 0) || (tokens == nullptr && capacity > 0)) {
     return MOTE_ERR_INVALID_ARGUMENT;
   }
   *n_tokens = 0;
+  size_t text_n = 0;
+  for (size_t s = 0; s < n_spans; ++s) {
+    if (spans[s].bytes == nullptr && spans[s].n > 0) return MOTE_ERR_INVALID_ARGUMENT;
+    text_n += spans[s].n;
+  }
   const size_t n_bos = (add_bos && tok.bos_id >= 0) ? 1 : 0;
   // Every byte yields at most one initial token and the prefix is one byte, so this bound
   // (at most text_n + 2) holds; only a smaller buffer needs the exact count first.
@@ -276,7 +292,7 @@ Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool ad
   const bool bound_fits = text_n <= capacity && capacity - text_n >= n_bos + prefix_n;
   if (!bound_fits) {
     size_t n_pieces = 0;
-    const Status status = split_into_pieces(tok, text, text_n, nullptr, &n_pieces);
+    const Status status = split_into_pieces(tok, spans, n_spans, text_n, nullptr, &n_pieces);
     if (status != MOTE_OK) return status;
     if (n_pieces + n_bos > capacity) {
       *n_tokens = n_pieces + n_bos;
@@ -286,7 +302,7 @@ Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool ad
   if (n_bos == 1) tokens[0] = tok.bos_id;
   int32_t *text_tokens = tokens + n_bos;
   size_t n_text = 0;
-  const Status status = split_into_pieces(tok, text, text_n, text_tokens, &n_text);
+  const Status status = split_into_pieces(tok, spans, n_spans, text_n, text_tokens, &n_text);
   if (status != MOTE_OK) return status;
   if (tok.n_tokens <= kNoMerge16) {
     // int32_t and uint32_t may alias each other; ids are below 2^16 so cells stay exact.

@@ -39,6 +39,13 @@ struct TokenizerView {
   uint32_t n_merges = 0;
 };
 
+// A piece of text; encoders see a list of spans as one text, which lets a chat template put
+// "user\n" before a message without copying it.
+struct TextSpan {
+  const char *bytes;
+  size_t n;
+};
+
 // Orders two tokens' pieces as sorted_ids does: bytes as unsigned, shorter first on a common
 // prefix. Negative, zero or positive. The reader validates sorted_ids with it.
 int compare_pieces(const TokenizerView &tok, uint32_t a, uint32_t b);
@@ -54,6 +61,10 @@ int32_t find_token(const TokenizerView &tok, const char *text, size_t n);
 // holds every token before merging; otherwise MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens = needed.
 Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos, int32_t *tokens, size_t capacity,
               size_t *n_tokens);
+// The same for the concatenation of spans (each span is split into code points on its own:
+// callers join spans at code point boundaries, e.g. ASCII template text and a message).
+Status encode_spans(const TokenizerView &tok, const TextSpan *spans, size_t n_spans, bool add_bos, int32_t *tokens,
+                    size_t capacity, size_t *n_tokens);
 
 // The bytes token prints after prev_token (see mote_detokenize). Byte tokens decode into
 // byte_storage (one byte) so the result may point there; otherwise into the model bytes.
