@@ -45,7 +45,9 @@ typedef struct mote_model {
 typedef struct mote_model_info {
   uint32_t dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, vocab_size, max_seq_len;
   int32_t bos_id, eos_id;
-  uint64_t weight_bytes; /* bytes of all tensors in the file */
+  uint64_t weight_bytes;  /* bytes of all tensors in the file */
+  uint32_t chat_template; /* a mote_chat_template value */
+  uint32_t tokenizer_kind; /* 1 SentencePiece BPE, 2 byte-level BPE */
 } mote_model_info;
 
 /* Validates the model bytes (every header field, offset, size, dtype, shape and tokenizer table)
@@ -146,12 +148,45 @@ mote_status mote_sample(mote_session *session, const mote_sampler_options *optio
 typedef int (*mote_on_token)(void *user, int32_t token, const char *piece, size_t piece_n);
 
 /* Prefills prompt tokens, then samples and decodes up to max_new_tokens, calling on_token for
- * each; stops early at EOS or BOS (llama2.c's convention), when the callback asks, or when
+ * each; stops early at a control token (EOS, BOS, ChatML's <|im_end|>: the stop token is not
+ * passed to on_token nor decoded into the cache), when the callback asks, or when
  * the context is full (reported as MOTE_ERR_CONTEXT_FULL after the tokens that fit).
  * *n_generated (may be null) receives the number of tokens produced. */
 mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n_prompt, uint32_t max_new_tokens,
                           const mote_sampler_options *options, mote_on_token on_token, void *user,
                           uint32_t *n_generated);
+
+/* ---- Chat ------------------------------------------------------------------------------ */
+
+/* The conversation format a model was trained with (recorded in the model file). */
+typedef enum mote_chat_template {
+  MOTE_CHAT_NONE = 0,
+  MOTE_CHAT_CHATML = 1, /* <|im_start|>role\n...<|im_end|>\n (SmolLM2, Qwen) */
+  MOTE_CHAT_LLAMA2 = 2  /* <s>[INST] ... [/INST] ... </s> */
+} mote_chat_template;
+
+typedef enum mote_chat_role { MOTE_ROLE_SYSTEM = 0, MOTE_ROLE_USER = 1, MOTE_ROLE_ASSISTANT = 2 } mote_chat_role;
+
+typedef struct mote_chat_message {
+  mote_chat_role role;
+  const char *content; /* UTF-8; never parsed for special tokens */
+  size_t content_n;
+} mote_chat_message;
+
+#define MOTE_CHAT_ADD_ASSISTANT_PROMPT 1u
+
+/* Tokenizes messages through the model's chat template, then (MOTE_CHAT_ADD_ASSISTANT_PROMPT)
+ * the tokens that open the assistant's reply. Special tokens come only from the template.
+ * For a multi-turn session that keeps its KV cache, pass only the new messages each turn,
+ * after closing the previous reply with mote_chat_end_of_turn. On MOTE_ERR_BUFFER_TOO_SMALL,
+ * *n_tokens holds the capacity needed. MOTE_ERR_UNSUPPORTED: the model has no chat template
+ * (or its template tokens are missing). */
+mote_status mote_chat_tokenize(const mote_model *model, const mote_chat_message *messages, size_t n_messages,
+                               uint32_t flags, int32_t *tokens, size_t capacity, size_t *n_tokens);
+
+/* The tokens that close an assistant reply already in the KV cache (ChatML: <|im_end|> and
+ * a newline). The first one is the token that ends a reply: mote_generate stops at it. */
+mote_status mote_chat_end_of_turn(const mote_model *model, int32_t *tokens, size_t capacity, size_t *n_tokens);
 
 #ifdef __cplusplus
 }

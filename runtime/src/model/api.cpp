@@ -7,6 +7,7 @@
 #include "model/model.hpp"
 #include "mote/mote.h"
 #include "sample/sampler.hpp"
+#include "text/chat.hpp"
 #include "text/tokenizer.hpp"
 
 using namespace mote;
@@ -96,6 +97,8 @@ void mote_model_info_get(const mote_model *model, mote_model_info *info) {
   info->max_seq_len = c.max_seq_len;
   info->bos_id = c.bos_id;
   info->eos_id = c.eos_id;
+  info->chat_template = m->view.chat_template;
+  info->tokenizer_kind = m->view.tokenizer_kind;
   info->weight_bytes = m->view.weight_bytes;
 }
 
@@ -284,6 +287,20 @@ mote_status mote_sample(mote_session *session, const mote_sampler_options *optio
   return MOTE_OK;
 }
 
+mote_status mote_chat_tokenize(const mote_model *model, const mote_chat_message *messages, size_t n_messages,
+                               uint32_t flags, int32_t *tokens, size_t capacity, size_t *n_tokens) {
+  const Model *m = model_of(model);
+  if (m == nullptr) return MOTE_ERR_INVALID_ARGUMENT;  // chat_encode checks the other arguments
+  return chat_encode(m->view.tokenizer, m->view.chat_template, messages, n_messages,
+                     (flags & MOTE_CHAT_ADD_ASSISTANT_PROMPT) != 0, tokens, capacity, n_tokens);
+}
+
+mote_status mote_chat_end_of_turn(const mote_model *model, int32_t *tokens, size_t capacity, size_t *n_tokens) {
+  const Model *m = model_of(model);
+  if (m == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
+  return chat_end_of_turn(m->view.tokenizer, m->view.chat_template, tokens, capacity, n_tokens);
+}
+
 mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n_prompt, uint32_t max_new_tokens,
                           const mote_sampler_options *options, mote_on_token on_token, void *user,
                           uint32_t *n_generated) {
@@ -300,8 +317,9 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
     int32_t token = 0;
     status = mote_sample(session, options, &token);
     if (status != MOTE_OK) return status;
-    // llama2.c's convention: BOS separates documents, so it ends generation; so does EOS.
-    if (token == c.bos_id || token == c.eos_id) break;
+    // llama2.c's convention: BOS separates documents, so it ends generation; so do EOS and
+    // every other control token (ChatML's <|im_end|>, <|endoftext|>).
+    if (token == c.bos_id || token == c.eos_id || s->model.view.tokenizer.types[token] == kTokenControl) break;
     if (s->position >= s->context_length) {
       return fail(session_sink(*s), MOTE_ERR_CONTEXT_FULL, "the context of %u tokens is full",
                   static_cast<unsigned>(s->context_length));

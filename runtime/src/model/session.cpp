@@ -30,9 +30,6 @@ Status check_supported(const format::ModelView &view, ErrorSink err) {
                   format::dtype_traits(t.dtype)->name);
     }
   }
-  if (view.tokenizer_kind != static_cast<uint32_t>(format::TokenizerKind::sentencepiece_bpe)) {
-    return fail(err, MOTE_ERR_UNSUPPORTED, "byte-level BPE tokenizers are not supported by this build yet");
-  }
   return MOTE_OK;
 }
 

@@ -323,6 +323,11 @@ void piece_for(const TokenizerView &tok, int32_t prev_token, int32_t token, char
   const uint8_t type = tok.types[id];
   if (type == kTokenControl || type == kTokenUnused) return;
   ByteRange piece = piece_of(tok, id);
+  if (tok.kind == static_cast<uint32_t>(format::TokenizerKind::byte_level_bpe)) {  // raw bytes
+    *bytes = piece.data;
+    *n_bytes = piece.size;
+    return;
+  }
   const int byte = byte_piece_value(piece);
   if (byte >= 0) {
     if (byte_storage == nullptr) return;
