@@ -1,37 +1,102 @@
-// `mote convert`: llama2.c checkpoints (+ tokenizer.bin) into one .mote file.
+// `mote convert`: GGUF files, Hugging Face Llama checkpoints (safetensors) and llama2.c
+// checkpoints (+ tokenizer.bin) into one .mote file. The importer is chosen by content: the GGUF
+// magic, a directory / config.json / *.safetensors path, else a llama2.c checkpoint.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cli_common.hpp"
+#include "gguf.hpp"
 #include "llama2c.hpp"
+#include "safetensors.hpp"
 
 namespace mote::cli {
+namespace {
+
+enum class InputKind { gguf, hugging_face, llama2c };
+
+bool ends_with(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+InputKind input_kind(const std::string &path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return InputKind::hugging_face;
+  if (ends_with(path, "config.json") || ends_with(path, ".safetensors")) return InputKind::hugging_face;
+  if (convert::is_gguf_file(path)) return InputKind::gguf;
+  return InputKind::llama2c;
+}
+
+// "\rconverting tensors 37/272" on a terminal, finished with a newline; nothing otherwise.
+std::function<void(size_t, size_t)> progress_printer() {
+  if (isatty(2) == 0) return nullptr;
+  return [](size_t done, size_t total) {
+    std::fprintf(stderr, "\rconverting tensors %zu/%zu", done, total);
+    if (done == total) std::fputc('\n', stderr);
+    std::fflush(stderr);
+  };
+}
+
+}  // namespace
 
 int command_convert(int argc, char **argv) {
-  std::string output, tokenizer, dtype = "f32", rope = "interleaved";
+  std::string output, tokenizer, dtype, rope;
+  bool rope_given = false;
   const std::vector<Option> options = {
       {"--output", "-o", Option::kString, &output},
       {"--tokenizer", nullptr, Option::kString, &tokenizer},
       {"--dtype", nullptr, Option::kString, &dtype},
-      {"--rope", nullptr, Option::kString, &rope},
+      {"--rope", nullptr, Option::kString, &rope, &rope_given},
   };
   std::vector<std::string> positional;
   std::string error;
   if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("convert", error, kExitUsage);
   if (positional.size() != 1) return report("convert", "give exactly one input checkpoint", kExitUsage);
   if (output.empty()) return report("convert", "no output file given (-o OUTPUT)", kExitUsage);
-  if (tokenizer.empty()) return report("convert", "llama2.c checkpoints need --tokenizer tokenizer.bin", kExitUsage);
-  convert::Llama2cOptions convert_options;
-  if (dtype == "f16")
-    convert_options.dtype = format::DType::f16;
-  else if (dtype != "f32")
-    return report("convert", "--dtype must be f32 or f16", kExitUsage);
-  if (rope == "split")
-    convert_options.rope_layout = format::RopeLayout::split_half;
-  else if (rope != "interleaved")
-    return report("convert", "--rope must be interleaved or split", kExitUsage);
+  const std::string &input = positional[0];
+  const InputKind kind = input_kind(input);
+
+  // Matrices default to f16 for GGUF and Hugging Face (their weights are 16-bit or smaller),
+  // f32 for llama2.c's float checkpoints.
+  if (dtype.empty()) dtype = kind == InputKind::llama2c ? "f32" : "f16";
+  if (dtype == "q8_0" || dtype == "q4_0" || dtype == "q4_1") {
+    return report("convert", "dtype " + dtype + " is not supported by this runtime yet: use f32 or f16", kExitUsage);
+  }
+  if (dtype != "f32" && dtype != "f16") return report("convert", "--dtype must be f32 or f16", kExitUsage);
+  const format::DType stored = dtype == "f16" ? format::DType::f16 : format::DType::f32;
+  if (rope_given && kind != InputKind::llama2c) {
+    return report("convert", "--rope applies to llama2.c checkpoints only (GGUF and Hugging Face files say theirs)",
+                  kExitUsage);
+  }
 
   convert::ModelData model;
-  if (!convert::load_llama2c(positional[0], tokenizer, convert_options, &model, &error)) {
-    return report("convert", error, kExitError);
+  bool ok = false;
+  if (kind == InputKind::gguf) {
+    if (!tokenizer.empty()) {
+      return report("convert", "a GGUF file carries its own tokenizer: drop --tokenizer", kExitUsage);
+    }
+    convert::GgufOptions gguf_options;
+    gguf_options.dtype = stored;
+    gguf_options.progress = progress_printer();
+    ok = convert::load_gguf(input, gguf_options, &model, &error);
+  } else if (kind == InputKind::hugging_face) {
+    convert::SafetensorsOptions hf_options;
+    hf_options.dtype = stored;
+    hf_options.tokenizer_path = tokenizer;
+    hf_options.progress = progress_printer();
+    ok = convert::load_hf_llama(input, hf_options, &model, &error);
+  } else {
+    if (tokenizer.empty()) {
+      return report("convert", "llama2.c checkpoints need --tokenizer tokenizer.bin", kExitUsage);
+    }
+    convert::Llama2cOptions llama2c_options;
+    llama2c_options.dtype = stored;
+    if (rope == "split")
+      llama2c_options.rope_layout = format::RopeLayout::split_half;
+    else if (!rope.empty() && rope != "interleaved")
+      return report("convert", "--rope must be interleaved or split", kExitUsage);
+    ok = convert::load_llama2c(input, tokenizer, llama2c_options, &model, &error);
   }
+  if (!ok) return report("convert", error, kExitError);
   const std::vector<uint8_t> bytes = convert::serialize(model);
   if (!convert::write_file(output, bytes, &error)) return report("convert", error, kExitError);
   std::fprintf(stderr, "mote convert: wrote %s (%zu bytes, %zu tensors, %s)\n", output.c_str(), bytes.size(),

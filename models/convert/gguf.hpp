@@ -1,0 +1,127 @@
+// Import of GGUF files (versions 2 and 3): a container parser that treats the file as hostile
+// input, and the mapping of the `llama` architecture onto a .mote model.
+//
+// Decisions (the next engineer should know):
+// - Every tensor is dequantized to float on import and stored as options.dtype (f32 or f16;
+//   norm vectors always f32). Supported GGUF types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K,
+//   Q5_K, Q6_K; other ggml types are validated as a container but rejected by the importer.
+// - A tensor name the llama mapping does not know (e.g. `rope_freqs.weight`, which changes the
+//   positions) is an error, not silently dropped: an ignored tensor could change the model.
+// - GGUF's llama Q/K weights are already permuted for interleaved RoPE: rope_layout = interleaved.
+// - max_seq_len is llama.context_length, capped at the format's 2^20.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "mote_writer.hpp"
+
+namespace mote::convert {
+
+enum class GgufType : uint32_t {
+  u8 = 0,
+  i8 = 1,
+  u16 = 2,
+  i16 = 3,
+  u32 = 4,
+  i32 = 5,
+  f32 = 6,
+  boolean = 7,
+  string = 8,
+  array = 9,
+  u64 = 10,
+  i64 = 11,
+  f64 = 12,
+};
+const char *gguf_type_name(GgufType type);
+
+// One metadata value. Scalars are decoded; strings copied; arrays are kept as a validated range
+// of the file (element type, count, offset of the first element) and read on demand.
+struct GgufValue {
+  GgufType type = GgufType::u8;
+  uint64_t u = 0;  // unsigned integers and bool
+  int64_t i = 0;   // signed integers
+  double f = 0;    // floats
+  std::string s;
+  GgufType array_type = GgufType::u8;
+  uint64_t array_count = 0;
+  size_t array_offset = 0;  // file offset of the first element
+
+  bool is_integer() const;
+};
+
+struct GgufTensorInfo {
+  std::string name;
+  uint32_t n_dims = 0;
+  uint64_t dims[4] = {1, 1, 1, 1};  // innermost first: dims[0] is the row length
+  uint32_t type = 0;                // ggml type id
+  uint64_t offset = 0;              // absolute file offset of the data
+  uint64_t n_elements = 0;
+  uint64_t n_bytes = 0;
+};
+
+// A parsed, validated GGUF file: every key, array and tensor lies inside `bytes`.
+struct GgufFile {
+  const uint8_t *bytes = nullptr;  // not owned
+  size_t size = 0;
+  uint32_t version = 0;
+  uint64_t alignment = 32;
+  uint64_t data_offset = 0;  // start of the tensor data section
+  std::vector<std::string> keys;  // in file order
+  std::unordered_map<std::string, GgufValue> values;
+  std::vector<GgufTensorInfo> tensors;  // in file order
+  std::unordered_map<std::string, size_t> tensor_index;
+
+  const GgufValue *find(const std::string &key) const;
+  // Array readers; false with a message when key's value is not an array of that kind.
+  bool strings(const std::string &key, std::vector<std::string> *out, std::string *error) const;
+  bool floats(const std::string &key, std::vector<float> *out, std::string *error) const;
+  bool integers(const std::string &key, std::vector<int64_t> *out, std::string *error) const;
+};
+
+// Validates and indexes bytes[0, n) (which must outlive *out). On failure returns false with a
+// one-line reason in *error.
+bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *error);
+
+struct GgufOptions {
+  format::DType dtype = format::DType::f16;  // f32 or f16, for matrices
+  // Called after each tensor is converted (done of total), e.g. for a progress line.
+  std::function<void(size_t done, size_t total)> progress;
+};
+
+// Maps a parsed `llama` GGUF onto a model (config, tensors, tokenizer).
+bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *out, std::string *error);
+
+// Reads path, parses it and maps it; errors name the file.
+bool load_gguf(const std::string &path, const GgufOptions &options, ModelData *out, std::string *error);
+
+// True when the file at path starts with the GGUF magic.
+bool is_gguf_file(const std::string &path);
+
+// ---- byte-level BPE vocabularies (shared with the Hugging Face importer) -------------------
+
+// Undoes GPT-2's byte-to-unicode mapping (bytes 0x21-0x7E, 0xA1-0xAC, 0xAE-0xFF stand for
+// themselves; the other 68 bytes are U+0100.. in increasing order). False when mapped is not
+// valid UTF-8 or holds a character outside the mapping.
+bool gpt2_unicode_to_bytes(const std::string &mapped, std::string *raw);
+
+// Fills tok's pieces, types, scores (0) and merges from a vocabulary in GPT-2 mapped form:
+// normal tokens (type 1) become raw bytes, every other type keeps its literal text; each merge
+// (left, right) in mapped form is resolved to ids, the result being the token spelled left+right.
+// Duplicate merges keep the first. `source` prefixes messages ("GGUF", "tokenizer.json").
+bool build_byte_level_vocab(const std::vector<std::string> &mapped_tokens, const std::vector<uint8_t> &types,
+                            const std::vector<std::pair<std::string, std::string>> &merges, const char *source,
+                            TokenizerData *tok, std::string *error);
+
+// ChatML when the template contains "<|im_start|>", llama-2 for "[INST]", else none.
+format::ChatTemplate detect_chat_template(const std::string &jinja);
+
+// Text for a one-line message: control bytes and backslashes as \xNN, cut after max bytes.
+std::string printable(const std::string &text, size_t max = 60);
+
+}  // namespace mote::convert

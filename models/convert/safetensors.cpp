@@ -1,0 +1,709 @@
+#include "safetensors.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "dequant.hpp"
+#include "gguf.hpp"  // the byte-level vocabulary builder, chat template detection, printable()
+#include "text/tokenizer.hpp"
+
+namespace mote::convert {
+namespace {
+
+using format::DType;
+using format::Role;
+
+constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the safetensors spec's own limit
+constexpr uint64_t kMaxElements = 1ull << 56;
+
+std::string num(uint64_t v) { return std::to_string(v); }
+
+bool read_whole_file(const std::string &path, std::vector<uint8_t> *bytes, std::string *error) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    *error = "'" + path + "' is a directory, not a file";
+    return false;
+  }
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    *error = "cannot open '" + path + "'";
+    return false;
+  }
+  bool ok = std::fseek(f, 0, SEEK_END) == 0;
+  const long size = ok ? std::ftell(f) : -1;
+  ok = ok && size >= 0 && std::fseek(f, 0, SEEK_SET) == 0;
+  if (ok) {
+    bytes->resize(static_cast<size_t>(size));
+    ok = std::fread(bytes->data(), 1, bytes->size(), f) == bytes->size();
+  }
+  std::fclose(f);
+  if (!ok) *error = "cannot read '" + path + "'";
+  return ok;
+}
+
+bool read_json_file(const std::string &path, JsonValue *out, std::string *error) {
+  std::vector<uint8_t> bytes;
+  if (!read_whole_file(path, &bytes, error)) return false;
+  if (!parse_json(reinterpret_cast<const char *>(bytes.data()), bytes.size(), out, error)) {
+    *error = "'" + path + "': " + *error;
+    return false;
+  }
+  return true;
+}
+
+// ---- typed access to config.json ------------------------------------------------------------
+
+struct Config {
+  const JsonValue &json;
+  std::string *error;
+
+  bool wrong(const std::string &key, const JsonValue &v, const char *expected) {
+    *error = "config.json '" + key + "' is " + json_kind_name(v.kind) + ", expected " + expected;
+    return false;
+  }
+  bool integer(const std::string &key, bool required, int64_t fallback, int64_t lo, int64_t hi, int64_t *out) {
+    const JsonValue *v = json.get(key);
+    if (v == nullptr || v->is_null()) {
+      if (required) {
+        *error = "config.json is missing '" + key + "'";
+        return false;
+      }
+      *out = fallback;
+      return true;
+    }
+    if (v->kind != JsonValue::Kind::number || !v->integral) return wrong(key, *v, "an integer");
+    if (v->integer < lo || v->integer > hi) {
+      *error = "config.json '" + key + "' is " + std::to_string(v->integer) + ", outside [" + std::to_string(lo) +
+               ", " + std::to_string(hi) + "]";
+      return false;
+    }
+    *out = v->integer;
+    return true;
+  }
+  bool real(const std::string &key, double fallback, double *out) {
+    const JsonValue *v = json.get(key);
+    if (v == nullptr || v->is_null()) {
+      *out = fallback;
+      return true;
+    }
+    if (v->kind != JsonValue::Kind::number) return wrong(key, *v, "a number");
+    *out = v->number;
+    return true;
+  }
+  bool boolean(const std::string &key, bool fallback, bool *out) {
+    const JsonValue *v = json.get(key);
+    if (v == nullptr || v->is_null()) {
+      *out = fallback;
+      return true;
+    }
+    if (v->kind != JsonValue::Kind::boolean) return wrong(key, *v, "true or false");
+    *out = v->boolean;
+    return true;
+  }
+  // A token id, or the first of a list of them (Llama 3 lists several EOS ids); -1 when absent.
+  bool token_id(const std::string &key, int64_t *out) {
+    const JsonValue *v = json.get(key);
+    if (v != nullptr && v->kind == JsonValue::Kind::array) {
+      if (v->items.empty()) {
+        *out = -1;
+        return true;
+      }
+      v = &v->items[0];
+    }
+    if (v == nullptr || v->is_null()) {
+      *out = -1;
+      return true;
+    }
+    if (v->kind != JsonValue::Kind::number || !v->integral || v->integer < 0 || v->integer >= (1 << 24)) {
+      *error = "config.json '" + key + "' is not a token id";
+      return false;
+    }
+    *out = v->integer;
+    return true;
+  }
+};
+
+// ---- tensor names ----------------------------------------------------------------------------
+
+struct HfName {
+  const char *name;  // after "model.layers.N." for per-layer tensors
+  Role role;
+  bool per_layer;
+};
+const HfName kHfNames[] = {
+    {"model.embed_tokens.weight", Role::token_embedding, false},
+    {"model.norm.weight", Role::output_norm, false},
+    {"lm_head.weight", Role::output, false},
+    {"input_layernorm.weight", Role::attn_norm, true},
+    {"self_attn.q_proj.weight", Role::attn_q, true},
+    {"self_attn.k_proj.weight", Role::attn_k, true},
+    {"self_attn.v_proj.weight", Role::attn_v, true},
+    {"self_attn.o_proj.weight", Role::attn_output, true},
+    {"post_attention_layernorm.weight", Role::ffn_norm, true},
+    {"mlp.gate_proj.weight", Role::ffn_gate, true},
+    {"mlp.up_proj.weight", Role::ffn_up, true},
+    {"mlp.down_proj.weight", Role::ffn_down, true},
+};
+
+std::string hf_name(Role role, uint32_t layer) {
+  for (const HfName &h : kHfNames) {
+    if (h.role == role) return (h.per_layer ? "model.layers." + num(layer) + "." : std::string()) + h.name;
+  }
+  return "?";
+}
+
+bool parse_hf_name(const std::string &name, Role *role, uint32_t *layer) {
+  std::string rest = name;
+  *layer = format::kNoLayer;
+  bool per_layer = false;
+  const std::string prefix = "model.layers.";
+  if (name.compare(0, prefix.size(), prefix) == 0) {
+    size_t at = prefix.size(), digits = 0;
+    uint64_t value = 0;
+    while (at < name.size() && name[at] >= '0' && name[at] <= '9' && digits < 9) {
+      value = value * 10 + static_cast<uint64_t>(name[at] - '0');
+      ++at;
+      ++digits;
+    }
+    if (digits == 0 || at >= name.size() || name[at] != '.' || (digits > 1 && name[prefix.size()] == '0'))
+      return false;
+    *layer = static_cast<uint32_t>(value);
+    rest = name.substr(at + 1);
+    per_layer = true;
+  }
+  for (const HfName &h : kHfNames) {
+    if (h.per_layer == per_layer && rest == h.name) {
+      *role = h.role;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ends_with(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// ---- tokenizer.json ----------------------------------------------------------------------------
+
+bool has_byte_level(const JsonValue *pre) {
+  if (pre == nullptr) return false;
+  const JsonValue *type = pre->get("type");
+  if (type == nullptr || !type->is_string()) return false;
+  if (type->text == "ByteLevel") return true;
+  if (type->text == "Sequence") {
+    const JsonValue *list = pre->get("pretokenizers");
+    if (list == nullptr || list->kind != JsonValue::Kind::array) return false;
+    for (const JsonValue &p : list->items) {
+      if (has_byte_level(&p)) return true;
+    }
+  }
+  return false;
+}
+
+// A special token's text in tokenizer_config.json: "<s>" or {"content": "<s>", ...}.
+std::string token_text(const JsonValue *v) {
+  if (v == nullptr) return "";
+  if (v->is_string()) return v->text;
+  const JsonValue *content = v->get("content");
+  return content != nullptr && content->is_string() ? content->text : "";
+}
+
+}  // namespace
+
+bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTensor> *tensors, std::string *error) {
+  tensors->clear();
+  if (n < 8) {
+    *error = "safetensors file of " + num(n) + " bytes is shorter than its 8-byte header length";
+    return false;
+  }
+  uint64_t header_bytes = 0;
+  std::memcpy(&header_bytes, bytes, 8);
+  if (header_bytes > n - 8) {
+    *error = "safetensors header length " + num(header_bytes) + " runs past the end of the file (" + num(n) +
+             " bytes)";
+    return false;
+  }
+  if (header_bytes > kMaxHeaderBytes) {
+    *error = "safetensors header length " + num(header_bytes) + " is larger than the 100 MB limit";
+    return false;
+  }
+  JsonValue header;
+  if (!parse_json(reinterpret_cast<const char *>(bytes + 8), static_cast<size_t>(header_bytes), &header, error)) {
+    *error = "safetensors header: " + *error;
+    return false;
+  }
+  if (header.kind != JsonValue::Kind::object) {
+    *error = "safetensors header is not a JSON object";
+    return false;
+  }
+  const uint64_t data_start = 8 + header_bytes, data_size = n - data_start;
+  for (const auto &member : header.members) {
+    if (member.first == "__metadata__") continue;
+    const JsonValue &v = member.second;
+    SafetensorsTensor t;
+    t.name = member.first;
+    const std::string what = "safetensors tensor '" + printable(t.name) + "'";
+    const JsonValue *dtype = v.get("dtype"), *shape = v.get("shape"), *offsets = v.get("data_offsets");
+    if (dtype == nullptr || !dtype->is_string() || shape == nullptr || shape->kind != JsonValue::Kind::array ||
+        offsets == nullptr || offsets->kind != JsonValue::Kind::array) {
+      *error = what + " lacks a dtype string, a shape array or a data_offsets array";
+      return false;
+    }
+    t.dtype = dtype->text;
+    uint64_t element_bytes = 0;
+    if (t.dtype == "F32")
+      element_bytes = 4;
+    else if (t.dtype == "F16" || t.dtype == "BF16")
+      element_bytes = 2;
+    else {
+      *error = what + " has dtype '" + printable(t.dtype) + "' (only F32, F16 and BF16 are supported)";
+      return false;
+    }
+    uint64_t elements = 1;
+    for (const JsonValue &d : shape->items) {
+      if (d.kind != JsonValue::Kind::number || !d.integral || d.integer < 0) {
+        *error = what + " has a shape entry that is not a non-negative integer";
+        return false;
+      }
+      const uint64_t dim = static_cast<uint64_t>(d.integer);
+      if (dim != 0 && elements > kMaxElements / dim) {
+        *error = what + " has too many elements (the product of its shape overflows)";
+        return false;
+      }
+      elements *= dim;
+      t.shape.push_back(dim);
+    }
+    if (offsets->items.size() != 2 || offsets->items[0].kind != JsonValue::Kind::number ||
+        offsets->items[1].kind != JsonValue::Kind::number || !offsets->items[0].integral ||
+        !offsets->items[1].integral || offsets->items[0].integer < 0 ||
+        offsets->items[1].integer < offsets->items[0].integer) {
+      *error = what + " has data_offsets that are not [begin, end] with 0 <= begin <= end";
+      return false;
+    }
+    const uint64_t begin = static_cast<uint64_t>(offsets->items[0].integer);
+    const uint64_t end = static_cast<uint64_t>(offsets->items[1].integer);
+    if (end > data_size) {
+      *error = what + " data [" + num(data_start + begin) + ", " + num(data_start + end) +
+               ") runs past the end of the file (" + num(n) + " bytes)";
+      return false;
+    }
+    if (end - begin != elements * element_bytes) {
+      *error = what + " data_offsets hold " + num(end - begin) + " bytes but its shape and dtype need " +
+               num(elements * element_bytes);
+      return false;
+    }
+    t.offset = data_start + begin;
+    t.n_bytes = end - begin;
+    tensors->push_back(std::move(t));
+  }
+  return true;
+}
+
+bool hf_llama_config(const JsonValue &json, format::ModelConfig *out, bool *tied, std::string *error) {
+  if (json.kind != JsonValue::Kind::object) {
+    *error = "config.json is not a JSON object";
+    return false;
+  }
+  Config cfg{json, error};
+  if (const JsonValue *type = json.get("model_type")) {
+    if (!type->is_string() || type->text != "llama") {
+      *error = "config.json model_type '" + (type->is_string() ? printable(type->text) : std::string("?")) +
+               "' is not supported (only llama)";
+      return false;
+    }
+  }
+  if (const JsonValue *scaling = json.get("rope_scaling"); scaling != nullptr && !scaling->is_null()) {
+    *error = "config.json rope_scaling is set: scaled RoPE is not supported";
+    return false;
+  }
+  bool attention_bias = false, mlp_bias = false;
+  if (!cfg.boolean("attention_bias", false, &attention_bias) || !cfg.boolean("mlp_bias", false, &mlp_bias) ||
+      !cfg.boolean("tie_word_embeddings", false, tied))
+    return false;
+  if (attention_bias || mlp_bias) {
+    *error = std::string("config.json ") + (attention_bias ? "attention_bias" : "mlp_bias") +
+             " is true: biases are not supported for llama";
+    return false;
+  }
+  if (const JsonValue *act = json.get("hidden_act")) {
+    if (!act->is_string() || act->text != "silu") {
+      *error = "config.json hidden_act '" + (act->is_string() ? printable(act->text) : std::string("?")) +
+               "' is not supported (only silu)";
+      return false;
+    }
+  }
+  int64_t dim, layers, heads, kv_heads, ffn, vocab, context, head_dim, bos, eos;
+  double eps, theta;
+  if (!cfg.integer("hidden_size", true, 0, 1, 65536, &dim) ||
+      !cfg.integer("num_hidden_layers", true, 0, 1, 1024, &layers) ||
+      !cfg.integer("num_attention_heads", true, 0, 1, 1024, &heads) ||
+      !cfg.integer("num_key_value_heads", false, heads, 1, 1024, &kv_heads) ||
+      !cfg.integer("intermediate_size", true, 0, 1, 1 << 18, &ffn) ||
+      !cfg.integer("vocab_size", true, 0, 1, 1 << 24, &vocab) ||
+      !cfg.integer("max_position_embeddings", false, 2048, 1, INT64_MAX, &context) ||
+      !cfg.real("rms_norm_eps", 1e-6, &eps) || !cfg.real("rope_theta", 10000.0, &theta) ||
+      !cfg.token_id("bos_token_id", &bos) || !cfg.token_id("eos_token_id", &eos))
+    return false;
+  if (dim % heads != 0 || heads % kv_heads != 0) {
+    *error = "config.json hidden_size " + num(dim) + ", num_attention_heads " + num(heads) +
+             " and num_key_value_heads " + num(kv_heads) + " do not divide evenly";
+    return false;
+  }
+  if (!cfg.integer("head_dim", false, dim / heads, 1, 4096, &head_dim)) return false;
+  if (head_dim != dim / heads || head_dim % 2 != 0) {
+    *error = "config.json head_dim " + num(head_dim) + " must be hidden_size / num_attention_heads (" +
+             num(dim / heads) + ") and even";
+    return false;
+  }
+  if (!(eps > 0 && eps < 1) || !std::isfinite(theta) || theta <= 1 || theta > 3.0e38) {
+    *error = "config.json rms_norm_eps must be in (0, 1) and rope_theta finite and > 1";
+    return false;
+  }
+  if (bos >= vocab || eos >= vocab) {
+    *error = "config.json bos_token_id/eos_token_id lie outside the vocabulary of " + num(vocab);
+    return false;
+  }
+  format::ModelConfig &c = *out;
+  c = llama_config();
+  c.dim = static_cast<uint32_t>(dim);
+  c.n_layers = static_cast<uint32_t>(layers);
+  c.n_heads = static_cast<uint32_t>(heads);
+  c.n_kv_heads = static_cast<uint32_t>(kv_heads);
+  c.head_dim = static_cast<uint32_t>(head_dim);
+  c.ffn_dim = static_cast<uint32_t>(ffn);
+  c.vocab_size = static_cast<uint32_t>(vocab);
+  c.max_seq_len = static_cast<uint32_t>(context < (1 << 20) ? context : (1 << 20));
+  c.norm_eps = static_cast<float>(eps);
+  c.rope_theta = static_cast<float>(theta);
+  c.rope_layout = static_cast<uint32_t>(format::RopeLayout::split_half);
+  c.flags = *tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
+  c.bos_id = static_cast<int32_t>(bos);
+  c.eos_id = static_cast<int32_t>(eos);
+  return true;
+}
+
+bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenizer_config_json, uint32_t vocab_size,
+                  TokenizerData *tok, std::string *error) {
+  JsonValue json;
+  if (!parse_json(tokenizer_json.data(), tokenizer_json.size(), &json, error)) {
+    *error = "tokenizer.json: " + *error;
+    return false;
+  }
+  const JsonValue *model = json.get("model");
+  const JsonValue *type = model != nullptr ? model->get("type") : nullptr;
+  if (model == nullptr || model->kind != JsonValue::Kind::object) {
+    *error = "tokenizer.json has no model object";
+    return false;
+  }
+  if (type != nullptr && (!type->is_string() || type->text != "BPE")) {
+    *error = "tokenizer.json model type '" + (type->is_string() ? printable(type->text) : std::string("?")) +
+             "' is not supported (only byte-level BPE)";
+    return false;
+  }
+  if (!has_byte_level(json.get("pre_tokenizer"))) {
+    *error = "tokenizer.json has no ByteLevel pre-tokenizer: only byte-level BPE tokenizers are supported";
+    return false;
+  }
+  const JsonValue *vocab = model->get("vocab");
+  if (vocab == nullptr || vocab->kind != JsonValue::Kind::object) {
+    *error = "tokenizer.json model.vocab is not an object";
+    return false;
+  }
+  std::vector<std::string> tokens(vocab_size);
+  std::vector<uint8_t> types(vocab_size, kTokenUnused);
+  std::vector<bool> filled(vocab_size, false);
+  auto place = [&](const std::string &text, const JsonValue *id, uint8_t token_type, bool added) {
+    if (id == nullptr || id->kind != JsonValue::Kind::number || !id->integral || id->integer < 0) {
+      *error = "tokenizer.json token '" + printable(text) + "' has no valid id";
+      return false;
+    }
+    if (id->integer >= static_cast<int64_t>(vocab_size)) {
+      *error = "tokenizer.json token '" + printable(text) + "' has id " + std::to_string(id->integer) +
+               ", outside the model's vocabulary of " + num(vocab_size);
+      return false;
+    }
+    const size_t i = static_cast<size_t>(id->integer);
+    // An added token may restate a vocabulary entry (same id, same text) to mark it special.
+    if (filled[i] && !(added && tokens[i] == text)) {
+      *error = "tokenizer.json gives id " + num(i) + " to both '" + printable(tokens[i]) + "' and '" +
+               printable(text) + "'";
+      return false;
+    }
+    tokens[i] = text;
+    types[i] = token_type;
+    filled[i] = true;
+    return true;
+  };
+  for (const auto &member : vocab->members) {
+    if (!place(member.first, &member.second, kTokenNormal, false)) return false;
+  }
+  if (const JsonValue *added = json.get("added_tokens"); added != nullptr && added->kind == JsonValue::Kind::array) {
+    for (const JsonValue &a : added->items) {
+      const JsonValue *content = a.get("content"), *special = a.get("special");
+      if (content == nullptr || !content->is_string()) {
+        *error = "tokenizer.json has an added token without content";
+        return false;
+      }
+      const bool is_special = special != nullptr && special->kind == JsonValue::Kind::boolean && special->boolean;
+      if (!place(content->text, a.get("id"), is_special ? kTokenControl : kTokenUserDefined, true)) return false;
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> merges;
+  if (const JsonValue *list = model->get("merges"); list != nullptr && list->kind == JsonValue::Kind::array) {
+    merges.reserve(list->items.size());
+    for (size_t i = 0; i < list->items.size(); ++i) {
+      const JsonValue &m = list->items[i];
+      if (m.is_string()) {  // "A B" (tokenizers < 0.20)
+        const size_t space = m.text.find(' ');
+        if (space == std::string::npos || m.text.find(' ', space + 1) != std::string::npos) {
+          *error = "tokenizer.json merge " + num(i) + " '" + printable(m.text) + "' is not two tokens split by one space";
+          return false;
+        }
+        merges.emplace_back(m.text.substr(0, space), m.text.substr(space + 1));
+      } else if (m.kind == JsonValue::Kind::array && m.items.size() == 2 && m.items[0].is_string() &&
+                 m.items[1].is_string()) {  // ["A", "B"] (tokenizers >= 0.20)
+        merges.emplace_back(m.items[0].text, m.items[1].text);
+      } else {
+        *error = "tokenizer.json merge " + num(i) + " is neither \"A B\" nor [\"A\", \"B\"]";
+        return false;
+      }
+    }
+  }
+  const int32_t keep_bos = tok->bos_id, keep_eos = tok->eos_id;
+  if (!build_byte_level_vocab(tokens, types, merges, "tokenizer.json", tok, error)) return false;
+  auto find_id = [&](const std::string &text) -> int32_t {
+    if (text.empty()) return -1;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (filled[i] && tokens[i] == text) return static_cast<int32_t>(i);
+    }
+    return -1;
+  };
+  const JsonValue *unk = model->get("unk_token");
+  tok->unk_id = unk != nullptr && unk->is_string() ? find_id(unk->text) : -1;
+  tok->bos_id = keep_bos;
+  tok->eos_id = keep_eos;
+  tok->flags = 0;
+  tok->chat_template = format::ChatTemplate::none;
+  if (!tokenizer_config_json.empty()) {
+    JsonValue cfg;
+    if (!parse_json(tokenizer_config_json.data(), tokenizer_config_json.size(), &cfg, error)) {
+      *error = "tokenizer_config.json: " + *error;
+      return false;
+    }
+    const JsonValue *add_bos = cfg.get("add_bos_token");
+    if (add_bos != nullptr && add_bos->kind == JsonValue::Kind::boolean && add_bos->boolean)
+      tok->flags |= format::kTokAddBos;
+    if (const JsonValue *chat = cfg.get("chat_template")) {
+      if (chat->is_string()) {
+        tok->chat_template = detect_chat_template(chat->text);
+      } else if (chat->kind == JsonValue::Kind::array) {  // [{"name": "default", "template": "..."}]
+        for (const JsonValue &entry : chat->items) {
+          const JsonValue *name = entry.get("name"), *text = entry.get("template");
+          if (name != nullptr && name->is_string() && name->text == "default" && text != nullptr && text->is_string())
+            tok->chat_template = detect_chat_template(text->text);
+        }
+      }
+    }
+    // Special ids config.json left out, by their text.
+    if (tok->bos_id < 0) tok->bos_id = find_id(token_text(cfg.get("bos_token")));
+    if (tok->eos_id < 0) tok->eos_id = find_id(token_text(cfg.get("eos_token")));
+  }
+  return true;
+}
+
+bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, ModelData *out, std::string *error) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir = path;
+  if (!fs::is_directory(dir, ec)) {
+    dir = dir.parent_path();
+    if (dir.empty()) dir = ".";
+  }
+  if (options.dtype != DType::f32 && options.dtype != DType::f16) {
+    *error = "Hugging Face import stores f32 or f16 only";
+    return false;
+  }
+  const std::string where = dir.string();
+  JsonValue config;
+  if (!read_json_file((dir / "config.json").string(), &config, error)) return false;
+  ModelData &m = *out;
+  m = ModelData{};
+  bool tied = false;
+  if (!hf_llama_config(config, &m.config, &tied, error)) {
+    *error = "'" + where + "': " + *error;
+    return false;
+  }
+  format::ModelConfig &c = m.config;
+
+  // The tokenizer, before the (slow) weights.
+  const std::string tokenizer_path =
+      options.tokenizer_path.empty() ? (dir / "tokenizer.json").string() : options.tokenizer_path;
+  std::vector<uint8_t> tokenizer_bytes, tokenizer_config_bytes;
+  if (!fs::exists(tokenizer_path, ec)) {
+    *error = "'" + where + "' has no tokenizer.json: mote needs a byte-level BPE tokenizer.json (or --tokenizer FILE)";
+    return false;
+  }
+  if (!read_whole_file(tokenizer_path, &tokenizer_bytes, error)) return false;
+  const std::string tokenizer_config_path = (dir / "tokenizer_config.json").string();
+  if (fs::exists(tokenizer_config_path, ec) && !read_whole_file(tokenizer_config_path, &tokenizer_config_bytes, error))
+    return false;
+  m.tokenizer.bos_id = c.bos_id;
+  m.tokenizer.eos_id = c.eos_id;
+  if (!hf_tokenizer(std::string(tokenizer_bytes.begin(), tokenizer_bytes.end()),
+                    std::string(tokenizer_config_bytes.begin(), tokenizer_config_bytes.end()), c.vocab_size,
+                    &m.tokenizer, error)) {
+    *error = "'" + tokenizer_path + "': " + *error;
+    return false;
+  }
+  c.bos_id = m.tokenizer.bos_id;
+  c.eos_id = m.tokenizer.eos_id;
+
+  // The weight files: model.safetensors, or the shards model.safetensors.index.json names.
+  std::vector<std::string> files;
+  if (fs::exists(dir / "model.safetensors", ec)) {
+    files.push_back("model.safetensors");
+  } else if (fs::exists(dir / "model.safetensors.index.json", ec)) {
+    JsonValue index;
+    if (!read_json_file((dir / "model.safetensors.index.json").string(), &index, error)) return false;
+    const JsonValue *map = index.get("weight_map");
+    if (map == nullptr || map->kind != JsonValue::Kind::object) {
+      *error = "model.safetensors.index.json has no weight_map object";
+      return false;
+    }
+    std::set<std::string> names;
+    for (const auto &member : map->members) {
+      const std::string &file = member.second.text;
+      if (!member.second.is_string() || file.empty() || file.find('/') != std::string::npos ||
+          file.find('\\') != std::string::npos || file == "." || file == "..") {
+        *error = "model.safetensors.index.json maps '" + printable(member.first) + "' to an invalid file name";
+        return false;
+      }
+      names.insert(file);
+    }
+    files.assign(names.begin(), names.end());
+  } else {
+    *error = "'" + where + "' has neither model.safetensors nor model.safetensors.index.json";
+    return false;
+  }
+
+  struct Located {
+    size_t file;
+    SafetensorsTensor tensor;
+  };
+  std::vector<std::vector<uint8_t>> contents(files.size());
+  std::map<std::string, Located> by_name;
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string file_path = (dir / files[f]).string();
+    std::vector<SafetensorsTensor> tensors;
+    if (!read_whole_file(file_path, &contents[f], error)) return false;
+    if (!parse_safetensors(contents[f].data(), contents[f].size(), &tensors, error)) {
+      *error = "'" + file_path + "': " + *error;
+      return false;
+    }
+    for (SafetensorsTensor &t : tensors) {
+      if (by_name.count(t.name) != 0) {
+        *error = "'" + file_path + "': tensor '" + printable(t.name) + "' also appears in another shard";
+        return false;
+      }
+      const std::string name = t.name;
+      by_name.emplace(name, Located{f, std::move(t)});
+    }
+  }
+
+  // Which tensor plays each (role, layer).
+  const uint32_t L = c.n_layers;
+  std::vector<const Located *> slot((L + 1) * format::kRoleCount, nullptr);
+  auto slot_of = [&](Role role, uint32_t layer) -> const Located *& {
+    return slot[(layer == format::kNoLayer ? L : layer) * format::kRoleCount + static_cast<uint32_t>(role)];
+  };
+  for (const auto &entry : by_name) {
+    Role role;
+    uint32_t layer;
+    if (ends_with(entry.first, ".rotary_emb.inv_freq")) continue;  // derived from rope_theta
+    if (!parse_hf_name(entry.first, &role, &layer)) {
+      *error = "'" + where + "': tensor '" + printable(entry.first) + "' is not part of a Llama model as mote knows it";
+      return false;
+    }
+    if (layer != format::kNoLayer && layer >= L) {
+      *error = "'" + where + "': tensor '" + printable(entry.first) + "' is for layer " + num(layer) +
+               " but num_hidden_layers is " + num(L);
+      return false;
+    }
+    if (role == Role::output && tied) continue;  // a copy of the embedding
+    slot_of(role, layer) = &entry.second;
+  }
+
+  struct Wanted {
+    Role role;
+    uint32_t layer;
+    uint64_t rows, cols;  // cols = 0 for vectors
+  };
+  const uint64_t D = c.dim, F = c.ffn_dim, V = c.vocab_size, Q = uint64_t{c.n_heads} * c.head_dim,
+                 KV = uint64_t{c.n_kv_heads} * c.head_dim;
+  std::vector<Wanted> wanted;
+  wanted.push_back({Role::token_embedding, format::kNoLayer, V, D});
+  for (uint32_t l = 0; l < L; ++l) {
+    wanted.push_back({Role::attn_norm, l, D, 0});
+    wanted.push_back({Role::attn_q, l, Q, D});
+    wanted.push_back({Role::attn_k, l, KV, D});
+    wanted.push_back({Role::attn_v, l, KV, D});
+    wanted.push_back({Role::attn_output, l, D, Q});
+    wanted.push_back({Role::ffn_norm, l, D, 0});
+    wanted.push_back({Role::ffn_gate, l, F, D});
+    wanted.push_back({Role::ffn_down, l, D, F});
+    wanted.push_back({Role::ffn_up, l, F, D});
+  }
+  wanted.push_back({Role::output_norm, format::kNoLayer, D, 0});
+  if (!tied) wanted.push_back({Role::output, format::kNoLayer, V, D});
+  for (const Wanted &w : wanted) {
+    if (slot_of(w.role, w.layer) == nullptr) {
+      *error = "'" + where + "' is missing tensor '" + hf_name(w.role, w.layer) + "'" +
+               (w.role == Role::output ? " (config.json says the embeddings are not tied)" : "");
+      return false;
+    }
+  }
+
+  std::vector<float> values;
+  for (size_t k = 0; k < wanted.size(); ++k) {
+    const Wanted &w = wanted[k];
+    const Located &at = *slot_of(w.role, w.layer);
+    const SafetensorsTensor &t = at.tensor;
+    const bool vector = w.cols == 0;
+    const std::vector<uint64_t> expect = vector ? std::vector<uint64_t>{w.rows} : std::vector<uint64_t>{w.rows, w.cols};
+    if (t.shape != expect) {
+      std::string got, need;
+      for (size_t d = 0; d < t.shape.size(); ++d) got += (d ? ", " : "") + num(t.shape[d]);
+      for (size_t d = 0; d < expect.size(); ++d) need += (d ? ", " : "") + num(expect[d]);
+      *error = "'" + where + "': tensor '" + printable(t.name) + "' has shape [" + got +
+               "]; config.json needs [" + need + "]";
+      return false;
+    }
+    const size_t count = static_cast<size_t>(vector ? w.rows : w.rows * w.cols);
+    values.resize(count);
+    const uint8_t *src = contents[at.file].data() + t.offset;
+    if (t.dtype == "F32")
+      dequantize_f32(src, count, values.data());
+    else if (t.dtype == "F16")
+      dequantize_f16(src, count, values.data());
+    else
+      dequantize_bf16(src, count, values.data());
+    TensorData td;
+    td.role = w.role;
+    td.layer = w.layer;
+    td.dtype = vector ? DType::f32 : options.dtype;
+    td.n_dims = vector ? 1 : 2;
+    td.rows = static_cast<uint32_t>(w.rows);
+    td.cols = vector ? 1 : static_cast<uint32_t>(w.cols);
+    td.bytes = encode_floats(values.data(), values.size(), td.dtype);
+    m.tensors.push_back(std::move(td));
+    if (options.progress) options.progress(k + 1, wanted.size());
+  }
+  return true;
+}
+
+}  // namespace mote::convert

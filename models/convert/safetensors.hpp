@@ -1,0 +1,59 @@
+// Import of Hugging Face Llama checkpoints: a directory with config.json, model.safetensors (or
+// shards listed in model.safetensors.index.json), tokenizer.json and optionally
+// tokenizer_config.json.
+//
+// Decisions (the next engineer should know):
+// - Tensors (F32, F16 or BF16) are stored as options.dtype (f32 or f16); norm vectors as f32.
+// - Hugging Face's Llama rotates split halves (rotate_half): rope_layout = split_half, and the
+//   Q/K weights are used as they are (no permutation).
+// - A tensor name the mapping does not know is an error, except `*.rotary_emb.inv_freq` (derived
+//   from rope_theta) and `lm_head.weight` of a model with tied embeddings (a copy of the embedding).
+// - Only byte-level BPE tokenizers are imported (tokenizer.json with a BPE model and a ByteLevel
+//   pre-tokenizer). When the embedding has more rows than the tokenizer has tokens (vocabularies
+//   padded to a multiple of 64, say), the missing ids become empty tokens of type "unused".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "json.hpp"
+#include "mote_writer.hpp"
+
+namespace mote::convert {
+
+// One tensor of a .safetensors file, validated against the file's size.
+struct SafetensorsTensor {
+  std::string name;
+  std::string dtype;            // "F32", "F16" or "BF16"
+  std::vector<uint64_t> shape;  // outermost first
+  uint64_t offset = 0;          // absolute file offset of the data
+  uint64_t n_bytes = 0;
+};
+
+// Validates the header of a .safetensors file held in bytes[0, n). Tensors of other dtypes are
+// rejected with a message naming them.
+bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTensor> *tensors, std::string *error);
+
+struct SafetensorsOptions {
+  format::DType dtype = format::DType::f16;  // f32 or f16, for matrices
+  std::string tokenizer_path;                 // tokenizer.json; empty: the one in the directory
+  std::function<void(size_t done, size_t total)> progress;
+};
+
+// path: the checkpoint directory, or its config.json or a .safetensors file inside it.
+bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, ModelData *out, std::string *error);
+
+// Maps a parsed config.json onto a llama config (hyperparameters only); false with a message for
+// a missing key or an unsupported feature (rope_scaling, attention biases, non-SiLU activations).
+bool hf_llama_config(const JsonValue &config, format::ModelConfig *out, bool *tied, std::string *error);
+
+// Reads a byte-level BPE tokenizer.json (plus tokenizer_config.json's text, may be empty) for a
+// model of vocab_size tokens. On entry tok->bos_id / eos_id hold config.json's ids (or -1);
+// ids still -1 are looked up by tokenizer_config.json's bos_token / eos_token text.
+bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenizer_config_json, uint32_t vocab_size,
+                  TokenizerData *tok, std::string *error);
+
+}  // namespace mote::convert
