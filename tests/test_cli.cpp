@@ -138,8 +138,17 @@ TEST_CASE("cli: usage errors exit 2") {
 
   const std::string model = quote(tiny_model());
   expect_error("frobnicate", 2, "unknown command 'frobnicate'");
-  expect_error("run", 2, "no model given");
-  expect_error("run -p hello", 2, "no model given");
+  // Without -m the default model is used; with an empty cache it is missing.
+  const std::string empty_cache = workspace().path("empty_cache");
+  setenv("XDG_CACHE_HOME", empty_cache.c_str(), 1);
+  expect_error("run -p hello", 1, "no model given (-m MODEL) and the default model " + empty_cache +
+                                      "/mote/SmolLM2-135M-Instruct.mote is not installed");
+  expect_error("chat", 1, "is not installed: run models/fetch_smollm2.sh");
+  unsetenv("XDG_CACHE_HOME");
+  expect_error("run -m " + model + " -p hi --system 'be brief'", 2, "--system needs --chat");
+  expect_error("chat -m " + model + " extra", 2, "unexpected argument 'extra'");
+  expect_error("chat -m " + model, 1, "has no chat template: use mote run");
+  expect_error("run --chat -m " + model + " -p hi", 1, "has no chat template");
   expect_error("run -m " + model + " --bogus", 2, "unknown option '--bogus'");
   expect_error("run -m " + model + " -n abc", 2, "invalid value 'abc'");
   expect_error("run -m " + model + " -n -5", 2, "invalid value '-5'");

@@ -61,7 +61,7 @@ bool load_tokenizer(const std::string &path, uint32_t vocab_size, TokenizerData 
   }
   // llama2.c's fixed ids: 0 <unk>, 1 <s> (BOS), 2 </s> (EOS).
   tok->kind = format::TokenizerKind::sentencepiece_bpe;
-  tok->flags = format::kTokAddSpacePrefix;
+  tok->flags = format::kTokAddSpacePrefix | format::kTokAddBos;  // run.c always starts with BOS
   tok->unk_id = vocab_size > 0 ? 0 : -1;
   tok->bos_id = vocab_size > 1 ? 1 : -1;
   tok->eos_id = vocab_size > 2 ? 2 : -1;

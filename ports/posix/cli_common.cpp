@@ -1,6 +1,7 @@
 #include "cli_common.hpp"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 namespace mote::cli {
 namespace {
@@ -125,14 +127,82 @@ std::unique_ptr<SessionHolder> open_session(const mote_model &model, const mote_
 bool tokenize(const mote_model &model, const std::string &text, std::vector<int32_t> *tokens, std::string *error) {
   tokens->assign(text.size() + 2, 0);
   size_t n = 0;
-  const mote_status status =
-      mote_tokenize(&model, text.data(), text.size(), MOTE_TOKENIZE_ADD_BOS, tokens->data(), tokens->size(), &n);
+  mote_model_info info;
+  mote_model_info_get(&model, &info);
+  const uint32_t flags = info.add_bos ? MOTE_TOKENIZE_ADD_BOS : 0u;
+  const mote_status status = mote_tokenize(&model, text.data(), text.size(), flags, tokens->data(), tokens->size(), &n);
   if (status != MOTE_OK) {
     *error = std::string("cannot tokenize the prompt: ") + mote_status_name(status);
     return false;
   }
   tokens->resize(n);
   return true;
+}
+
+std::string default_model_path() {
+  const char *cache = std::getenv("XDG_CACHE_HOME");
+  const char *home = std::getenv("HOME");
+  std::string dir = cache != nullptr && cache[0] != '\0' ? std::string(cache) : std::string(home ? home : ".") + "/.cache";
+  return dir + "/mote/SmolLM2-135M-Instruct.mote";
+}
+
+void GenerationSettings::add_options(std::vector<Option> *options) {
+  const std::vector<Option> mine = {
+      {"--model", "-m", Option::kString, &model_path},
+      {"--tokens", "-n", Option::kU32, &n_new},
+      {"--temp", nullptr, Option::kF32, &sampler.temperature},
+      {"--top-k", nullptr, Option::kI32, &sampler.top_k},
+      {"--top-p", nullptr, Option::kF32, &sampler.top_p},
+      {"--min-p", nullptr, Option::kF32, &sampler.min_p},
+      {"--repeat-penalty", nullptr, Option::kF32, &sampler.repetition_penalty},
+      {"--seed", nullptr, Option::kU64, &sampler.seed, &seed_given},
+      {"--threads", "-t", Option::kU32, &threads},
+      {"--ctx", nullptr, Option::kU32, &context},
+      {"--batch", "-b", Option::kU32, &batch},
+      {"--kv", nullptr, Option::kString, &kv},
+  };
+  options->insert(options->end(), mine.begin(), mine.end());
+}
+
+bool GenerationSettings::finish(std::string *error) {
+  if (kv != "f32" && kv != "f16") {
+    *error = "--kv must be f32 or f16";
+    return false;
+  }
+  if (threads == 0 || threads > kMaxThreads) {
+    *error = "--threads must be in [1, " + std::to_string(kMaxThreads) + "]";
+    return false;
+  }
+  char message[256] = "";
+  if (mote_sampler_options_validate(&sampler, message, sizeof message) != MOTE_OK) {
+    *error = message;
+    return false;
+  }
+  if (!seed_given) sampler.seed = static_cast<uint64_t>(std::time(nullptr));
+  if (model_path.empty()) model_path = default_model_path();
+  return true;
+}
+
+mote_session_options GenerationSettings::session_options() const {
+  mote_session_options o = mote_session_options_default();
+  o.context_length = context;
+  o.kv_dtype = kv == "f16" ? MOTE_KV_F16 : MOTE_KV_F32;
+  o.n_threads = threads;
+  o.batch_size = batch;
+  return o;
+}
+
+bool open_generation(const GenerationSettings &settings, std::unique_ptr<LoadedModel> *loaded,
+                     std::unique_ptr<SessionHolder> *holder, std::string *error) {
+  if (settings.model_path == default_model_path() && access(settings.model_path.c_str(), R_OK) != 0) {
+    *error = "no model given (-m MODEL) and the default model " + settings.model_path +
+             " is not installed: run models/fetch_smollm2.sh";
+    return false;
+  }
+  *loaded = load_model(settings.model_path, error);
+  if (!*loaded) return false;
+  *holder = open_session((*loaded)->model, settings.session_options(), error);
+  return *holder != nullptr;
 }
 
 uint32_t available_cpus() {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -51,19 +52,48 @@ struct SessionHolder {
 std::unique_ptr<SessionHolder> open_session(const mote_model &model, const mote_session_options &options,
                                             std::string *error);
 
-// Encodes text with BOS (llama2.c's convention); false with a reason on failure.
-bool tokenize(const mote_model &model, const std::string &text, std::vector<int32_t> *tokens, std::string *error);
-
 double now_seconds();
 
 // Threads this process may run on (its CPU affinity), at most kMaxThreads.
 constexpr uint32_t kMaxThreads = MOTE_MAX_THREADS;
 uint32_t available_cpus();
 
+// Encodes text, with BOS first when the model expects one; false with a reason on failure.
+bool tokenize(const mote_model &model, const std::string &text, std::vector<int32_t> *tokens, std::string *error);
+
+// The model `mote run` and `mote chat` use when -m is absent: SmolLM2-135M-Instruct, fetched
+// and converted once by models/fetch_smollm2.sh into $XDG_CACHE_HOME/mote (~/.cache/mote).
+std::string default_model_path();
+
+// What generating commands (run, chat) share: the model, the sampler, threads and context.
+struct GenerationSettings {
+  std::string model_path;
+  std::string kv = "f32";
+  uint32_t n_new = 256;
+  uint32_t threads = available_cpus();  // decoding is bandwidth-bound and each thread adds
+  uint32_t context = 0, batch = 0;
+  mote_sampler_options sampler = mote_sampler_options_default();
+  bool seed_given = false;
+
+  void add_options(std::vector<Option> *options);
+  // Checks the values (a usage error) and fills in the default model and the seed.
+  bool finish(std::string *error);
+  mote_session_options session_options() const;
+};
+
+// Loads the model and opens a session for settings; false with a reason.
+bool open_generation(const GenerationSettings &settings, std::unique_ptr<LoadedModel> *loaded,
+                     std::unique_ptr<SessionHolder> *holder, std::string *error);
+
+
 // The subcommands; argv[1] is the command name.
 int command_run(int argc, char **argv);
 int command_inspect(int argc, char **argv);
 int command_convert(int argc, char **argv);
 int command_bench(int argc, char **argv);
+int command_chat(int argc, char **argv);
+
+// One chat turn for `mote run --chat`: the reply alone goes to stdout.
+int run_chat_turn(GenerationSettings &settings, const std::string &system, const std::string &prompt);
 
 }  // namespace mote::cli

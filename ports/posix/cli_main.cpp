@@ -9,10 +9,15 @@ namespace {
 const char kUsage[] =
     "usage: mote COMMAND [OPTIONS]\n"
     "\n"
+    "Without -m, run and chat use SmolLM2-135M-Instruct from ~/.cache/mote (models/fetch_smollm2.sh).\n"
+    "\n"
     "commands:\n"
-    "  run      -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
-    "           [--repeat-penalty R] [--seed S] [-t THREADS] [--ctx N] [--kv f32|f16] [-b BATCH]\n"
-    "           print the prompt and N generated tokens (stats on stderr; -t defaults to all cores)\n"
+    "  run      [-m MODEL] -p PROMPT [--chat [--system TEXT]] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
+    "           [--min-p P] [--repeat-penalty R] [--seed S] [-t THREADS] [--ctx N] [--kv f32|f16] [-b BATCH]\n"
+    "           print the prompt and N generated tokens (stats on stderr; -t defaults to all cores);\n"
+    "           --chat: send PROMPT as a user message through the chat template, print the reply only\n"
+    "  chat     [-m MODEL] [--system TEXT] [same options as run]\n"
+    "           talk with an instruct model, one message per line; Ctrl-D ends (temp 0.2, top-p 0.9)\n"
     "  inspect  MODEL [--ctx N]   print the config, the tensor table and the arena size\n"
     "  convert  INPUT -o OUTPUT --tokenizer FILE [--dtype f32|f16] [--rope interleaved|split]\n"
     "           convert a llama2.c checkpoint into a .mote file\n"
@@ -31,6 +36,7 @@ int main(int argc, char **argv) {
   if (std::strcmp(command, "inspect") == 0) return mote::cli::command_inspect(argc, argv);
   if (std::strcmp(command, "convert") == 0) return mote::cli::command_convert(argc, argv);
   if (std::strcmp(command, "bench") == 0) return mote::cli::command_bench(argc, argv);
+  if (std::strcmp(command, "chat") == 0) return mote::cli::command_chat(argc, argv);
   std::fprintf(stderr, "mote: unknown command '%s' (try 'mote --help')\n", command);
   return mote::cli::kExitUsage;
 }

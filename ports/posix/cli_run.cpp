@@ -26,51 +26,29 @@ int print_piece(void *user, int32_t, const char *piece, size_t n) {
 }  // namespace
 
 int command_run(int argc, char **argv) {
-  std::string model_path, prompt, kv = "f32";
-  // Every CPU this process may use by default: decoding is bandwidth-bound and each thread adds.
-  uint32_t n_new = 256, threads = available_cpus(), context = 0, batch = 0;
-  mote_sampler_options sampler = mote_sampler_options_default();
-  bool seed_given = false;
-  const std::vector<Option> options = {
-      {"--model", "-m", Option::kString, &model_path},
+  GenerationSettings settings;
+  std::string prompt, system;
+  bool chat = false;
+  std::vector<Option> options = {
       {"--prompt", "-p", Option::kString, &prompt},
-      {"--tokens", "-n", Option::kU32, &n_new},
-      {"--temp", nullptr, Option::kF32, &sampler.temperature},
-      {"--top-k", nullptr, Option::kI32, &sampler.top_k},
-      {"--top-p", nullptr, Option::kF32, &sampler.top_p},
-      {"--min-p", nullptr, Option::kF32, &sampler.min_p},
-      {"--repeat-penalty", nullptr, Option::kF32, &sampler.repetition_penalty},
-      {"--seed", nullptr, Option::kU64, &sampler.seed, &seed_given},
-      {"--threads", "-t", Option::kU32, &threads},
-      {"--ctx", nullptr, Option::kU32, &context},
-      {"--batch", "-b", Option::kU32, &batch},
-      {"--kv", nullptr, Option::kString, &kv},
+      {"--chat", nullptr, Option::kSwitch, &chat},
+      {"--system", nullptr, Option::kString, &system},
   };
+  settings.add_options(&options);
   std::vector<std::string> positional;
   std::string error;
   if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("run", error, kExitUsage);
   if (!positional.empty()) return report("run", "unexpected argument '" + positional[0] + "'", kExitUsage);
-  if (model_path.empty()) return report("run", "no model given (-m MODEL)", kExitUsage);
-  if (kv != "f32" && kv != "f16") return report("run", "--kv must be f32 or f16", kExitUsage);
-  if (threads == 0 || threads > kMaxThreads) {
-    return report("run", "--threads must be in [1, " + std::to_string(kMaxThreads) + "]", kExitUsage);
-  }
-  char message[256] = "";
-  if (mote_sampler_options_validate(&sampler, message, sizeof message) != MOTE_OK) {
-    return report("run", message, kExitUsage);
-  }
-  if (!seed_given) sampler.seed = static_cast<uint64_t>(std::time(nullptr));
+  if (!system.empty() && !chat) return report("run", "--system needs --chat", kExitUsage);
+  if (!settings.finish(&error)) return report("run", error, kExitUsage);
+  if (chat) return run_chat_turn(settings, system, prompt);
 
-  auto loaded = load_model(model_path, &error);
-  if (!loaded) return report("run", error, kExitError);
-  mote_session_options session_options = mote_session_options_default();
-  session_options.context_length = context;
-  session_options.kv_dtype = kv == "f16" ? MOTE_KV_F16 : MOTE_KV_F32;
-  session_options.n_threads = threads;
-  session_options.batch_size = batch;
-  auto holder = open_session(loaded->model, session_options, &error);
-  if (!holder) return report("run", error, kExitError);
+  std::unique_ptr<LoadedModel> loaded;
+  std::unique_ptr<SessionHolder> holder;
+  if (!open_generation(settings, &loaded, &holder, &error)) return report("run", error, kExitError);
   mote_session *session = &holder->session;
+  mote_sampler_options &sampler = settings.sampler;
+  const uint32_t n_new = settings.n_new;
 
   std::vector<int32_t> tokens;
   if (!tokenize(loaded->model, prompt, &tokens, &error)) return report("run", error, kExitError);

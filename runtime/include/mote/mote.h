@@ -48,6 +48,7 @@ typedef struct mote_model_info {
   uint64_t weight_bytes;  /* bytes of all tensors in the file */
   uint32_t chat_template; /* a mote_chat_template value */
   uint32_t tokenizer_kind; /* 1 SentencePiece BPE, 2 byte-level BPE */
+  uint32_t add_bos;        /* 1: the model expects BOS before text (MOTE_TOKENIZE_ADD_BOS) */
 } mote_model_info;
 
 /* Validates the model bytes (every header field, offset, size, dtype, shape and tokenizer table)

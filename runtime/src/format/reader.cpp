@@ -278,6 +278,7 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
   tok.eos_id = h.eos_id;
   tok.unk_id = h.unk_id;
   tok.add_space_prefix = (h.flags & kTokAddSpacePrefix) != 0;
+  tok.add_bos = (h.flags & kTokAddBos) != 0;
   // Strictly ascending (bytes, id) with every id in range proves sorted_ids is a permutation,
   // which binary search relies on.
   for (uint32_t i = 0; i < h.n_tokens; ++i) {

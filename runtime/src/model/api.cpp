@@ -99,6 +99,7 @@ void mote_model_info_get(const mote_model *model, mote_model_info *info) {
   info->eos_id = c.eos_id;
   info->chat_template = m->view.chat_template;
   info->tokenizer_kind = m->view.tokenizer_kind;
+  info->add_bos = m->view.tokenizer.add_bos ? 1u : 0u;
   info->weight_bytes = m->view.weight_bytes;
 }
 
