@@ -98,18 +98,27 @@ const char *mote_session_error(const mote_session *session);
 
 /* Tokenization flags. */
 #define MOTE_TOKENIZE_ADD_BOS 1u
+/* Byte-level BPE: the literal text of control and user-defined tokens ("<|im_end|>") becomes
+ * those tokens (the longest one at the leftmost position). Without it such text is ordinary
+ * text, which is what untrusted input should get. SentencePiece vocabularies ignore it. */
+#define MOTE_TOKENIZE_SPECIAL 2u
 
 /* Encodes UTF-8 text into token ids. Invalid UTF-8 is never rejected: each byte that is not
  * part of a valid sequence is encoded as its own byte token, so detokenizing returns the input
  * bytes unchanged. Merging happens in place, so tokens needs room for the pieces before
- * merging: text_n + 2 entries always suffice. On MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens holds the
- * capacity needed. MOTE_ERR_UNSUPPORTED: the vocabulary can represent neither a code point nor
- * its bytes (no byte tokens, no <unk>), or the tokenizer kind is not implemented by this build. */
+ * merging: text_n + 2 entries always suffice (SentencePiece needs the pieces before merging,
+ * byte-level BPE exactly text_n plus one for BOS, whatever the text). On
+ * MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens holds the capacity needed. Byte-level BPE gives the ids
+ * Hugging Face tokenizers gives (SmolLM2's pre-tokenizer: digits split, then the GPT-2 regex).
+ * MOTE_ERR_UNSUPPORTED: the vocabulary can represent neither a code point nor its bytes (no
+ * byte tokens, no <unk>; byte-level: a byte without its single-byte token), or the tokenizer
+ * kind is not implemented by this build. */
 mote_status mote_tokenize(const mote_model *model, const char *text, size_t text_n, uint32_t flags, int32_t *tokens,
                           size_t capacity, size_t *n_tokens);
 
-/* The bytes that token prints after prev_token (-1 at the start): byte tokens become their
- * byte, control tokens print nothing, the space that follows BOS is dropped. Writes up to
+/* The bytes that token prints after prev_token (-1 at the start). SentencePiece: byte tokens
+ * become their byte, control tokens print nothing, the space that follows BOS is dropped.
+ * Byte-level BPE: the token's raw bytes, always (control tokens their literal text). Writes up to
  * capacity bytes (not NUL-terminated); *n_bytes gets the length. When the piece does not fit,
  * returns MOTE_ERR_BUFFER_TOO_SMALL with *n_bytes set to the capacity needed (real vocabularies'
  * pieces are a few dozen bytes; 256 covers them). */

@@ -7,6 +7,7 @@
 #include "model/model.hpp"
 #include "mote/mote.h"
 #include "sample/sampler.hpp"
+#include "text/byte_level_bpe.hpp"
 #include "text/chat.hpp"
 #include "text/tokenizer.hpp"
 
@@ -29,9 +30,33 @@ Session *session_of(const mote_session *s) { return s == nullptr ? nullptr : sta
 
 ErrorSink session_sink(Session &s) { return ErrorSink{s.error, sizeof s.error}; }
 
-// The only tokenizer this build implements; byte-level BPE files load but cannot tokenize yet.
 bool has_sentencepiece_tokenizer(const Model &m) {
   return m.view.tokenizer_kind == static_cast<uint32_t>(format::TokenizerKind::sentencepiece_bpe);
+}
+
+bool has_byte_level_tokenizer(const Model &m) {
+  return m.view.tokenizer_kind == static_cast<uint32_t>(format::TokenizerKind::byte_level_bpe);
+}
+
+// mote_tokenize for byte-level BPE: BOS (asked for and present) first, then the text.
+Status tokenize_byte_level(const TokenizerView &tok, const char *text, size_t text_n, uint32_t flags, int32_t *tokens,
+                           size_t capacity, size_t *n_tokens) {
+  if (n_tokens == nullptr || (text == nullptr && text_n > 0) || (tokens == nullptr && capacity > 0)) {
+    return MOTE_ERR_INVALID_ARGUMENT;
+  }
+  *n_tokens = 0;
+  const size_t n_bos = ((flags & MOTE_TOKENIZE_ADD_BOS) != 0 && tok.bos_id >= 0) ? 1 : 0;
+  if (capacity < n_bos) {
+    *n_tokens = text_n + n_bos;
+    return MOTE_ERR_BUFFER_TOO_SMALL;
+  }
+  const TextSpan span{text, text_n};
+  size_t n = 0;
+  const Status status =
+      encode_byte_level(tok, &span, 1, (flags & MOTE_TOKENIZE_SPECIAL) != 0, tokens + n_bos, capacity - n_bos, &n);
+  if (status == MOTE_OK && n_bos == 1) tokens[0] = tok.bos_id;
+  if (status == MOTE_OK || status == MOTE_ERR_BUFFER_TOO_SMALL) *n_tokens = n + n_bos;
+  return status;
 }
 
 Status resolve_options(const Model &model, const mote_session_options *in, mote_session_options *out, ErrorSink err) {
@@ -176,7 +201,10 @@ const char *mote_session_error(const mote_session *session) {
 mote_status mote_tokenize(const mote_model *model, const char *text, size_t text_n, uint32_t flags, int32_t *tokens,
                           size_t capacity, size_t *n_tokens) {
   const Model *m = model_of(model);
-  if (m == nullptr) return MOTE_ERR_INVALID_ARGUMENT;  // encode checks the other arguments
+  if (m == nullptr) return MOTE_ERR_INVALID_ARGUMENT;  // the encoders check the other arguments
+  if (has_byte_level_tokenizer(*m)) {
+    return tokenize_byte_level(m->view.tokenizer, text, text_n, flags, tokens, capacity, n_tokens);
+  }
   if (!has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
   return encode(m->view.tokenizer, text, text_n, (flags & MOTE_TOKENIZE_ADD_BOS) != 0, tokens, capacity, n_tokens);
 }
@@ -186,13 +214,18 @@ mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t
   const Model *m = model_of(model);
   if (m == nullptr || n_bytes == nullptr || (out == nullptr && capacity > 0)) return MOTE_ERR_INVALID_ARGUMENT;
   *n_bytes = 0;
-  if (!has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
+  const bool byte_level = has_byte_level_tokenizer(*m);
+  if (!byte_level && !has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
   const int64_t vocab = m->view.config.vocab_size;
   if (token < 0 || token >= vocab || prev_token < -1 || prev_token >= vocab) return MOTE_ERR_BAD_TOKEN;
   char byte = 0;
   const char *piece = nullptr;
   size_t n = 0;
-  piece_for(m->view.tokenizer, prev_token, token, &byte, &piece, &n);
+  if (byte_level) {
+    byte_level_piece(m->view.tokenizer, token, &piece, &n);  // raw bytes; control tokens spell themselves
+  } else {
+    piece_for(m->view.tokenizer, prev_token, token, &byte, &piece, &n);
+  }
   *n_bytes = n;
   if (n > capacity) return MOTE_ERR_BUFFER_TOO_SMALL;
   if (n > 0) std::memcpy(out, piece, n);

@@ -1,0 +1,470 @@
+// Byte-level BPE encoding (GPT-2 style), producing the ids Hugging Face tokenizers 0.19 gives
+// for SmolLM2's tokenizer.json, without any memory beyond the caller's token buffer.
+//
+// The pipeline, as Hugging Face runs it:
+// 1. Special tokens (parse_special only): the text is cut at the literal text of control and
+//    user-defined tokens, leftmost first and the longest at a position; each becomes its
+//    token, and the text between them is encoded on its own (steps 2-4 never see across).
+// 2. Digits(individual_digits): every number code point (UnicodeClass::number: Nd, Nl, No)
+//    is a word of its own and ends the text the regex of step 3 sees before it.
+// 3. ByteLevel's GPT-2 regex over each piece between those cuts, alternatives tried in order
+//    at each position (leftmost-first, as Oniguruma matches):
+//      's|'t|'re|'ve|'m|'ll|'d | ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+ | \s+(?!\S) | \s+
+//    The optional prefix is U+0020 only. A whitespace run followed by a non-space matches all
+//    but its last code point when it has two or more (\s+(?!\S) backtracking), else it is
+//    taken whole; at the end of a piece it is taken whole. Classes: unicode_classes.hpp.
+// 4. BPE inside each word: the initial symbols are the words' single bytes (pieces hold raw
+//    bytes), then the adjacent pair with the lowest merge rank is merged, the leftmost on
+//    ties, until no pair has a merge.
+// Invalid UTF-8: a byte that does not start a valid, complete, shortest-form sequence (no
+// overlongs, no surrogates, nothing above U+10FFFF) is a word of its own, exactly like a
+// number code point in step 2 (it also ends the regex's text, so " \xFF" is " " then "\xFF"),
+// and encodes as its single-byte token; decoding therefore returns the input bytes. A UTF-8
+// sequence is decoded across span joins and within the text between special tokens.
+#include "text/byte_level_bpe.hpp"
+
+#include "format/format.hpp"
+#include "text/unicode_classes.hpp"
+
+namespace mote {
+namespace {
+
+// The spans read as one text. Reads are nearly sequential, so the cursor's walk to the span
+// that holds a position is amortized constant.
+class Text {
+ public:
+  Text(const TextSpan *spans, size_t size) : spans_(spans), size_(size) {}
+
+  size_t size() const { return size_; }
+
+  uint8_t at(size_t pos) {  // pos < size()
+    while (pos < begin_) {
+      span_ -= 1;
+      begin_ -= spans_[span_].n;
+    }
+    while (pos - begin_ >= spans_[span_].n) {
+      begin_ += spans_[span_].n;
+      span_ += 1;
+    }
+    return static_cast<uint8_t>(spans_[span_].bytes[pos - begin_]);
+  }
+
+ private:
+  const TextSpan *spans_;
+  size_t size_;
+  size_t span_ = 0;   // the span holding the last position read
+  size_t begin_ = 0;  // its first position
+};
+
+// What pre-tokenization needs to know of a code point (or of an invalid byte).
+enum class Kind : uint8_t { other, letter, number, space, invalid };
+
+struct Unit {
+  uint32_t cp;  // the code point, or the invalid byte's value
+  uint32_t size;
+  Kind kind;
+};
+
+bool is_isolated(Kind kind) { return kind == Kind::number || kind == Kind::invalid; }
+
+Kind kind_of(UnicodeClass c) {
+  switch (c) {
+    case UnicodeClass::letter:
+      return Kind::letter;
+    case UnicodeClass::number:
+      return Kind::number;
+    case UnicodeClass::space:
+      return Kind::space;
+    default:
+      return Kind::other;
+  }
+}
+
+bool is_continuation(uint8_t byte) { return (byte & 0xC0) == 0x80; }
+
+// The code point at pos, whose bytes must all lie before end.
+Unit decode(Text &text, size_t pos, size_t end) {
+  const uint8_t lead = text.at(pos);
+  if (lead < 0x80) return {lead, 1, kind_of(unicode_class(lead))};
+  const Unit invalid{lead, 1, Kind::invalid};
+  uint32_t size = 0;
+  uint8_t second_min = 0x80;  // the narrower ranges exclude overlongs, surrogates, > U+10FFFF
+  uint8_t second_max = 0xBF;
+  uint32_t cp = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    size = 2;
+    cp = lead & 0x1Fu;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    size = 3;
+    cp = lead & 0x0Fu;
+    if (lead == 0xE0) second_min = 0xA0;
+    if (lead == 0xED) second_max = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    size = 4;
+    cp = lead & 0x07u;
+    if (lead == 0xF0) second_min = 0x90;
+    if (lead == 0xF4) second_max = 0x8F;
+  } else {
+    return invalid;
+  }
+  if (end - pos < size) return invalid;
+  for (uint32_t i = 1; i < size; ++i) {
+    const uint8_t byte = text.at(pos + i);
+    if (i == 1 ? (byte < second_min || byte > second_max) : !is_continuation(byte)) return invalid;
+    cp = (cp << 6) | (byte & 0x3Fu);
+  }
+  return {cp, size, kind_of(unicode_class(cp))};
+}
+
+// Token ids of merges, found by binary search over the (left, right)-sorted table.
+bool find_merge(const TokenizerView &tok, uint32_t left, uint32_t right, uint32_t *rank, uint32_t *result) {
+  uint32_t low = 0;
+  uint32_t high = tok.n_merges;
+  while (low < high) {
+    const uint32_t mid = low + (high - low) / 2;
+    const format::BpeMerge &m = tok.merges[mid];
+    if (m.left < left || (m.left == left && m.right < right)) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  if (low == tok.n_merges || tok.merges[low].left != left || tok.merges[low].right != right) return false;
+  *rank = tok.merges[low].rank;
+  *result = tok.merges[low].result;
+  return true;
+}
+
+constexpr uint32_t kNoRank = 0xFFFFFFFFu;
+
+uint32_t merge_rank(const TokenizerView &tok, uint32_t left, uint32_t right) {
+  uint32_t rank = kNoRank;
+  uint32_t result = 0;
+  return find_merge(tok, left, right, &rank, &result) ? rank : kNoRank;
+}
+
+// A word's symbols when ids and ranks fit 16 bits (SmolLM2: 49152 tokens, 48900 merges):
+// cell i holds its token in the low half and the rank of the pair (i, i + 1) in the high
+// half, so a pass over the word reads ranks without looking them up.
+struct PackedCells {
+  static constexpr uint32_t kNone16 = 0xFFFF;
+  const TokenizerView &tok;
+  uint32_t *cells;
+
+  static bool fits(const TokenizerView &tok) { return tok.n_tokens <= 0x10000u && tok.n_merges < kNone16; }
+  void start(size_t n) {
+    for (size_t i = 0; i + 1 < n; ++i) pair(i, token(i + 1));
+    cells[n - 1] = token(n - 1) | (kNone16 << 16);
+  }
+  void resize(size_t) {}
+  void finish(size_t n) {
+    for (size_t i = 0; i < n; ++i) cells[i] = token(i);
+  }
+  uint32_t token(size_t i) const { return cells[i] & 0xFFFFu; }
+  uint32_t rank(size_t i) const {
+    const uint32_t r = cells[i] >> 16;
+    return r == kNone16 ? kNoRank : r;
+  }
+  void put(size_t i, uint32_t token) { cells[i] = token | (kNone16 << 16); }
+  uint32_t pair(size_t i, uint32_t right) {  // cell i is now followed by right
+    const uint32_t r = merge_rank(tok, token(i), right);
+    cells[i] = token(i) | ((r == kNoRank ? kNone16 : r) << 16);
+    return r;
+  }
+  void copy(size_t to, size_t from) { cells[to] = cells[from]; }
+};
+
+// The same for any vocabulary: ranks are looked up whenever they are read.
+struct PlainCells {
+  const TokenizerView &tok;
+  int32_t *cells;
+  size_t n;  // the symbols are [0, n) while reading ranks
+
+  void start(size_t count) { n = count; }
+  void resize(size_t count) { n = count; }
+  void finish(size_t) {}
+  uint32_t token(size_t i) const { return static_cast<uint32_t>(cells[i]); }
+  uint32_t rank(size_t i) const { return i + 1 < n ? merge_rank(tok, token(i), token(i + 1)) : kNoRank; }
+  void put(size_t i, uint32_t token) { cells[i] = static_cast<int32_t>(token); }
+  uint32_t pair(size_t i, uint32_t right) { return merge_rank(tok, token(i), right); }
+  void copy(size_t to, size_t from) { cells[to] = cells[from]; }
+};
+
+// Merges a word's n symbols in place; returns how many are left. Each round finds the lowest
+// rank r among the pairs, then sweeps left to right merging every pair of rank r, which is
+// what merging one leftmost lowest pair at a time does as long as no merge creates a pair of
+// rank <= r (then the round ends early and the next one looks again). Trained vocabularies
+// never create such pairs (a merge's parts are older than it), so the rounds number the
+// distinct ranks used: a 10k-byte run of spaces takes a few dozen linear passes. The worst
+// case (a long word of all-different merges) is quadratic: rounds x word length.
+template <typename Cells>
+size_t merge_word(const TokenizerView &tok, Cells cells, size_t n) {
+  if (n < 2) return n;
+  cells.start(n);
+  for (;;) {
+    uint32_t best = kNoRank;
+    for (size_t i = 0; i + 1 < n; ++i) {
+      const uint32_t r = cells.rank(i);
+      if (r < best) best = r;
+    }
+    if (best == kNoRank) break;
+    size_t w = 0;  // writes [0, w) lag behind reads [j, n)
+    size_t j = 0;
+    bool sweeping = true;
+    while (j < n) {
+      if (sweeping && j + 1 < n && cells.rank(j) == best) {
+        uint32_t rank = 0;
+        uint32_t merged = 0;
+        find_merge(tok, cells.token(j), cells.token(j + 1), &rank, &merged);
+        j += 2;
+        cells.put(w, merged);
+        if (w > 0 && cells.pair(w - 1, merged) <= best) sweeping = false;
+        if (j < n && cells.pair(w, cells.token(j)) <= best) sweeping = false;
+        w += 1;
+      } else {
+        cells.copy(w++, j++);
+      }
+    }
+    n = w;
+    cells.resize(n);
+  }
+  cells.finish(n);
+  return n;
+}
+
+// Bytes that begin some control or user-defined token, and the longest such token.
+struct SpecialTokens {
+  uint32_t first_bytes[8] = {};
+  size_t max_size = 0;
+
+  bool may_start(uint8_t byte) const { return (first_bytes[byte >> 5] >> (byte & 31)) & 1u; }
+};
+
+bool is_special(const TokenizerView &tok, uint32_t id) {
+  return tok.types[id] == kTokenControl || tok.types[id] == kTokenUserDefined;
+}
+
+uint32_t piece_size(const TokenizerView &tok, uint32_t id) { return tok.piece_offsets[id + 1] - tok.piece_offsets[id]; }
+
+uint8_t piece_byte(const TokenizerView &tok, uint32_t id, size_t i) {
+  return static_cast<uint8_t>(tok.piece_bytes[tok.piece_offsets[id] + i]);
+}
+
+SpecialTokens find_special_tokens(const TokenizerView &tok) {
+  SpecialTokens s;
+  for (uint32_t id = 0; id < tok.n_tokens; ++id) {
+    const uint32_t size = piece_size(tok, id);
+    if (!is_special(tok, id) || size == 0) continue;
+    const uint8_t first = piece_byte(tok, id, 0);
+    s.first_bytes[first >> 5] |= 1u << (first & 31);
+    if (size > s.max_size) s.max_size = size;
+  }
+  return s;
+}
+
+// The longest control or user-defined token spelled by the text at pos (the lowest id among
+// equal spellings), as Hugging Face's leftmost-longest matching of added tokens finds it.
+// Pieces sharing a prefix are contiguous in sorted_ids, the prefix itself first, so each byte
+// of the text narrows the range by two binary searches on the byte at that depth.
+bool match_special(const TokenizerView &tok, const SpecialTokens &specials, Text &text, size_t pos, int32_t *id,
+                   size_t *size) {
+  uint32_t low = 0;
+  uint32_t high = tok.n_tokens;
+  bool found = false;
+  for (size_t depth = 0; depth < specials.max_size && pos + depth < text.size(); ++depth) {
+    const int byte = text.at(pos + depth);
+    // Every piece in [low, high) starts with the text's first depth bytes; key: its next byte,
+    // or -1 where it ends.
+    auto key = [&](uint32_t i) {
+      const uint32_t t = tok.sorted_ids[i];
+      return piece_size(tok, t) > depth ? static_cast<int>(piece_byte(tok, t, depth)) : -1;
+    };
+    uint32_t a = low;
+    uint32_t b = high;
+    while (a < b) {  // the first key >= byte
+      const uint32_t mid = a + (b - a) / 2;
+      if (key(mid) < byte) {
+        a = mid + 1;
+      } else {
+        b = mid;
+      }
+    }
+    low = a;
+    b = high;
+    while (a < b) {  // the first key > byte
+      const uint32_t mid = a + (b - a) / 2;
+      if (key(mid) <= byte) {
+        a = mid + 1;
+      } else {
+        b = mid;
+      }
+    }
+    high = a;
+    if (low == high) break;
+    for (uint32_t i = low; i < high && piece_size(tok, tok.sorted_ids[i]) == depth + 1; ++i) {
+      if (is_special(tok, tok.sorted_ids[i])) {
+        *id = static_cast<int32_t>(tok.sorted_ids[i]);
+        *size = depth + 1;
+        found = true;
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+class Encoder {
+ public:
+  Encoder(const TokenizerView &tok, Text &text, int32_t *tokens) : tok_(tok), text_(text), tokens_(tokens) {
+    for (int32_t &id : byte_ids_) id = kUnknown;
+  }
+
+  size_t count() const { return count_; }
+
+  void push(int32_t token) { tokens_[count_++] = token; }
+
+  // Pre-tokenizes [begin, end) (text with no special tokens) and encodes each word.
+  Status encode_text(size_t begin, size_t end) {
+    size_t pos = begin;
+    while (pos < end) {
+      const Unit u = decode(text_, pos, end);
+      const size_t word_end = is_isolated(u.kind) ? pos + u.size : match_word(pos, end, u);
+      const Status status = encode_word(pos, word_end);
+      if (status != MOTE_OK) return status;
+      pos = word_end;
+    }
+    return MOTE_OK;
+  }
+
+ private:
+  static constexpr int32_t kUnknown = -2;
+
+  // Where the regex's match starting at pos (unit u, not isolated) ends. The regex's text ends
+  // at end or at the next isolated unit.
+  size_t match_word(size_t pos, size_t end, const Unit &u) {
+    if (u.cp == '\'' && pos + 1 < end) {  // 's 't 're 've 'm 'll 'd
+      const uint32_t c1 = decode(text_, pos + 1, end).cp;
+      if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return pos + 2;
+      if ((c1 == 'r' || c1 == 'v' || c1 == 'l') && pos + 2 < end) {
+        const uint32_t c2 = decode(text_, pos + 2, end).cp;
+        if (c2 == (c1 == 'l' ? 'l' : 'e')) return pos + 3;
+      }
+    }
+    if (u.kind == Kind::letter || u.kind == Kind::other) return run_end(pos, end, u.kind);
+    if (u.cp == ' ' && pos + 1 < end) {  // " ?\p{L}+" and " ?[^\s\p{L}\p{N}]+"
+      const Unit next = decode(text_, pos + 1, end);
+      if (next.kind == Kind::letter || next.kind == Kind::other) return run_end(pos + 1 + next.size, end, next.kind);
+    }
+    // A whitespace run: "\s+(?!\S)" leaves its last code point to a following non-space when
+    // that leaves at least one; "\s+" takes it whole otherwise.
+    size_t last = pos;
+    size_t at = pos;
+    size_t n = 0;
+    Unit next{0, 0, Kind::invalid};
+    while (at < end) {
+      next = decode(text_, at, end);
+      if (next.kind != Kind::space) break;
+      last = at;
+      at += next.size;
+      n += 1;
+    }
+    const bool followed_by_non_space = at < end && !is_isolated(next.kind);
+    return followed_by_non_space && n >= 2 ? last : at;
+  }
+
+  // The end of the run of kind that continues at pos.
+  size_t run_end(size_t pos, size_t end, Kind kind) {
+    while (pos < end) {
+      const Unit u = decode(text_, pos, end);
+      if (u.kind != kind) break;
+      pos += u.size;
+    }
+    return pos;
+  }
+
+  // The word's bytes become their single-byte tokens where its tokens will end, then merge.
+  Status encode_word(size_t begin, size_t end) {
+    int32_t *symbols = tokens_ + count_;
+    const size_t n = end - begin;
+    for (size_t i = 0; i < n; ++i) {
+      const uint8_t byte = text_.at(begin + i);
+      if (byte_ids_[byte] == kUnknown) {
+        const char c = static_cast<char>(byte);
+        byte_ids_[byte] = find_token(tok_, &c, 1);
+      }
+      if (byte_ids_[byte] < 0) return MOTE_ERR_UNSUPPORTED;
+      symbols[i] = byte_ids_[byte];
+    }
+    if (PackedCells::fits(tok_)) {
+      // int32_t and uint32_t may alias each other; ids below 2^16 keep the low half exact.
+      count_ += merge_word(tok_, PackedCells{tok_, reinterpret_cast<uint32_t *>(symbols)}, n);
+    } else {
+      count_ += merge_word(tok_, PlainCells{tok_, symbols, n}, n);
+    }
+    return MOTE_OK;
+  }
+
+  const TokenizerView &tok_;
+  Text &text_;
+  int32_t *tokens_;
+  size_t count_ = 0;
+  int32_t byte_ids_[256];  // each byte's token, looked up on first use
+};
+
+}  // namespace
+
+Status encode_byte_level(const TokenizerView &tok, const TextSpan *spans, size_t n_spans, bool parse_special,
+                         int32_t *tokens, size_t capacity, size_t *n_tokens) {
+  if (n_tokens == nullptr || (spans == nullptr && n_spans > 0) || (tokens == nullptr && capacity > 0)) {
+    return MOTE_ERR_INVALID_ARGUMENT;
+  }
+  *n_tokens = 0;
+  size_t total = 0;
+  for (size_t i = 0; i < n_spans; ++i) {
+    if (spans[i].bytes == nullptr && spans[i].n > 0) return MOTE_ERR_INVALID_ARGUMENT;
+    if (spans[i].n > SIZE_MAX - total) return MOTE_ERR_INVALID_ARGUMENT;
+    total += spans[i].n;
+  }
+  // Every byte yields at most one token, and a word's bytes are its scratch space before
+  // merging, so total entries always suffice and are required.
+  if (capacity < total) {
+    *n_tokens = total;
+    return MOTE_ERR_BUFFER_TOO_SMALL;
+  }
+  Text text(spans, total);
+  Encoder encoder(tok, text, tokens);
+  Status status = MOTE_OK;
+  if (!parse_special) {
+    status = encoder.encode_text(0, total);
+  } else {
+    const SpecialTokens specials = find_special_tokens(tok);
+    size_t begin = 0;  // of the text since the last special token
+    for (size_t pos = 0; pos < total && status == MOTE_OK;) {
+      int32_t id = -1;
+      size_t size = 0;
+      if (specials.may_start(text.at(pos)) && match_special(tok, specials, text, pos, &id, &size)) {
+        status = encoder.encode_text(begin, pos);
+        encoder.push(id);
+        pos += size;
+        begin = pos;
+      } else {
+        pos += 1;
+      }
+    }
+    if (status == MOTE_OK) status = encoder.encode_text(begin, total);
+  }
+  if (status != MOTE_OK) return status;
+  *n_tokens = encoder.count();
+  return MOTE_OK;
+}
+
+void byte_level_piece(const TokenizerView &tok, int32_t token, const char **bytes, size_t *n_bytes) {
+  *bytes = "";
+  *n_bytes = 0;
+  if (token < 0 || static_cast<uint32_t>(token) >= tok.n_tokens) return;
+  const uint32_t id = static_cast<uint32_t>(token);
+  *bytes = tok.piece_bytes + tok.piece_offsets[id];
+  *n_bytes = piece_size(tok, id);
+}
+
+}  // namespace mote
