@@ -38,6 +38,28 @@ inline std::string shared_model(const std::string &name) {
   return "";
 }
 
+// The SmolLM2-135M-Instruct GGUF that models/fetch_smollm2.sh caches ($MOTE_SMOLLM2_GGUF
+// overrides), or "" when it was never fetched: the caller then skips, saying so. With
+// MOTE_REQUIRE_SMOLLM2=1 (set by .ci/run after fetching it) absence is a failure.
+inline std::string smollm2_gguf() {
+  std::string path;
+  if (const char *env = std::getenv("MOTE_SMOLLM2_GGUF")) {
+    path = env;
+  } else {
+    const char *cache = std::getenv("XDG_CACHE_HOME");
+    const char *home = std::getenv("HOME");
+    path = (cache != nullptr && cache[0] != '\0' ? std::string(cache) : std::string(home ? home : ".") + "/.cache") +
+           "/mote/SmolLM2-135M-Instruct.Q4_1.gguf";
+  }
+  if (file_exists(path)) return path;
+  const char *require = std::getenv("MOTE_REQUIRE_SMOLLM2");
+  if (require != nullptr && std::string(require) == "1") {
+    FAIL("required model missing: " << path << " (models/fetch_smollm2.sh fetches it)");
+  }
+  MESSAGE("SKIPPED: " << path << " is absent: run models/fetch_smollm2.sh to fetch SmolLM2-135M-Instruct");
+  return "";
+}
+
 }  // namespace mote_test
 
 #include <cstring>
