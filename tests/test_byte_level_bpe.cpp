@@ -555,15 +555,9 @@ TEST_CASE("100 KB of mixed text and long runs encode and round-trip") {
 }
 
 TEST_CASE("SmolLM2 vocabulary: ids match Hugging Face tokenizers exactly") {
-  const char *path = std::getenv("MOTE_SMOLLM2_MOTE");
-  if (path == nullptr || !mote_test::file_exists(path)) {
-    MESSAGE("SKIPPED: set MOTE_SMOLLM2_MOTE to a converted SmolLM2-135M-Instruct .mote to compare its ids");
-    return;
-  }
-  const mote_test::AlignedBuffer bytes = mote_test::AlignedBuffer::copy_of(mote_test::read_file(path));
-  mote_model model{};
-  char message[256] = "";
-  REQUIRE_MESSAGE(mote_model_open(bytes.data.get(), bytes.size, &model, message, sizeof message) == MOTE_OK, message);
+  const mote_test::ConvertedModel *converted = mote_test::smollm2_model(mote::format::DType::f16);
+  if (converted == nullptr) return;
+  const mote_model &model = converted->model;
   size_t unsupported = 0;
   for (const Golden &g : read_goldens("smollm2_tokenize.txt")) {
     INFO(g.name << " special=" << g.special);

@@ -9,7 +9,6 @@
 #include <map>
 #include <sstream>
 
-#include "gguf.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -40,31 +39,9 @@ std::vector<Reference> read_references() {
   return refs;
 }
 
-struct Converted {
-  AlignedBuffer bytes{0};
-  mote_model model{};
-};
+using Converted = mote_test::ConvertedModel;
 
-// The fetched GGUF converted in memory with mote's importer (once per dtype), or null.
-const Converted *smollm2(mote::format::DType dtype) {
-  static std::map<mote::format::DType, std::unique_ptr<Converted>> cache;
-  auto found = cache.find(dtype);
-  if (found != cache.end()) return found->second.get();
-  const std::string path = mote_test::smollm2_gguf();
-  if (path.empty()) return nullptr;
-  mote::convert::GgufOptions options;
-  options.dtype = dtype;
-  mote::convert::ModelData data;
-  std::string error;
-  REQUIRE_MESSAGE(mote::convert::load_gguf(path, options, &data, &error), error);
-  auto converted = std::make_unique<Converted>();
-  converted->bytes = AlignedBuffer::copy_of(mote::convert::serialize(data));
-  char message[256] = "";
-  REQUIRE_MESSAGE(mote_model_open(converted->bytes.data.get(), converted->bytes.size, &converted->model, message,
-                                  sizeof message) == MOTE_OK,
-                  message);
-  return (cache[dtype] = std::move(converted)).get();
-}
+const Converted *smollm2(mote::format::DType dtype) { return mote_test::smollm2_model(dtype); }
 
 std::vector<int32_t> tokenize(const mote_model &model, const std::string &text, uint32_t flags) {
   std::vector<int32_t> ids(text.size() + 2);

@@ -42,6 +42,10 @@ inline std::string shared_model(const std::string &name) {
 // overrides), or "" when it was never fetched: the caller then skips, saying so. With
 // MOTE_REQUIRE_SMOLLM2=1 (set by .ci/run after fetching it) absence is a failure.
 inline std::string smollm2_gguf() {
+  if (const char *skip = std::getenv("MOTE_SKIP_SMOLLM2")) {  // set by the emulated test presets
+    MESSAGE("SKIPPED: SmolLM2-135M-Instruct: " << skip);
+    return "";
+  }
   std::string path;
   if (const char *env = std::getenv("MOTE_SMOLLM2_GGUF")) {
     path = env;
@@ -65,6 +69,9 @@ inline std::string smollm2_gguf() {
 #include <cstring>
 #include <memory>
 
+#include <map>
+
+#include "gguf.hpp"
 #include "llama2c.hpp"
 #include "mote/mote.h"
 
@@ -116,6 +123,28 @@ inline std::unique_ptr<ConvertedModel> convert_and_open(
     return nullptr;
   }
   return converted;
+}
+
+// SmolLM2-135M-Instruct (see smollm2_gguf) converted in memory by mote's GGUF importer and
+// opened, once per dtype and process; null (the caller skips) when it was never fetched.
+inline const ConvertedModel *smollm2_model(mote::format::DType dtype) {
+  static std::map<mote::format::DType, std::unique_ptr<ConvertedModel>> cache;
+  auto found = cache.find(dtype);
+  if (found != cache.end()) return found->second.get();
+  const std::string path = smollm2_gguf();
+  if (path.empty()) return nullptr;
+  mote::convert::GgufOptions options;
+  options.dtype = dtype;
+  mote::convert::ModelData data;
+  std::string error;
+  REQUIRE_MESSAGE(mote::convert::load_gguf(path, options, &data, &error), error);
+  auto converted = std::make_unique<ConvertedModel>();
+  converted->bytes = AlignedBuffer::copy_of(mote::convert::serialize(data));
+  char message[256] = "";
+  REQUIRE_MESSAGE(mote_model_open(converted->bytes.data.get(), converted->bytes.size, &converted->model, message,
+                                  sizeof message) == MOTE_OK,
+                  message);
+  return (cache[dtype] = std::move(converted)).get();
 }
 
 // A session with an exactly sized arena.
