@@ -80,14 +80,14 @@ struct Result {
 };
 
 // Runs `mote ARGS` through the shell with stdout and stderr captured in files.
-Result run_cli(const std::string &args) {
+Result run_cli(const std::string &args, const std::string &stdin_path = "/dev/null") {
   Workspace &w = workspace();
   REQUIRE(!w.dir.empty());
   const std::string out = w.path("stdout.txt"), err = w.path("stderr.txt");
   // Cross builds run the CLI under the emulator ctest uses (its words are not quoted).
   const std::string emulator = MOTE_CLI_EMULATOR;
   const std::string command = (emulator.empty() ? "" : emulator + " ") + quote(kCli) + " " + args + " >" + quote(out) +
-                              " 2>" + quote(err) + " </dev/null";
+                              " 2>" + quote(err) + " <" + quote(stdin_path);
   const int status = std::system(command.c_str());
   Result r;
   REQUIRE(status != -1);
@@ -307,4 +307,41 @@ TEST_CASE("cli: run") {
   // An empty prompt runs from BOS alone.
   const Result empty = run_cli("run -m " + model + " -p '' -n 3 --temp 0");
   CHECK(empty.code == 0);
+}
+
+TEST_CASE("cli: chat with SmolLM2-135M-Instruct (run --chat and mote chat)") {
+  if (!have_cli()) return;
+  const std::string gguf = mote_test::smollm2_gguf();
+  if (gguf.empty()) return;
+  const std::string model = workspace().path("smollm2.mote");
+  const Result converted = run_cli("convert " + quote(gguf) + " -o " + quote(model));
+  INFO("convert stderr: " << converted.err);
+  REQUIRE(converted.code == 0);
+
+  // One turn: stdout is the reply alone (no prompt, no template tokens), greedy and factual.
+  const Result reply = run_cli("run --chat -m " + quote(model) + " -p 'What is the capital of France?' -n 12 --temp 0");
+  INFO("stderr: " << reply.err);
+  CHECK(reply.code == 0);
+  CHECK(reply.out.find("Paris") != std::string::npos);
+  CHECK(reply.out.find("capital of France?") == std::string::npos);
+  CHECK(reply.out.find("<|im") == std::string::npos);
+  CHECK(count_newlines(reply.err) == 1);  // the statistics line
+
+  // Two turns over one KV cache from piped stdin; a message the vocabulary cannot hold gets a
+  // one-line error and the conversation goes on; EOF ends it with status 0.
+  const std::string input = workspace().path("chat_input.txt");
+  write_text(input, "Name a color.\nbad \xff byte\nAnd a fruit?\n");
+  const Result chat = run_cli("chat -m " + quote(model) + " -n 16 --temp 0", input);
+  INFO("chat stderr: " << chat.err);
+  CHECK(chat.code == 0);
+  CHECK(count_newlines(chat.out) == 2);  // one line per answered turn
+  CHECK(chat.err.find("cannot represent") != std::string::npos);
+  CHECK(count_newlines(chat.err) == 1);
+
+  // A context that fills up: the user is told, and the conversation starts over.
+  write_text(input, "Tell me a long story about a dragon.\nAnd another one, please.\nOne more.\n");
+  const Result full = run_cli("chat -m " + quote(model) + " --ctx 64 -n 48 --temp 0", input);
+  INFO("full stderr: " << full.err);
+  CHECK(full.code == 0);
+  CHECK(full.err.find("the context of 64 tokens is full; starting a new conversation") != std::string::npos);
 }

@@ -33,6 +33,17 @@ int print_piece(void *user, int32_t, const char *piece, size_t n) {
 
 enum class TurnResult { kReplied, kContextFull, kError };
 
+// True when some message cannot be tokenized at all (byte-level vocabularies may lack a few
+// single-byte tokens: SmolLM2 has none for 21 bytes, e.g. 0x04 and 0xFF).
+bool unrepresentable_text(const mote_model &model, const std::vector<mote_chat_message> &messages) {
+  for (const mote_chat_message &m : messages) {
+    std::vector<int32_t> ids(m.content_n + 1);
+    size_t n = 0;
+    if (mote_tokenize(&model, m.content, m.content_n, 0, ids.data(), ids.size(), &n) == MOTE_ERR_UNSUPPORTED) return true;
+  }
+  return false;
+}
+
 // The conversation in one session: each turn sends the end of the previous reply, the new
 // messages and the assistant prompt, then streams the reply.
 class Conversation {
@@ -101,7 +112,10 @@ class Conversation {
                                   chat.data(), chat.size(), &n);
     }
     if (status == MOTE_ERR_UNSUPPORTED) {
-      *error = "this model has no chat template this build can apply (use mote run without --chat)";
+      *error = unrepresentable_text(model_, messages)
+                   ? "the message holds a byte this model's vocabulary cannot represent (a control character or "
+                     "invalid UTF-8)"
+                   : "this model has no chat template this build can apply (use mote run without --chat)";
       return false;
     }
     if (status != MOTE_OK) {
@@ -199,6 +213,10 @@ int command_chat(int argc, char **argv) {
         std::fprintf(stderr, "mote chat: this message does not fit the context of %u tokens (use --ctx)\n", context);
         continue;
       }
+    }
+    if (result == TurnResult::kError && stats.prompt_tokens == 0) {  // nothing ran: the conversation goes on
+      report("chat", error, kExitError);
+      continue;
     }
     std::fputc('\n', stdout);
     std::fflush(stdout);

@@ -131,6 +131,10 @@ bool tokenize(const mote_model &model, const std::string &text, std::vector<int3
   mote_model_info_get(&model, &info);
   const uint32_t flags = info.add_bos ? MOTE_TOKENIZE_ADD_BOS : 0u;
   const mote_status status = mote_tokenize(&model, text.data(), text.size(), flags, tokens->data(), tokens->size(), &n);
+  if (status == MOTE_ERR_UNSUPPORTED) {
+    *error = "the prompt holds a byte this model's vocabulary cannot represent (a control character or invalid UTF-8)";
+    return false;
+  }
   if (status != MOTE_OK) {
     *error = std::string("cannot tokenize the prompt: ") + mote_status_name(status);
     return false;
