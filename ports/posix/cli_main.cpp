@@ -19,8 +19,9 @@ const char kUsage[] =
     "  chat     [-m MODEL] [--system TEXT] [same options as run]\n"
     "           talk with an instruct model, one message per line; Ctrl-D ends (temp 0.2, top-p 0.9)\n"
     "  inspect  MODEL [--ctx N]   print the config, the tensor table and the arena size\n"
-    "  convert  INPUT -o OUTPUT --tokenizer FILE [--dtype f32|f16] [--rope interleaved|split]\n"
-    "           convert a llama2.c checkpoint into a .mote file\n"
+    "  convert  INPUT -o OUTPUT [--dtype f32|f16] [--tokenizer FILE] [--rope interleaved|split]\n"
+    "           convert a GGUF file, a Hugging Face checkpoint folder (safetensors) or a llama2.c\n"
+    "           checkpoint (with --tokenizer) into a .mote file\n"
     "  bench    -m MODEL [-t N] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [-b BATCH] [--kv f32|f16] [--json]\n"
     "           measure prompt and decode tokens per second (medians)\n";
 
