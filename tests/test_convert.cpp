@@ -212,7 +212,8 @@ Bytes q8_0_bytes(const std::vector<float> &v) {
     for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(v[i + j]));
     const float d = amax / 127;
     put<uint16_t>(b, mote::f32_to_fp16(d));
-    for (size_t j = 0; j < 32; ++j) b.push_back(static_cast<uint8_t>(static_cast<int8_t>(d == 0 ? 0 : std::lround(v[i + j] / d))));
+    for (size_t j = 0; j < 32; ++j)
+      b.push_back(static_cast<uint8_t>(static_cast<int8_t>(d == 0 ? 0 : std::lround(v[i + j] / d))));
   }
   return b;
 }
@@ -528,7 +529,7 @@ TEST_CASE("gguf: malformed containers are rejected with their own message") {
     expect_gguf_error(g, "metadata keys, more than the file");
     g = valid;
     g.kv_count = static_cast<int64_t>(valid.kvs.size()) + 1;  // one more key than there is
-    expect_gguf_error(g, "GGUF file is truncated in ");  // where depends on what the tensor infos read as
+    expect_gguf_error(g, "GGUF file is truncated in ");       // where depends on what the tensor infos read as
   }
   {
     Gguf g = valid;
@@ -703,8 +704,9 @@ TEST_CASE("gguf: llama files that do not fit the architecture") {
     Gguf g = valid;
     g.tensors[2].dims = {32, 16};
     g.tensors[2].data.resize(32 * 16 * 2);
-    expect_gguf_error(g, "GGUF tensor 'blk.0.attn_q.weight' has shape [32, 16] (innermost first); the "
-                         "hyperparameters need [32, 32]");
+    expect_gguf_error(g,
+                      "GGUF tensor 'blk.0.attn_q.weight' has shape [32, 16] (innermost first); the "
+                      "hyperparameters need [32, 32]");
     g = valid;
     g.tensors[1].dims = {16, 2};
     expect_gguf_error(g, "'blk.0.attn_norm.weight' has shape [16, 2]");
@@ -794,14 +796,20 @@ TEST_CASE("gguf: randomized corruption never crashes") {
     for (int k = 0; k < mutations; ++k) {
       const size_t at = rng() % 4 != 0 ? rng() % metadata_end : rng() % b.size();
       switch (rng() % 4) {
-        case 0: b[at] ^= static_cast<uint8_t>(1u << (rng() % 8)); break;
-        case 1: b[at] = static_cast<uint8_t>(rng()); break;
+        case 0:
+          b[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
+          break;
+        case 1:
+          b[at] = static_cast<uint8_t>(rng());
+          break;
         case 2: {
           const uint64_t v = kBig[rng() % (sizeof kBig / sizeof kBig[0])];
           std::memcpy(b.data() + at, &v, std::min<size_t>(8, b.size() - at));
           break;
         }
-        default: b.resize(at); break;
+        default:
+          b.resize(at);
+          break;
       }
       if (b.empty()) break;
     }
@@ -1182,7 +1190,8 @@ TEST_CASE("safetensors: tied embeddings and malformed checkpoints") {
   {
     HfCopy copy;
     copy.edit("config.json", "\"intermediate_size\": 64", "\"intermediate_size\": 65");
-    expect_hf_error(copy, "tensor 'model.layers.0.mlp.gate_proj.weight' has shape [64, 32]; config.json needs [65, 32]");
+    expect_hf_error(copy,
+                    "tensor 'model.layers.0.mlp.gate_proj.weight' has shape [64, 32]; config.json needs [65, 32]");
   }
   {
     HfCopy copy;
@@ -1247,16 +1256,20 @@ TEST_CASE("safetensors: tied embeddings and malformed checkpoints") {
 
 TEST_CASE("safetensors: header validation") {
   CHECK(safetensors_error(Bytes{1, 2, 3}).find("shorter than its 8-byte header length") != std::string::npos);
-  CHECK(safetensors_error(safetensors_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}", 8)) ==
-        "");
-  CHECK(safetensors_error(safetensors_file("{\"a\": {\"dtype\": \"I64\", \"shape\": [1], \"data_offsets\": [0, 8]}}", 8))
-            .find("dtype 'I64' (only F32, F16 and BF16 are supported)") != std::string::npos);
-  CHECK(safetensors_error(safetensors_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}", 8))
-            .find("hold 8 bytes but its shape and dtype need 12") != std::string::npos);
-  CHECK(safetensors_error(safetensors_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 16]}}", 8))
-            .find("runs past the end of the file") != std::string::npos);
-  CHECK(safetensors_error(safetensors_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}}", 8))
-            .find("0 <= begin <= end") != std::string::npos);
+  CHECK(safetensors_error(
+            safetensors_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}", 8)) == "");
+  CHECK(
+      safetensors_error(safetensors_file("{\"a\": {\"dtype\": \"I64\", \"shape\": [1], \"data_offsets\": [0, 8]}}", 8))
+          .find("dtype 'I64' (only F32, F16 and BF16 are supported)") != std::string::npos);
+  CHECK(
+      safetensors_error(safetensors_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}", 8))
+          .find("hold 8 bytes but its shape and dtype need 12") != std::string::npos);
+  CHECK(
+      safetensors_error(safetensors_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 16]}}", 8))
+          .find("runs past the end of the file") != std::string::npos);
+  CHECK(
+      safetensors_error(safetensors_file("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}}", 8))
+          .find("0 <= begin <= end") != std::string::npos);
   CHECK(safetensors_error(safetensors_file("{\"a\": {\"dtype\": \"F16\", \"shape\": [4294967296, 4294967296, 65536], "
                                            "\"data_offsets\": [0, 8]}}",
                                            8))
@@ -1359,7 +1372,7 @@ TEST_CASE("cli: mote convert picks the importer by content") {
   CliResult r = run_cli("convert " + gguf + " -o '" + out + "'");
   CHECK(r.code == 0);
   CHECK(r.err.find("wrote") != std::string::npos);
-  CHECK(r.err.find("f16") != std::string::npos);  // GGUF's default
+  CHECK(r.err.find("f16") != std::string::npos);                 // GGUF's default
   CHECK(r.err.find("converting tensors") == std::string::npos);  // stderr is not a terminal
   CHECK(mote_test::file_exists(out));
   r = run_cli("convert '" + mote_test::golden_path("tiny_hf") + "' -o '" + out + "' --dtype f32");

@@ -180,16 +180,35 @@ bool dequantize_ggml(uint32_t type, const uint8_t *src, size_t n_elements, float
   if (info == nullptr || !info->dequantizable || n_elements % info->block_elements != 0) return false;
   const size_t n_blocks = n_elements / info->block_elements;
   switch (static_cast<GgmlType>(type)) {
-    case GgmlType::f32: dequantize_f32(src, n_elements, dst); return true;
-    case GgmlType::f16: dequantize_f16(src, n_elements, dst); return true;
-    case GgmlType::bf16: dequantize_bf16(src, n_elements, dst); return true;
-    case GgmlType::q8_0: dequantize_q8_0(src, n_blocks, dst); return true;
-    case GgmlType::q4_0: dequantize_q4_0(src, n_blocks, dst); return true;
-    case GgmlType::q4_1: dequantize_q4_1(src, n_blocks, dst); return true;
-    case GgmlType::q4_k: dequantize_q4_k(src, n_blocks, dst); return true;
-    case GgmlType::q5_k: dequantize_q5_k(src, n_blocks, dst); return true;
-    case GgmlType::q6_k: dequantize_q6_k(src, n_blocks, dst); return true;
-    default: return false;
+    case GgmlType::f32:
+      dequantize_f32(src, n_elements, dst);
+      return true;
+    case GgmlType::f16:
+      dequantize_f16(src, n_elements, dst);
+      return true;
+    case GgmlType::bf16:
+      dequantize_bf16(src, n_elements, dst);
+      return true;
+    case GgmlType::q8_0:
+      dequantize_q8_0(src, n_blocks, dst);
+      return true;
+    case GgmlType::q4_0:
+      dequantize_q4_0(src, n_blocks, dst);
+      return true;
+    case GgmlType::q4_1:
+      dequantize_q4_1(src, n_blocks, dst);
+      return true;
+    case GgmlType::q4_k:
+      dequantize_q4_k(src, n_blocks, dst);
+      return true;
+    case GgmlType::q5_k:
+      dequantize_q5_k(src, n_blocks, dst);
+      return true;
+    case GgmlType::q6_k:
+      dequantize_q6_k(src, n_blocks, dst);
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -14,7 +14,7 @@ namespace {
 using format::DType;
 using format::Role;
 
-constexpr int kMaxArrayDepth = 8;        // arrays of arrays, nested at most this deep
+constexpr int kMaxArrayDepth = 8;  // arrays of arrays, nested at most this deep
 constexpr uint64_t kMaxAlignment = 1u << 20;
 constexpr uint64_t kMaxElements = 1ull << 56;  // per tensor; keeps byte counts far from overflow
 
@@ -65,17 +65,23 @@ uint64_t min_element_bytes(uint32_t type) {
   switch (static_cast<GgufType>(type)) {
     case GgufType::u8:
     case GgufType::i8:
-    case GgufType::boolean: return 1;
+    case GgufType::boolean:
+      return 1;
     case GgufType::u16:
-    case GgufType::i16: return 2;
+    case GgufType::i16:
+      return 2;
     case GgufType::u32:
     case GgufType::i32:
-    case GgufType::f32: return 4;
+    case GgufType::f32:
+      return 4;
     case GgufType::u64:
     case GgufType::i64:
-    case GgufType::f64: return 8;
-    case GgufType::string: return 8;  // the length
-    case GgufType::array: return 12;  // element type and count
+    case GgufType::f64:
+      return 8;
+    case GgufType::string:
+      return 8;  // the length
+    case GgufType::array:
+      return 12;  // element type and count
   }
   return 0;
 }
@@ -157,15 +163,18 @@ bool read_value(Reader &r, uint32_t type, const std::string &key, int depth, Ggu
       v.i = x;
       return true;
     }
-    case GgufType::u64: return r.read(&v.u);
-    case GgufType::i64: return r.read(&v.i);
+    case GgufType::u64:
+      return r.read(&v.u);
+    case GgufType::i64:
+      return r.read(&v.i);
     case GgufType::f32: {
       float x;
       if (!r.read(&x)) return false;
       v.f = x;
       return true;
     }
-    case GgufType::f64: return r.read(&v.f);
+    case GgufType::f64:
+      return r.read(&v.f);
     case GgufType::boolean: {
       uint8_t x;
       if (!r.read(&x)) return false;
@@ -176,8 +185,10 @@ bool read_value(Reader &r, uint32_t type, const std::string &key, int depth, Ggu
       v.u = x;
       return true;
     }
-    case GgufType::string: return r.string(out != nullptr ? &v.s : nullptr);
-    case GgufType::array: return read_array(r, key, depth, out);
+    case GgufType::string:
+      return r.string(out != nullptr ? &v.s : nullptr);
+    case GgufType::array:
+      return read_array(r, key, depth, out);
   }
   *r.error = "GGUF metadata '" + printable(key) + "' has unknown value type " + num(type);
   return false;
@@ -203,8 +214,10 @@ bool GgufValue::is_integer() const {
     case GgufType::u32:
     case GgufType::i32:
     case GgufType::u64:
-    case GgufType::i64: return true;
-    default: return false;
+    case GgufType::i64:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -283,7 +296,7 @@ bool GgufFile::integers(const std::string &key, std::vector<int64_t> *out, std::
   const uint8_t *p = bytes + v->array_offset;
   for (size_t i = 0; i < out->size(); ++i) {
     uint64_t raw = 0;
-    std::memcpy(&raw, p + size * i, static_cast<size_t>(size));  // little-endian host
+    std::memcpy(&raw, p + size * i, static_cast<size_t>(size));                            // little-endian host
     if (is_signed && size < 8 && (raw >> (8 * size - 1)) & 1) raw |= ~0ull << (8 * size);  // sign-extend
     (*out)[i] = static_cast<int64_t>(raw);
   }
@@ -311,13 +324,12 @@ bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *erro
   // The smallest key takes 13 bytes (length, type, one byte) and the smallest tensor info 32
   // (name length, n_dims, one dim, type, offset): bound the counts before any allocation.
   if (kv_count > r.remaining() / 13) {
-    *error = "GGUF header claims " + num(kv_count) + " metadata keys, more than the file (" + num(n) +
-             " bytes) can hold";
+    *error =
+        "GGUF header claims " + num(kv_count) + " metadata keys, more than the file (" + num(n) + " bytes) can hold";
     return false;
   }
   if (tensor_count > r.remaining() / 32) {
-    *error = "GGUF header claims " + num(tensor_count) + " tensors, more than the file (" + num(n) +
-             " bytes) can hold";
+    *error = "GGUF header claims " + num(tensor_count) + " tensors, more than the file (" + num(n) + " bytes) can hold";
     return false;
   }
 
@@ -347,8 +359,9 @@ bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *erro
       *error = std::string("GGUF general.alignment has type ") + gguf_type_name(a->type) + ", expected an integer";
       return false;
     }
-    const bool negative = (a->type == GgufType::i8 || a->type == GgufType::i16 || a->type == GgufType::i32 ||
-                           a->type == GgufType::i64) && a->i < 0;
+    const bool negative =
+        (a->type == GgufType::i8 || a->type == GgufType::i16 || a->type == GgufType::i32 || a->type == GgufType::i64) &&
+        a->i < 0;
     const uint64_t alignment = a->u != 0 ? a->u : static_cast<uint64_t>(a->i);
     if (negative || !is_power_of_two(alignment) || alignment > kMaxAlignment) {
       *error = "GGUF general.alignment " + (negative ? std::to_string(a->i) : num(alignment)) +
@@ -394,8 +407,8 @@ bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *erro
       return false;
     }
     if (t.dims[0] % info->block_elements != 0) {
-      *error = name + " rows of " + num(t.dims[0]) + " elements are not a whole number of " + info->name +
-               " blocks (" + num(info->block_elements) + " elements)";
+      *error = name + " rows of " + num(t.dims[0]) + " elements are not a whole number of " + info->name + " blocks (" +
+               num(info->block_elements) + " elements)";
       return false;
     }
     if (t.offset % f.alignment != 0) {
@@ -410,8 +423,8 @@ bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *erro
   // The data section starts at the next multiple of the alignment after the tensor infos.
   f.data_offset = (static_cast<uint64_t>(r.pos) + f.alignment - 1) / f.alignment * f.alignment;
   if (!f.tensors.empty() && f.data_offset > n) {
-    *error = "GGUF data section starts at byte " + num(f.data_offset) + ", past the end of the file (" + num(n) +
-             " bytes)";
+    *error =
+        "GGUF data section starts at byte " + num(f.data_offset) + ", past the end of the file (" + num(n) + " bytes)";
     return false;
   }
   for (GgufTensorInfo &t : f.tensors) {
@@ -550,8 +563,8 @@ struct Meta {
       return true;
     }
     if (!v->is_integer()) return wrong_type(key, *v, "an integer");
-    const bool is_unsigned = v->type == GgufType::u8 || v->type == GgufType::u16 || v->type == GgufType::u32 ||
-                             v->type == GgufType::u64;
+    const bool is_unsigned =
+        v->type == GgufType::u8 || v->type == GgufType::u16 || v->type == GgufType::u32 || v->type == GgufType::u64;
     if ((is_unsigned && v->u > static_cast<uint64_t>(hi)) || (!is_unsigned && (v->i < lo || v->i > hi)) ||
         (is_unsigned && static_cast<int64_t>(v->u) < lo)) {
       *error = "GGUF key '" + key + "' is " + (is_unsigned ? num(v->u) : std::to_string(v->i)) + ", outside [" +
@@ -571,8 +584,7 @@ struct Meta {
     if (v->type == GgufType::f32 || v->type == GgufType::f64)
       *out = v->f;
     else if (v->is_integer())
-      *out = v->type == GgufType::u8 || v->type == GgufType::u16 || v->type == GgufType::u32 ||
-                     v->type == GgufType::u64
+      *out = v->type == GgufType::u8 || v->type == GgufType::u16 || v->type == GgufType::u32 || v->type == GgufType::u64
                  ? static_cast<double>(v->u)
                  : static_cast<double>(v->i);
     else
@@ -609,12 +621,18 @@ struct RoleName {
   bool per_layer;
 };
 const RoleName kRoleNames[] = {
-    {"token_embd", Role::token_embedding, false}, {"output_norm", Role::output_norm, false},
-    {"output", Role::output, false},              {"attn_norm", Role::attn_norm, true},
-    {"attn_q", Role::attn_q, true},               {"attn_k", Role::attn_k, true},
-    {"attn_v", Role::attn_v, true},               {"attn_output", Role::attn_output, true},
-    {"ffn_norm", Role::ffn_norm, true},           {"ffn_gate", Role::ffn_gate, true},
-    {"ffn_down", Role::ffn_down, true},           {"ffn_up", Role::ffn_up, true},
+    {"token_embd", Role::token_embedding, false},
+    {"output_norm", Role::output_norm, false},
+    {"output", Role::output, false},
+    {"attn_norm", Role::attn_norm, true},
+    {"attn_q", Role::attn_q, true},
+    {"attn_k", Role::attn_k, true},
+    {"attn_v", Role::attn_v, true},
+    {"attn_output", Role::attn_output, true},
+    {"ffn_norm", Role::ffn_norm, true},
+    {"ffn_gate", Role::ffn_gate, true},
+    {"ffn_down", Role::ffn_down, true},
+    {"ffn_up", Role::ffn_up, true},
 };
 
 std::string gguf_tensor_name(Role role, uint32_t layer) {
@@ -666,8 +684,8 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
   std::vector<std::string> tokens;
   if (!file.strings("tokenizer.ggml.tokens", &tokens, error)) return false;
   if (tokens.size() != vocab) {
-    *error = "GGUF tokenizer.ggml.tokens has " + num(tokens.size()) + " tokens but the model's vocabulary is " +
-             num(vocab);
+    *error =
+        "GGUF tokenizer.ggml.tokens has " + num(tokens.size()) + " tokens but the model's vocabulary is " + num(vocab);
     return false;
   }
   std::vector<uint8_t> types(vocab, kTokenNormal);
@@ -683,7 +701,8 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
         *error = "GGUF tokenizer.ggml.token_type[" + num(i) + "] is " + std::to_string(raw[i]) + " (expected 1 to 6)";
         return false;
       }
-      types[i] = raw[i] == 0 ? static_cast<uint8_t>(kTokenNormal) : static_cast<uint8_t>(raw[i]);  // 0: ggml's "undefined"
+      types[i] =
+          raw[i] == 0 ? static_cast<uint8_t>(kTokenNormal) : static_cast<uint8_t>(raw[i]);  // 0: ggml's "undefined"
     }
   }
   bool add_bos = false, add_space_prefix = true;
@@ -712,7 +731,8 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
     if (!meta.boolean("tokenizer.ggml.add_bos_token", true, &add_bos) ||
         !meta.boolean("tokenizer.ggml.add_space_prefix", true, &add_space_prefix))
       return false;
-    tok.flags = (add_space_prefix ? uint32_t{format::kTokAddSpacePrefix} : 0u) | (add_bos ? uint32_t{format::kTokAddBos} : 0u);
+    tok.flags =
+        (add_space_prefix ? uint32_t{format::kTokAddSpacePrefix} : 0u) | (add_bos ? uint32_t{format::kTokAddBos} : 0u);
   } else if (model == "gpt2") {
     std::vector<std::pair<std::string, std::string>> merges;
     if (file.find("tokenizer.ggml.merges") != nullptr) {
@@ -779,13 +799,12 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
       !meta.real("llama.attention.layer_norm_rms_epsilon", 1e-5, false, &eps))
     return false;
   if (dim % heads != 0) {
-    *error = "GGUF llama.embedding_length " + num(dim) + " is not divisible by llama.attention.head_count " +
-             num(heads);
+    *error =
+        "GGUF llama.embedding_length " + num(dim) + " is not divisible by llama.attention.head_count " + num(heads);
     return false;
   }
   if (heads % kv_heads != 0) {
-    *error = "GGUF llama.attention.head_count " + num(heads) + " is not a multiple of head_count_kv " +
-             num(kv_heads);
+    *error = "GGUF llama.attention.head_count " + num(heads) + " is not a multiple of head_count_kv " + num(kv_heads);
     return false;
   }
   const int64_t head_dim = dim / heads;
@@ -797,8 +816,8 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
       !meta.integer("llama.attention.key_length", false, head_dim, 0, INT64_MAX, &key_length))
     return false;
   if (rope_dims != head_dim) {
-    *error = "GGUF llama.rope.dimension_count " + num(rope_dims) + " differs from the head dimension " +
-             num(head_dim) + " (partial rotary embeddings are not supported)";
+    *error = "GGUF llama.rope.dimension_count " + num(rope_dims) + " differs from the head dimension " + num(head_dim) +
+             " (partial rotary embeddings are not supported)";
     return false;
   }
   if (key_length != head_dim) {
@@ -825,9 +844,8 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
   // The vocabulary: llama.vocab_size when present, else the token count; both must agree.
   int64_t vocab = -1;
   const GgufValue *tokens = file.find("tokenizer.ggml.tokens");
-  const int64_t token_count = tokens != nullptr && tokens->type == GgufType::array
-                                  ? static_cast<int64_t>(tokens->array_count)
-                                  : -1;
+  const int64_t token_count =
+      tokens != nullptr && tokens->type == GgufType::array ? static_cast<int64_t>(tokens->array_count) : -1;
   if (!meta.integer("llama.vocab_size", false, token_count, 0, 1 << 24, &vocab)) return false;
   if (vocab < 0) {
     *error = "GGUF has no tokenizer (no tokenizer.ggml.tokens): mote needs one in the model file";
@@ -871,8 +889,8 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
       return false;
     }
     if (layer != format::kNoLayer && layer >= L) {
-      *error = "GGUF tensor '" + printable(t.name) + "' is for layer " + num(layer) + " but llama.block_count is " +
-               num(L);
+      *error =
+          "GGUF tensor '" + printable(t.name) + "' is for layer " + num(layer) + " but llama.block_count is " + num(L);
       return false;
     }
     size_t &s = slot_of(role, layer);

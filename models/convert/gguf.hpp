@@ -71,7 +71,7 @@ struct GgufFile {
   size_t size = 0;
   uint32_t version = 0;
   uint64_t alignment = 32;
-  uint64_t data_offset = 0;  // start of the tensor data section
+  uint64_t data_offset = 0;       // start of the tensor data section
   std::vector<std::string> keys;  // in file order
   std::unordered_map<std::string, GgufValue> values;
   std::vector<GgufTensorInfo> tensors;  // in file order

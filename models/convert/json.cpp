@@ -88,14 +88,30 @@ struct Parser {
       if (++pos >= n) return fail("unterminated escape");
       const char e = s[pos++];
       switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
+        case '"':
+          out->push_back('"');
+          break;
+        case '\\':
+          out->push_back('\\');
+          break;
+        case '/':
+          out->push_back('/');
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
         case 'u': {
           uint32_t cp = 0;
           if (!hex4(&cp)) return false;
@@ -111,7 +127,8 @@ struct Parser {
           append_utf8(cp, out);
           break;
         }
-        default: return fail(std::string("bad escape '\\") + e + "'");
+        default:
+          return fail(std::string("bad escape '\\") + e + "'");
       }
     }
   }
@@ -227,12 +244,18 @@ const JsonValue *JsonValue::get(const std::string &key) const {
 
 const char *json_kind_name(JsonValue::Kind kind) {
   switch (kind) {
-    case JsonValue::Kind::null: return "null";
-    case JsonValue::Kind::boolean: return "a bool";
-    case JsonValue::Kind::number: return "a number";
-    case JsonValue::Kind::string: return "a string";
-    case JsonValue::Kind::array: return "an array";
-    case JsonValue::Kind::object: return "an object";
+    case JsonValue::Kind::null:
+      return "null";
+    case JsonValue::Kind::boolean:
+      return "a bool";
+    case JsonValue::Kind::number:
+      return "a number";
+    case JsonValue::Kind::string:
+      return "a string";
+    case JsonValue::Kind::array:
+      return "an array";
+    case JsonValue::Kind::object:
+      return "an object";
   }
   return "?";
 }
@@ -240,8 +263,8 @@ const char *json_kind_name(JsonValue::Kind kind) {
 bool parse_json(const char *text, size_t n, JsonValue *out, std::string *error, const JsonLimits &limits) {
   *out = JsonValue{};
   if (n > limits.max_bytes) {
-    *error = "JSON text of " + std::to_string(n) + " bytes is larger than the limit of " +
-             std::to_string(limits.max_bytes);
+    *error =
+        "JSON text of " + std::to_string(n) + " bytes is larger than the limit of " + std::to_string(limits.max_bytes);
     return false;
   }
   Parser p{text, n, 0, limits.max_depth, error};

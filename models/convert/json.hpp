@@ -17,10 +17,10 @@ struct JsonValue {
   Kind kind = Kind::null;
   bool boolean = false;
   double number = 0;
-  bool integral = false;  // the number was written without fraction or exponent and fits int64
-  int64_t integer = 0;    // its value when integral
-  std::string text;       // string value
-  std::vector<JsonValue> items;                             // array
+  bool integral = false;         // the number was written without fraction or exponent and fits int64
+  int64_t integer = 0;           // its value when integral
+  std::string text;              // string value
+  std::vector<JsonValue> items;  // array
   std::vector<std::pair<std::string, JsonValue>> members;  // object, in file order
 
   // The member named key of an object, or null (also for non-objects).

@@ -169,8 +169,7 @@ bool parse_hf_name(const std::string &name, Role *role, uint32_t *layer) {
       ++at;
       ++digits;
     }
-    if (digits == 0 || at >= name.size() || name[at] != '.' || (digits > 1 && name[prefix.size()] == '0'))
-      return false;
+    if (digits == 0 || at >= name.size() || name[at] != '.' || (digits > 1 && name[prefix.size()] == '0')) return false;
     *layer = static_cast<uint32_t>(value);
     rest = name.substr(at + 1);
     per_layer = true;
@@ -224,8 +223,7 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
   uint64_t header_bytes = 0;
   std::memcpy(&header_bytes, bytes, 8);
   if (header_bytes > n - 8) {
-    *error = "safetensors header length " + num(header_bytes) + " runs past the end of the file (" + num(n) +
-             " bytes)";
+    *error = "safetensors header length " + num(header_bytes) + " runs past the end of the file (" + num(n) + " bytes)";
     return false;
   }
   if (header_bytes > kMaxHeaderBytes) {
@@ -430,8 +428,8 @@ bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenize
     const size_t i = static_cast<size_t>(id->integer);
     // An added token may restate a vocabulary entry (same id, same text) to mark it special.
     if (filled[i] && !(added && tokens[i] == text)) {
-      *error = "tokenizer.json gives id " + num(i) + " to both '" + printable(tokens[i]) + "' and '" +
-               printable(text) + "'";
+      *error =
+          "tokenizer.json gives id " + num(i) + " to both '" + printable(tokens[i]) + "' and '" + printable(text) + "'";
       return false;
     }
     tokens[i] = text;
@@ -461,7 +459,8 @@ bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenize
       if (m.is_string()) {  // "A B" (tokenizers < 0.20)
         const size_t space = m.text.find(' ');
         if (space == std::string::npos || m.text.find(' ', space + 1) != std::string::npos) {
-          *error = "tokenizer.json merge " + num(i) + " '" + printable(m.text) + "' is not two tokens split by one space";
+          *error =
+              "tokenizer.json merge " + num(i) + " '" + printable(m.text) + "' is not two tokens split by one space";
           return false;
         }
         merges.emplace_back(m.text.substr(0, space), m.text.substr(space + 1));
@@ -679,8 +678,8 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
       std::string got, need;
       for (size_t d = 0; d < t.shape.size(); ++d) got += (d ? ", " : "") + num(t.shape[d]);
       for (size_t d = 0; d < expect.size(); ++d) need += (d ? ", " : "") + num(expect[d]);
-      *error = "'" + where + "': tensor '" + printable(t.name) + "' has shape [" + got +
-               "]; config.json needs [" + need + "]";
+      *error = "'" + where + "': tensor '" + printable(t.name) + "' has shape [" + got + "]; config.json needs [" +
+               need + "]";
       return false;
     }
     const size_t count = static_cast<size_t>(vector ? w.rows : w.rows * w.cols);

@@ -39,7 +39,7 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
 
 struct SafetensorsOptions {
   format::DType dtype = format::DType::f16;  // f32 or f16, for matrices
-  std::string tokenizer_path;                 // tokenizer.json; empty: the one in the directory
+  std::string tokenizer_path;                // tokenizer.json; empty: the one in the directory
   std::function<void(size_t done, size_t total)> progress;
 };
 
