@@ -1404,14 +1404,8 @@ TEST_CASE("cli: mote convert picks the importer by content") {
 // ---- the real model ----------------------------------------------------------------------------------
 
 TEST_CASE("gguf real: SmolLM2-135M-Instruct Q4_1") {
-  std::string path;
-  if (const char *env = std::getenv("MOTE_SMOLLM2_GGUF")) path = env;
-  if (path.empty() && std::getenv("HOME") != nullptr)
-    path = std::string(std::getenv("HOME")) + "/.cache/mote/SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!mote_test::file_exists(path)) {
-    MESSAGE("SKIPPED: SmolLM2-135M-Instruct.Q4_1.gguf is absent (set MOTE_SMOLLM2_GGUF or put it in ~/.cache/mote/)");
-    return;
-  }
+  const std::string path = mote_test::smollm2_gguf();
+  if (path.empty()) return;
   mote::convert::GgufOptions options;
   options.dtype = DType::f16;
   ModelData m;
