@@ -903,31 +903,9 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
   const bool tied = slot_of(Role::output, format::kNoLayer) == SIZE_MAX;
   c.flags = tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
 
-  // In the order the runtime names them: embedding, layers, final norm, classifier.
-  struct Wanted {
-    Role role;
-    uint32_t layer;
-    uint64_t rows, cols;  // cols = 0 for vectors
-  };
-  const uint64_t D = c.dim, F = c.ffn_dim, V = c.vocab_size, Q = uint64_t{c.n_heads} * c.head_dim,
-                 KV = uint64_t{c.n_kv_heads} * c.head_dim;
-  std::vector<Wanted> wanted;
-  wanted.push_back({Role::token_embedding, format::kNoLayer, V, D});
-  for (uint32_t l = 0; l < L; ++l) {
-    wanted.push_back({Role::attn_norm, l, D, 0});
-    wanted.push_back({Role::attn_q, l, Q, D});
-    wanted.push_back({Role::attn_k, l, KV, D});
-    wanted.push_back({Role::attn_v, l, KV, D});
-    wanted.push_back({Role::attn_output, l, D, Q});
-    wanted.push_back({Role::ffn_norm, l, D, 0});
-    wanted.push_back({Role::ffn_gate, l, F, D});
-    wanted.push_back({Role::ffn_down, l, D, F});
-    wanted.push_back({Role::ffn_up, l, F, D});
-  }
-  wanted.push_back({Role::output_norm, format::kNoLayer, D, 0});
-  if (!tied) wanted.push_back({Role::output, format::kNoLayer, V, D});
+  const std::vector<TensorSlot> wanted = llama_tensor_slots(c);
 
-  for (const Wanted &w : wanted) {
+  for (const TensorSlot &w : wanted) {
     if (slot_of(w.role, w.layer) == SIZE_MAX) {
       *error = "GGUF is missing tensor '" + gguf_tensor_name(w.role, w.layer) + "'";
       return false;
@@ -936,7 +914,7 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
   std::vector<float> values;
   m.tensors.reserve(wanted.size());
   for (size_t k = 0; k < wanted.size(); ++k) {
-    const Wanted &w = wanted[k];
+    const TensorSlot &w = wanted[k];
     const GgufTensorInfo &t = file.tensors[slot_of(w.role, w.layer)];
     const bool vector = w.cols == 0;
     // GGUF dims are innermost first: a matrix is [cols, rows], a vector [n].
@@ -957,15 +935,7 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
     }
     values.resize(static_cast<size_t>(t.n_elements));
     dequantize_ggml(t.type, file.bytes + t.offset, values.size(), values.data());
-    TensorData td;
-    td.role = w.role;
-    td.layer = w.layer;
-    td.dtype = vector ? DType::f32 : options.dtype;
-    td.n_dims = vector ? 1 : 2;
-    td.rows = static_cast<uint32_t>(w.rows);
-    td.cols = vector ? 1 : static_cast<uint32_t>(w.cols);
-    td.bytes = encode_floats(values.data(), values.size(), td.dtype);
-    m.tensors.push_back(std::move(td));
+    m.tensors.push_back(float_tensor(w, values.data(), options.dtype));
     if (options.progress) options.progress(k + 1, wanted.size());
   }
   return true;

@@ -81,6 +81,41 @@ std::vector<uint8_t> serialize_tokenizer(const TokenizerData &tok) {
 
 }  // namespace
 
+std::vector<TensorSlot> llama_tensor_slots(const format::ModelConfig &c) {
+  using format::Role;
+  const uint64_t D = c.dim, F = c.ffn_dim, V = c.vocab_size, Q = uint64_t{c.n_heads} * c.head_dim,
+                 KV = uint64_t{c.n_kv_heads} * c.head_dim;
+  std::vector<TensorSlot> slots;
+  slots.push_back({Role::token_embedding, format::kNoLayer, V, D});
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    slots.push_back({Role::attn_norm, l, D, 0});
+    slots.push_back({Role::attn_q, l, Q, D});
+    slots.push_back({Role::attn_k, l, KV, D});
+    slots.push_back({Role::attn_v, l, KV, D});
+    slots.push_back({Role::attn_output, l, D, Q});
+    slots.push_back({Role::ffn_norm, l, D, 0});
+    slots.push_back({Role::ffn_gate, l, F, D});
+    slots.push_back({Role::ffn_down, l, D, F});
+    slots.push_back({Role::ffn_up, l, F, D});
+  }
+  slots.push_back({Role::output_norm, format::kNoLayer, D, 0});
+  if ((c.flags & format::kFlagTiedEmbeddings) == 0) slots.push_back({Role::output, format::kNoLayer, V, D});
+  return slots;
+}
+
+TensorData float_tensor(const TensorSlot &slot, const float *values, format::DType dtype) {
+  const bool vector = slot.cols == 0;
+  TensorData t;
+  t.role = slot.role;
+  t.layer = slot.layer;
+  t.dtype = vector ? format::DType::f32 : dtype;
+  t.n_dims = vector ? 1 : 2;
+  t.rows = static_cast<uint32_t>(slot.rows);
+  t.cols = vector ? 1 : static_cast<uint32_t>(slot.cols);
+  t.bytes = encode_floats(values, static_cast<size_t>(vector ? slot.rows : slot.rows * slot.cols), t.dtype);
+  return t;
+}
+
 format::ModelConfig llama_config() {
   format::ModelConfig c{};
   c.family = static_cast<uint32_t>(format::Family::llama);

@@ -37,6 +37,20 @@ struct ModelData {
   TokenizerData tokenizer;
 };
 
+// One tensor a Llama-family model needs, shaped by its config (cols = 0 for a vector).
+struct TensorSlot {
+  format::Role role;
+  uint32_t layer;  // format::kNoLayer for global tensors
+  uint64_t rows, cols;
+};
+
+// Every tensor of a Llama-family config in file order: the embedding, each layer's, the final
+// norm, then the classifier unless the config ties it to the embedding.
+std::vector<TensorSlot> llama_tensor_slots(const format::ModelConfig &config);
+
+// The tensor for slot from its float values: vectors stay f32, matrices are stored as dtype.
+TensorData float_tensor(const TensorSlot &slot, const float *values, format::DType dtype);
+
 // The config every Llama-family converter starts from (RMSNorm, RoPE, SwiGLU, no biases).
 format::ModelConfig llama_config();
 

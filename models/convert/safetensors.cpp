@@ -637,29 +637,8 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
     slot_of(role, layer) = &entry.second;
   }
 
-  struct Wanted {
-    Role role;
-    uint32_t layer;
-    uint64_t rows, cols;  // cols = 0 for vectors
-  };
-  const uint64_t D = c.dim, F = c.ffn_dim, V = c.vocab_size, Q = uint64_t{c.n_heads} * c.head_dim,
-                 KV = uint64_t{c.n_kv_heads} * c.head_dim;
-  std::vector<Wanted> wanted;
-  wanted.push_back({Role::token_embedding, format::kNoLayer, V, D});
-  for (uint32_t l = 0; l < L; ++l) {
-    wanted.push_back({Role::attn_norm, l, D, 0});
-    wanted.push_back({Role::attn_q, l, Q, D});
-    wanted.push_back({Role::attn_k, l, KV, D});
-    wanted.push_back({Role::attn_v, l, KV, D});
-    wanted.push_back({Role::attn_output, l, D, Q});
-    wanted.push_back({Role::ffn_norm, l, D, 0});
-    wanted.push_back({Role::ffn_gate, l, F, D});
-    wanted.push_back({Role::ffn_down, l, D, F});
-    wanted.push_back({Role::ffn_up, l, F, D});
-  }
-  wanted.push_back({Role::output_norm, format::kNoLayer, D, 0});
-  if (!tied) wanted.push_back({Role::output, format::kNoLayer, V, D});
-  for (const Wanted &w : wanted) {
+  const std::vector<TensorSlot> wanted = llama_tensor_slots(c);
+  for (const TensorSlot &w : wanted) {
     if (slot_of(w.role, w.layer) == nullptr) {
       *error = "'" + where + "' is missing tensor '" + hf_name(w.role, w.layer) + "'" +
                (w.role == Role::output ? " (config.json says the embeddings are not tied)" : "");
@@ -669,7 +648,7 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
 
   std::vector<float> values;
   for (size_t k = 0; k < wanted.size(); ++k) {
-    const Wanted &w = wanted[k];
+    const TensorSlot &w = wanted[k];
     const Located &at = *slot_of(w.role, w.layer);
     const SafetensorsTensor &t = at.tensor;
     const bool vector = w.cols == 0;
@@ -691,15 +670,7 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
       dequantize_f16(src, count, values.data());
     else
       dequantize_bf16(src, count, values.data());
-    TensorData td;
-    td.role = w.role;
-    td.layer = w.layer;
-    td.dtype = vector ? DType::f32 : options.dtype;
-    td.n_dims = vector ? 1 : 2;
-    td.rows = static_cast<uint32_t>(w.rows);
-    td.cols = vector ? 1 : static_cast<uint32_t>(w.cols);
-    td.bytes = encode_floats(values.data(), values.size(), td.dtype);
-    m.tensors.push_back(std::move(td));
+    m.tensors.push_back(float_tensor(w, values.data(), options.dtype));
     if (options.progress) options.progress(k + 1, wanted.size());
   }
   return true;
