@@ -43,8 +43,11 @@ int command_inspect(int argc, char **argv) {
   std::printf("activation      %s\n", c.activation == 1 ? "swiglu" : (c.activation == 2 ? "gelu" : "relu"));
   std::printf("embeddings      %s\n", (c.flags & format::kFlagTiedEmbeddings) ? "tied" : "separate classifier");
   std::printf("bos / eos       %d / %d\n", c.bos_id, c.eos_id);
-  std::printf("tokenizer       %s, %u tokens\n", view.tokenizer_kind == 1 ? "sentencepiece bpe" : "byte-level bpe",
-              view.tokenizer.n_tokens);
+  std::printf("tokenizer       %s, %u tokens, %u merges%s\n",
+              view.tokenizer_kind == 1 ? "sentencepiece bpe" : "byte-level bpe", view.tokenizer.n_tokens,
+              view.tokenizer.n_merges, view.tokenizer.add_bos ? ", adds bos" : "");
+  static const char *const kTemplates[] = {"none", "chatml", "llama-2 [INST]"};
+  std::printf("chat template   %s\n", kTemplates[view.chat_template]);
 
   std::printf("\n%-24s %-6s %-16s %12s\n", "tensor", "dtype", "shape", "bytes");
   for (uint32_t i = 0; i < view.n_tensors; ++i) {
