@@ -125,15 +125,8 @@ bool load_llama2c(const std::string &checkpoint_path, const std::string &tokeniz
   m = ModelData{};
   if (!load_tokenizer(tokenizer_path, static_cast<uint32_t>(vocab), &m.tokenizer, error)) return false;
   format::ModelConfig &c = m.config;
-  c = llama_config();
-  c.dim = static_cast<uint32_t>(dim);
-  c.n_layers = static_cast<uint32_t>(layers);
-  c.n_heads = static_cast<uint32_t>(heads);
-  c.n_kv_heads = static_cast<uint32_t>(kv_heads);
-  c.head_dim = static_cast<uint32_t>(head_size);
-  c.ffn_dim = static_cast<uint32_t>(hidden);
-  c.vocab_size = static_cast<uint32_t>(vocab);
-  c.max_seq_len = static_cast<uint32_t>(seq_len);
+  c = llama_config({dim, layers, heads, kv_heads, static_cast<int64_t>(head_size), hidden, static_cast<int64_t>(vocab),
+                    seq_len});
   c.rope_layout = static_cast<uint32_t>(options.rope_layout);
   c.flags = shared_classifier ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
   c.bos_id = m.tokenizer.bos_id;

@@ -130,6 +130,19 @@ format::ModelConfig llama_config() {
   return c;
 }
 
+format::ModelConfig llama_config(const LlamaShape &s) {
+  format::ModelConfig c = llama_config();
+  c.dim = static_cast<uint32_t>(s.dim);
+  c.n_layers = static_cast<uint32_t>(s.n_layers);
+  c.n_heads = static_cast<uint32_t>(s.n_heads);
+  c.n_kv_heads = static_cast<uint32_t>(s.n_kv_heads);
+  c.head_dim = static_cast<uint32_t>(s.head_dim);
+  c.ffn_dim = static_cast<uint32_t>(s.ffn_dim);
+  c.vocab_size = static_cast<uint32_t>(s.vocab_size);
+  c.max_seq_len = static_cast<uint32_t>(s.context < (1 << 20) ? s.context : (1 << 20));
+  return c;
+}
+
 std::vector<uint8_t> encode_floats(const float *values, size_t n, format::DType dtype) {
   std::vector<uint8_t> out;
   if (dtype == format::DType::f16) {

@@ -54,6 +54,13 @@ TensorData float_tensor(const TensorSlot &slot, const float *values, format::DTy
 // The config every Llama-family converter starts from (RMSNorm, RoPE, SwiGLU, no biases).
 format::ModelConfig llama_config();
 
+// The sizes every importer reads from its source (already range-checked by it).
+struct LlamaShape {
+  int64_t dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, vocab_size, context;
+};
+// llama_config() with these sizes; the context is capped at the format's 2^20 positions.
+format::ModelConfig llama_config(const LlamaShape &shape);
+
 // Stores floats as dtype (f32 or f16), row-major.
 std::vector<uint8_t> encode_floats(const float *values, size_t n, format::DType dtype);
 

@@ -367,15 +367,7 @@ bool hf_llama_config(const JsonValue &json, format::ModelConfig *out, bool *tied
     return false;
   }
   format::ModelConfig &c = *out;
-  c = llama_config();
-  c.dim = static_cast<uint32_t>(dim);
-  c.n_layers = static_cast<uint32_t>(layers);
-  c.n_heads = static_cast<uint32_t>(heads);
-  c.n_kv_heads = static_cast<uint32_t>(kv_heads);
-  c.head_dim = static_cast<uint32_t>(head_dim);
-  c.ffn_dim = static_cast<uint32_t>(ffn);
-  c.vocab_size = static_cast<uint32_t>(vocab);
-  c.max_seq_len = static_cast<uint32_t>(context < (1 << 20) ? context : (1 << 20));
+  c = llama_config({dim, layers, heads, kv_heads, head_dim, ffn, vocab, context});
   c.norm_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
   c.rope_layout = static_cast<uint32_t>(format::RopeLayout::split_half);
