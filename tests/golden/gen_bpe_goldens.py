@@ -50,24 +50,12 @@ import sys
 import unicodedata
 
 from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers, trainers
+from gpt2_bytes import bytes_to_unicode  # tests/golden/gpt2_bytes.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 USER_DEFINED = ["<tool>"]
 CONTROL, NORMAL, USER = 3, 1, 4
-
-
-def bytes_to_unicode():
-    """GPT-2's reversible byte -> printable character mapping."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 BYTE_TO_CHAR = bytes_to_unicode()

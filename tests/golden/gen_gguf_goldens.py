@@ -24,23 +24,11 @@ import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as T
 from gguf.quants import dequantize, quantize
+from gpt2_bytes import bytes_to_unicode  # tests/golden/gpt2_bytes.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DIM, LAYERS, HEADS, KV_HEADS, FFN, CTX = 32, 3, 4, 2, 256, 96
 HEAD_DIM = DIM // HEADS
-
-
-def bytes_to_unicode():
-    """GPT-2's byte -> printable character table."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def vocabulary():

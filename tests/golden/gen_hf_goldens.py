@@ -24,6 +24,7 @@ import torch
 from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from gpt2_bytes import bytes_to_unicode  # tests/golden/gpt2_bytes.py
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tiny_hf")
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -33,19 +34,6 @@ CORPUS = [
     "héllo wörld: ünïcode and digits 0123456789 and tabs\tand\nnewlines",
     "the theory of the thing is that there is nothing there",
 ] * 20
-
-
-def bytes_to_unicode():
-    """GPT-2's byte -> printable character table (encoder.py)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def main():
