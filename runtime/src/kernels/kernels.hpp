@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/quant.hpp"
+
 namespace mote::kernels {
 
 enum class Isa { scalar, avx2, avx512, neon };

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/quant.hpp"
+
 namespace mote::kernels::ref {
 
 // Declares one function per kernel with exactly the type kernel_list.inc gives it

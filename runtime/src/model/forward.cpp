@@ -12,8 +12,6 @@
 namespace mote {
 namespace {
 
-using format::DType;
-
 // Runs fn(i) for i in [0, n), spread over the session's threads. Each i is handled by exactly
 // one thread and the work per i never depends on the split, so results are thread-invariant.
 template <typename Fn>
@@ -30,35 +28,28 @@ void parallel_for(uint32_t n_threads, size_t n, Fn &&fn) {
   for (size_t i = 0; i < n; ++i) fn(i);
 }
 
+// A product's input: the batch's vectors, quantized once into 8-bit blocks when the model has
+// weights that take them (q, k and v share one input, as do the gate and up projections).
+MatmulInput prepare_input(const Session &s, const float *x, size_t cols, size_t n_tokens) {
+  MatmulInput input{x, s.state.xq};
+  if (input.q8.q != nullptr) s.kernels->quantize_q8(input.q8, x, cols, n_tokens);
+  return input;
+}
+
 // out[t] = W x[t] for the batch's n_tokens vectors (token-major), rows split into one chunk
 // per thread. The kernels give each (token, row) the same bits whatever the batch or chunk.
-void matmul(const Session &s, float *out, const Matrix &w, const float *x, size_t n_tokens) {
-  const kernels::KernelTable &k = *s.kernels;
+void matmul(const Session &s, float *out, const Matrix &w, const MatmulInput &x, size_t n_tokens) {
   const size_t chunks = s.n_threads < w.rows ? s.n_threads : w.rows;
   parallel_for(s.n_threads, chunks, [&](size_t chunk) {
     const size_t begin = w.rows * chunk / chunks, end = w.rows * (chunk + 1) / chunks;
-    const size_t offset = begin * w.cols;
-    if (n_tokens == 1 && w.dtype == DType::f16) {
-      k.matvec_f16(out + begin, static_cast<const uint16_t *>(w.data) + offset, x, end - begin, w.cols);
-    } else if (n_tokens == 1) {
-      k.matvec_f32(out + begin, static_cast<const float *>(w.data) + offset, x, end - begin, w.cols);
-    } else if (w.dtype == DType::f16) {
-      k.matmul_f16(out + begin, w.rows, static_cast<const uint16_t *>(w.data) + offset, x, end - begin, w.cols,
-                   n_tokens);
-    } else {
-      k.matmul_f32(out + begin, w.rows, static_cast<const float *>(w.data) + offset, x, end - begin, w.cols, n_tokens);
-    }
+    const void *rows = static_cast<const uint8_t *>(w.data) + begin * w.row_bytes;
+    w.type->matmul(*s.kernels, out + begin, w.rows, rows, x, end - begin, w.cols, n_tokens);
   });
 }
 
 void embed(float *out, const Matrix &embedding, int32_t token) {
-  const size_t row = static_cast<size_t>(token) * embedding.cols;
-  if (embedding.dtype == DType::f16) {
-    const uint16_t *src = static_cast<const uint16_t *>(embedding.data) + row;
-    for (uint32_t i = 0; i < embedding.cols; ++i) out[i] = fp16_to_f32(src[i]);
-  } else {
-    std::memcpy(out, static_cast<const float *>(embedding.data) + row, embedding.cols * sizeof(float));
-  }
+  const uint8_t *row = static_cast<const uint8_t *>(embedding.data) + static_cast<size_t>(token) * embedding.row_bytes;
+  embedding.type->dequantize_row(out, row, embedding.cols);
 }
 
 // Copies keys or values into the cache, converting to the cache's dtype.
@@ -102,9 +93,10 @@ void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logit
 
     // Attention: normalize, project, rotate, append the batch's keys and values to the cache.
     for (size_t t = 0; t < n_tokens; ++t) k.rmsnorm(st.xb + t * dim, st.x + t * dim, lw.attn_norm, dim, c.norm_eps);
-    matmul(s, st.q, lw.wq, st.xb, n_tokens);
-    matmul(s, st.k, lw.wk, st.xb, n_tokens);
-    matmul(s, st.v, lw.wv, st.xb, n_tokens);
+    const MatmulInput attn_in = prepare_input(s, st.xb, dim, n_tokens);
+    matmul(s, st.q, lw.wq, attn_in, n_tokens);
+    matmul(s, st.k, lw.wk, attn_in, n_tokens);
+    matmul(s, st.v, lw.wv, attn_in, n_tokens);
     const size_t layer_base = static_cast<size_t>(l) * s.context_length * kv_dim;
     for (size_t t = 0; t < n_tokens; ++t) {
       const float *cos = st.rope_cos + t * half_head, *sin = st.rope_sin + t * half_head;
@@ -132,15 +124,16 @@ void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logit
         }
       }
     });
-    matmul(s, st.xb2, lw.wo, st.xb, n_tokens);
+    matmul(s, st.xb2, lw.wo, prepare_input(s, st.xb, q_dim, n_tokens), n_tokens);
     k.add(st.x, st.xb2, n_tokens * dim);
 
     // Feed-forward: w2(silu(w1 x) * w3 x).
     for (size_t t = 0; t < n_tokens; ++t) k.rmsnorm(st.xb + t * dim, st.x + t * dim, lw.ffn_norm, dim, c.norm_eps);
-    matmul(s, st.hb, lw.w1, st.xb, n_tokens);
-    matmul(s, st.hb2, lw.w3, st.xb, n_tokens);
+    const MatmulInput ffn_in = prepare_input(s, st.xb, dim, n_tokens);
+    matmul(s, st.hb, lw.w1, ffn_in, n_tokens);
+    matmul(s, st.hb2, lw.w3, ffn_in, n_tokens);
     k.swiglu(st.hb, st.hb2, n_tokens * ffn_dim);
-    matmul(s, st.xb2, lw.w2, st.hb, n_tokens);
+    matmul(s, st.xb2, lw.w2, prepare_input(s, st.hb, ffn_dim, n_tokens), n_tokens);
     k.add(st.x, st.xb2, n_tokens * dim);
   }
 
@@ -150,7 +143,7 @@ void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logit
   if (!want_logits) return;
   float *last = st.x + (n_tokens - 1) * dim;
   k.rmsnorm(last, last, w.output_norm, dim, c.norm_eps);
-  matmul(s, st.logits, w.classifier, last, 1);
+  matmul(s, st.logits, w.classifier, prepare_input(s, last, dim, 1), 1);
 }
 
 }  // namespace mote

@@ -9,6 +9,7 @@
 #include "core/status.hpp"
 #include "format/reader.hpp"
 #include "kernels/kernels.hpp"
+#include "model/weight_types.hpp"
 #include "mote/mote.h"
 #include "sample/sampler.hpp"
 
@@ -21,11 +22,12 @@ struct Model {
 };
 constexpr uint32_t kModelTag = 0x4D4F5445u;
 
-// A matrix in the model bytes, used in place: (rows, cols) row-major.
+// A matrix in the model bytes, used in place: (rows, cols) row-major, rows of whole blocks.
 struct Matrix {
   const void *data;
-  format::DType dtype;
+  const WeightType *type;
   uint32_t rows, cols;
+  size_t row_bytes;
 };
 
 struct LayerWeights {
@@ -60,6 +62,8 @@ struct RunState {
   float *v;               // (batch, n_kv_heads * head_dim)
   float *att;             // (n_heads, context) attention scores, one row per head
   float *logits;          // (vocab) of the last token
+  kernels::Q8Activations xq;  // (batch, max(dim, q_dim, ffn_dim)) a product's input in 8-bit blocks,
+                              // planned only when some weight type takes them (else null)
   float *rope_cos;        // (batch, head_dim / 2) angles of each token's position
   float *rope_sin;        // (batch, head_dim / 2)
   double *rope_inv_freq;  // (head_dim / 2) theta^(-2i / head_dim)
@@ -88,8 +92,8 @@ struct Session {
   char error[256];
 };
 
-// Rejects valid files this build cannot run (another family, norm or activation, biases,
-// quantized weights before their kernels land).
+// Rejects valid files this build cannot run (another family, norm or activation, biases, a
+// weight dtype without kernels).
 Status check_supported(const format::ModelView &view, ErrorSink err);
 
 // Lays the session out in an arena (base null: only counts). Used by mote_arena_size and

@@ -23,15 +23,28 @@ Status check_supported(const format::ModelView &view, ErrorSink err) {
   }
   for (uint32_t i = 0; i < view.n_tensors; ++i) {
     const format::TensorEntry &t = view.tensors[i];
-    if (t.dtype != static_cast<uint32_t>(DType::f32) && t.dtype != static_cast<uint32_t>(DType::f16)) {
+    if (weight_type(t.dtype) == nullptr) {
       char name[48];
       format::tensor_name(t, name, sizeof name);
-      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s; this build runs f32 and f16 weights", name,
-                  format::dtype_traits(t.dtype)->name);
+      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s; this build runs f32, f16, q8_0, q4_0 and q4_1 weights",
+                  name, format::dtype_traits(t.dtype)->name);
     }
   }
   return MOTE_OK;
 }
+
+namespace {
+
+// Whether some weight of the model multiplies 8-bit activation blocks.
+bool takes_q8_activations(const format::ModelView &view) {
+  for (uint32_t i = 0; i < view.n_tensors; ++i) {
+    const WeightType *type = weight_type(view.tensors[i].dtype);
+    if (type != nullptr && type->activation == ActivationFormat::q8) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_session_options &options) {
   const format::ModelConfig &c = model.view.config;
@@ -61,6 +74,14 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   st.rope_cos = arena.take<float>(batch * half_head);
   st.rope_sin = arena.take<float>(batch * half_head);
   st.rope_inv_freq = arena.take<double>(half_head);
+  if (takes_q8_activations(model.view)) {
+    uint64_t widest = q_dim > c.dim ? q_dim : c.dim;  // every product's input width
+    if (c.ffn_dim > widest) widest = c.ffn_dim;
+    st.xq.q = arena.take<int8_t>(batch * widest);
+    st.xq.scale = arena.take<float>(batch * widest / kernels::kQuantBlock);
+    st.xq.lane_sum = arena.take<int32_t>(batch * widest / kernels::kLaneElements);
+    st.xq.lane_sum_scaled = arena.take<float>(batch * widest / kernels::kLaneElements);
+  }
   KvCache cache{};
   cache.keys = arena.take<uint8_t>(kv_elements * kv_element_bytes);
   cache.values = arena.take<uint8_t>(kv_elements * kv_element_bytes);
@@ -82,7 +103,8 @@ namespace {
 
 Matrix bind_matrix(const format::ModelView &view, Role role, uint32_t layer) {
   const format::TensorEntry *t = format::find_tensor(view, role, layer);  // validated present
-  return Matrix{view.bytes + t->offset, static_cast<DType>(t->dtype), t->shape[0], t->shape[1]};
+  return Matrix{view.bytes + t->offset, weight_type(t->dtype), t->shape[0], t->shape[1],
+                weight_row_bytes(static_cast<DType>(t->dtype), t->shape[1])};
 }
 
 const float *bind_vector(const format::ModelView &view, Role role, uint32_t layer) {

@@ -1,0 +1,416 @@
+// Integer products of quantized weights with 8-bit activations (kernels/quant.hpp defines the
+// exact sum). The tiling driver is written once; each ISA supplies a few intrinsics that turn
+// one weight block and one activation block into eight int32 lanes and fold them into eight
+// float lanes: x86 (AVX2 and the AVX-512 table) with vpmaddubsw + vpmaddwd, NEON with sdot
+// where the CPU has the dot-product extension and widening multiplies elsewhere.
+//
+// Every helper is a template on the xsimd arch, so the AVX2 and AVX-512 translation units never
+// emit the same symbol (see simd.hpp).
+#pragma once
+
+#include "kernels/matmul.hpp"
+#include "kernels/quant.hpp"
+#include "kernels/simd.hpp"
+
+namespace mote::kernels::simd {
+
+// Where token t's block b lives in the activations.
+struct ActivationBlock {
+  const int8_t *q;                // 32 values
+  const float *scale;             // d
+  const int32_t *lane_sum;        // 8 lane sums
+  const float *lane_sum_scaled;   // 8 scaled lane sums
+};
+
+inline ActivationBlock activation_block(const Q8Activations &x, size_t index) {
+  return {x.q + index * kQuantBlock, x.scale + index, x.lane_sum + index * kQuantLanes,
+          x.lane_sum_scaled + index * kQuantLanes};
+}
+
+#if defined(__AVX2__)
+// --- x86: eight float lanes are one ymm register ----------------------------------------------
+template <class Arch>
+struct QuantIsa {
+  using Lanes = __m256;
+
+  static Lanes zero() { return _mm256_setzero_ps(); }
+
+  // ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)), as quant.hpp fixes it.
+  static float reduce(Lanes acc) {
+    const __m128 four = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+    return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
+  }
+
+  // Eight lanes of 4-element dot products of unsigned u with signed x (no saturation: |u| <= 128
+  // and |x| <= 127 keep every pair inside int16).
+  static __m256i dot_lanes(__m256i u, __m256i x) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
+  }
+
+  // 16 bytes of packed nibbles as 32 bytes: low nibbles, then high nibbles (the block order).
+  static __m256i unpack_nibbles(const uint8_t *qs) {
+    const __m256i both = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(qs)));
+    return _mm256_and_si256(_mm256_srlv_epi64(both, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+  }
+
+  static Lanes broadcast_half(const uint16_t *h) {
+    return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(*h)));
+  }
+
+  static __m256i load_q(const int8_t *q) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q)); }
+
+  static Lanes fold(Lanes acc, __m256i lanes, Lanes scale) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), scale, acc);
+  }
+};
+
+// Each weight type: prepare() makes a block ready once per row (shared by every token of a
+// tile); accumulate() adds one (row, token, block) product.
+template <class Arch, class Block>
+struct QuantBlock;
+
+template <class Arch>
+struct QuantBlock<Arch, BlockQ8_0> {
+  using Isa = QuantIsa<Arch>;
+  struct Prepared {
+    __m256i q, magnitude;
+    __m256 d;
+  };
+  static Prepared prepare(const BlockQ8_0 &b) {
+    const __m256i q = Isa::load_q(b.qs);
+    return {q, _mm256_abs_epi8(q), Isa::broadcast_half(&b.d)};
+  }
+  static __m256 accumulate(__m256 acc, const Prepared &w, const ActivationBlock &x) {
+    // |w| * (x with w's sign) = w * x, with the unsigned operand vpmaddubsw wants.
+    const __m256i lanes = Isa::dot_lanes(w.magnitude, _mm256_sign_epi8(Isa::load_q(x.q), w.q));
+    return Isa::fold(acc, lanes, _mm256_mul_ps(w.d, _mm256_broadcast_ss(x.scale)));
+  }
+};
+
+template <class Arch>
+struct QuantBlock<Arch, BlockQ4_0> {
+  using Isa = QuantIsa<Arch>;
+  struct Prepared {
+    __m256i nibbles;
+    __m256 d;
+  };
+  static Prepared prepare(const BlockQ4_0 &b) { return {Isa::unpack_nibbles(b.qs), Isa::broadcast_half(&b.d)}; }
+  static __m256 accumulate(__m256 acc, const Prepared &w, const ActivationBlock &x) {
+    // sum (n - 8) x = sum n x - 8 sum x, exactly, per lane.
+    const __m256i lane_sums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.lane_sum));
+    const __m256i lanes = _mm256_sub_epi32(Isa::dot_lanes(w.nibbles, Isa::load_q(x.q)), _mm256_slli_epi32(lane_sums, 3));
+    return Isa::fold(acc, lanes, _mm256_mul_ps(w.d, _mm256_broadcast_ss(x.scale)));
+  }
+};
+
+template <class Arch>
+struct QuantBlock<Arch, BlockQ4_1> {
+  using Isa = QuantIsa<Arch>;
+  struct Prepared {
+    __m256i nibbles;
+    __m256 d, m;
+  };
+  static Prepared prepare(const BlockQ4_1 &b) {
+    return {Isa::unpack_nibbles(b.qs), Isa::broadcast_half(&b.d), Isa::broadcast_half(&b.m)};
+  }
+  static __m256 accumulate(__m256 acc, const Prepared &w, const ActivationBlock &x) {
+    acc = Isa::fold(acc, Isa::dot_lanes(w.nibbles, Isa::load_q(x.q)), _mm256_mul_ps(w.d, _mm256_broadcast_ss(x.scale)));
+    return _mm256_fmadd_ps(w.m, _mm256_loadu_ps(x.lane_sum_scaled), acc);
+  }
+};
+
+// Quantizes one block of 32 floats: d, q and the lane sums.
+template <class Arch>
+inline void quantize_block(const Q8Activations &out, size_t b, const float *x) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  __m256 amax = _mm256_setzero_ps();
+  for (size_t i = 0; i < 4; ++i) {
+    v[i] = _mm256_loadu_ps(x + 8 * i);
+    amax = _mm256_max_ps(_mm256_andnot_ps(sign_bit, v[i]), amax);  // a nan input is skipped, as fmaxf does
+  }
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  const float max_abs = _mm_cvtss_f32(_mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1)));
+  const float d = max_abs / 127.0f;
+  const __m256 inverse = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  __m256i q32[4];
+  for (size_t i = 0; i < 4; ++i) {
+    const __m256 clamped =
+        _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[i], inverse), _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
+    q32[i] = _mm256_cvtps_epi32(clamped);  // round half to even (the default rounding mode)
+  }
+  // Packing works within 128-bit halves; the permute restores element order.
+  const __m256i q16 = _mm256_packs_epi32(q32[0], q32[1]);
+  const __m256i q16b = _mm256_packs_epi32(q32[2], q32[3]);
+  const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16, q16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(out.q + b * kQuantBlock), q8);
+  const __m256i lane_sums = QuantIsa<Arch>::dot_lanes(_mm256_set1_epi8(1), q8);
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(out.lane_sum + b * kQuantLanes), lane_sums);
+  _mm256_storeu_ps(out.lane_sum_scaled + b * kQuantLanes, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lane_sums)));
+  out.scale[b] = d;
+}
+#endif  // __AVX2__
+
+#if defined(__ARM_NEON)
+// --- NEON: eight float lanes are two q registers ------------------------------------------------
+struct NeonLanes {
+  float32x4_t lo, hi;
+};
+struct NeonInts {
+  int32x4_t lo, hi;
+};
+
+template <class Arch>
+struct QuantIsa {
+  using Lanes = NeonLanes;
+
+  static Lanes zero() { return {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}; }
+
+  static float reduce(Lanes acc) {
+    const float32x4_t four = vaddq_f32(acc.lo, acc.hi);
+    const float32x2_t two = vadd_f32(vget_low_f32(four), vget_high_f32(four));
+    return vget_lane_f32(two, 0) + vget_lane_f32(two, 1);
+  }
+
+  // Eight lanes of 4-element signed dot products of w and x (32 values each, as 2 x 16).
+  static int32x4_t dot4(int8x16_t w, int8x16_t x) {
+#if defined(__ARM_FEATURE_DOTPROD)
+    return vdotq_s32(vdupq_n_s32(0), w, x);
+#else
+    const int16x8_t low = vmull_s8(vget_low_s8(w), vget_low_s8(x));
+    const int16x8_t high = vmull_s8(vget_high_s8(w), vget_high_s8(x));
+    const int32x4_t pairs_low = vpaddlq_s16(low), pairs_high = vpaddlq_s16(high);
+    return vcombine_s32(vpadd_s32(vget_low_s32(pairs_low), vget_high_s32(pairs_low)),
+                        vpadd_s32(vget_low_s32(pairs_high), vget_high_s32(pairs_high)));
+#endif
+  }
+  static NeonInts dot_lanes(int8x16_t w_lo, int8x16_t w_hi, const int8_t *x) {
+    return {dot4(w_lo, vld1q_s8(x)), dot4(w_hi, vld1q_s8(x + 16))};
+  }
+
+  static float32x4_t fma(float32x4_t acc, float32x4_t a, float32x4_t b) {
+#if defined(__aarch64__) || defined(__ARM_FEATURE_FMA)
+    return vfmaq_f32(acc, a, b);
+#else
+    // VFPv3 NEON has no fused multiply-add; the contract needs fused results, so lane by lane.
+    alignas(16) float lanes_acc[4], lanes_a[4], lanes_b[4];
+    vst1q_f32(lanes_acc, acc);
+    vst1q_f32(lanes_a, a);
+    vst1q_f32(lanes_b, b);
+    for (size_t i = 0; i < 4; ++i) lanes_acc[i] = __builtin_fmaf(lanes_a[i], lanes_b[i], lanes_acc[i]);
+    return vld1q_f32(lanes_acc);
+#endif
+  }
+
+  static Lanes fold(Lanes acc, NeonInts lanes, float scale) {
+    const float32x4_t s = vdupq_n_f32(scale);
+    return {fma(acc.lo, vcvtq_f32_s32(lanes.lo), s), fma(acc.hi, vcvtq_f32_s32(lanes.hi), s)};
+  }
+
+  static void unpack_nibbles(const uint8_t *qs, int8x16_t *lo, int8x16_t *hi, int8_t offset) {
+    const uint8x16_t packed = vld1q_u8(qs);
+    const int8x16_t bias = vdupq_n_s8(offset);
+    *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(0x0F))), bias);
+    *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(packed, 4)), bias);
+  }
+};
+
+template <class Arch, class Block>
+struct QuantBlock;
+
+template <class Arch>
+struct QuantBlock<Arch, BlockQ8_0> {
+  using Isa = QuantIsa<Arch>;
+  struct Prepared {
+    int8x16_t lo, hi;
+    float d;
+  };
+  static Prepared prepare(const BlockQ8_0 &b) { return {vld1q_s8(b.qs), vld1q_s8(b.qs + 16), half_to_float(Arch{}, b.d)}; }
+  static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x) {
+    return Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), w.d * *x.scale);
+  }
+};
+
+template <class Arch>
+struct QuantBlock<Arch, BlockQ4_0> {
+  using Isa = QuantIsa<Arch>;
+  struct Prepared {
+    int8x16_t lo, hi;
+    float d;
+  };
+  static Prepared prepare(const BlockQ4_0 &b) {
+    Prepared p;
+    Isa::unpack_nibbles(b.qs, &p.lo, &p.hi, 8);  // signed n - 8: the same integers as x86's lanes
+    p.d = half_to_float(Arch{}, b.d);
+    return p;
+  }
+  static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x) {
+    return Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), w.d * *x.scale);
+  }
+};
+
+template <class Arch>
+struct QuantBlock<Arch, BlockQ4_1> {
+  using Isa = QuantIsa<Arch>;
+  struct Prepared {
+    int8x16_t lo, hi;
+    float d;
+    float32x4_t m;
+  };
+  static Prepared prepare(const BlockQ4_1 &b) {
+    Prepared p;
+    Isa::unpack_nibbles(b.qs, &p.lo, &p.hi, 0);
+    p.d = half_to_float(Arch{}, b.d);
+    p.m = vdupq_n_f32(half_to_float(Arch{}, b.m));
+    return p;
+  }
+  static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x) {
+    acc = Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), w.d * *x.scale);
+    return {Isa::fma(acc.lo, w.m, vld1q_f32(x.lane_sum_scaled)), Isa::fma(acc.hi, w.m, vld1q_f32(x.lane_sum_scaled + 4))};
+  }
+};
+
+template <class Arch>
+inline void quantize_block(const Q8Activations &out, size_t b, const float *x) {
+  float32x4_t v[8];
+  float32x4_t amax = vdupq_n_f32(0.0f);
+  for (size_t i = 0; i < 8; ++i) {
+    v[i] = vld1q_f32(x + 4 * i);
+    amax = vmaxq_f32(amax, vabsq_f32(v[i]));
+  }
+  const float32x2_t two = vpmax_f32(vget_low_f32(amax), vget_high_f32(amax));
+  const float max_abs = __builtin_fmaxf(vget_lane_f32(two, 0), vget_lane_f32(two, 1));
+  const float d = max_abs / 127.0f;
+  const float32x4_t inverse = vdupq_n_f32(d != 0.0f ? 1.0f / d : 0.0f);
+  // Round half to even: adding and removing 1.5 * 2^23 leaves the nearest integer (|v| <= 127).
+  const float32x4_t magic = vdupq_n_f32(12582912.0f);
+  for (size_t i = 0; i < 8; ++i) {  // lane i: elements 4i .. 4i + 3
+    const float32x4_t clamped =
+        vminq_f32(vmaxq_f32(vmulq_f32(v[i], inverse), vdupq_n_f32(-127.0f)), vdupq_n_f32(127.0f));
+    alignas(16) int32_t q[4];
+    vst1q_s32(q, vcvtq_s32_f32(vsubq_f32(vaddq_f32(clamped, magic), magic)));
+    int32_t sum = 0;
+    for (size_t j = 0; j < 4; ++j) {
+      out.q[b * kQuantBlock + 4 * i + j] = static_cast<int8_t>(q[j]);
+      sum += q[j];
+    }
+    out.lane_sum[b * kQuantLanes + i] = sum;
+    out.lane_sum_scaled[b * kQuantLanes + i] = d * static_cast<float>(sum);
+  }
+  out.scale[b] = d;
+}
+#endif  // __ARM_NEON
+
+// --- the driver, shared by every ISA -----------------------------------------------------------
+
+// out[t * out_stride + r] for R rows x T tokens, every block of the rows.
+template <class Arch, class Block, size_t R, size_t T>
+inline void quant_tile(float *out, size_t out_stride, const Block *w, size_t n_blocks, const Q8Activations &x,
+                       size_t token0) {
+  using Ops = QuantBlock<Arch, Block>;
+  using Isa = QuantIsa<Arch>;
+  typename Isa::Lanes acc[R][T];
+#pragma GCC unroll 16
+  for (size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (size_t t = 0; t < T; ++t) acc[r][t] = Isa::zero();
+  }
+  for (size_t b = 0; b < n_blocks; ++b) {
+    typename Ops::Prepared weights[R];
+#pragma GCC unroll 16
+    for (size_t r = 0; r < R; ++r) weights[r] = Ops::prepare(w[r * n_blocks + b]);
+#pragma GCC unroll 16
+    for (size_t t = 0; t < T; ++t) {
+      const ActivationBlock xb = activation_block(x, (token0 + t) * n_blocks + b);
+#pragma GCC unroll 16
+      for (size_t r = 0; r < R; ++r) acc[r][t] = Ops::accumulate(acc[r][t], weights[r], xb);
+    }
+  }
+#pragma GCC unroll 16
+  for (size_t r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+    for (size_t t = 0; t < T; ++t) out[t * out_stride + r] = Isa::reduce(acc[r][t]);
+  }
+}
+
+// Rows per tile: 4 for one token (decoding: four independent chains hide the FMA latency),
+// 2 when several tokens share each prepared weight block.
+template <size_t T>
+constexpr size_t quant_tile_rows() {
+  return T == 1 ? 4 : 2;
+}
+
+// Every row of a block of rows against tokens [token0, token0 + K).
+template <class Arch, class Block, size_t K>
+inline void quant_token_tile(float *out, size_t out_stride, const Block *w, size_t rows, size_t n_blocks,
+                             const Q8Activations &x, size_t token0) {
+  constexpr size_t R = quant_tile_rows<K>();
+  size_t r = 0;
+  for (; r + R <= rows; r += R) quant_tile<Arch, Block, R, K>(out + r, out_stride, w + r * n_blocks, n_blocks, x, token0);
+  for (; r < rows; ++r) quant_tile<Arch, Block, 1, K>(out + r, out_stride, w + r * n_blocks, n_blocks, x, token0);
+}
+
+template <class Arch, class Block, size_t K>
+inline void quant_token_rest(float *out, size_t out_stride, const Block *w, size_t rows, size_t n_blocks,
+                             const Q8Activations &x, size_t token0, size_t n_tokens) {
+  if (n_tokens == K) {
+    quant_token_tile<Arch, Block, K>(out, out_stride, w, rows, n_blocks, x, token0);
+  } else if constexpr (K > 1) {
+    quant_token_rest<Arch, Block, K - 1>(out, out_stride, w, rows, n_blocks, x, token0, n_tokens);
+  }
+}
+
+// Tokens per tile when prefilling: each prepared weight block serves this many tokens.
+constexpr size_t kQuantTileTokens = 3;
+
+template <class Arch, class Block>
+inline void quant_matmul(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows,
+                         size_t cols, size_t n_tokens) {
+  constexpr size_t T = kQuantTileTokens;
+  const size_t n_blocks = cols / kQuantBlock;
+  const size_t row_bytes = n_blocks * sizeof(Block);
+  // As matmul.hpp: a block of rows stays in L2 while every token tile passes over it.
+  const size_t block_rows = row_bytes < kRowBlockBytes / 4 ? kRowBlockBytes / row_bytes / 4 * 4 : 4;
+  for (size_t r0 = 0; r0 < rows; r0 += block_rows) {
+    const size_t n_rows = rows - r0 < block_rows ? rows - r0 : block_rows;
+    const Block *block_w = w + r0 * n_blocks;
+    size_t t = 0;
+    if (n_tokens > 1) {
+      for (; t + T <= n_tokens; t += T) {
+        quant_token_tile<Arch, Block, T>(out + t * out_stride + r0, out_stride, block_w, n_rows, n_blocks, x, t);
+      }
+    }
+    if (t < n_tokens) {
+      quant_token_rest<Arch, Block, T>(out + t * out_stride + r0, out_stride, block_w, n_rows, n_blocks, x, t,
+                                       n_tokens - t);
+    }
+  }
+}
+
+template <class Arch>
+void quantize_q8(const Q8Activations &out, const float *x, size_t cols, size_t n_tokens) {
+  const size_t n_blocks = n_tokens * (cols / kQuantBlock);
+  for (size_t b = 0; b < n_blocks; ++b) quantize_block<Arch>(out, b, x + b * kQuantBlock);
+}
+
+template <class Arch>
+void matmul_q8_0(float *out, size_t out_stride, const BlockQ8_0 *w, const Q8Activations &x, size_t rows, size_t cols,
+                 size_t n_tokens) {
+  quant_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+template <class Arch>
+void matmul_q4_0(float *out, size_t out_stride, const BlockQ4_0 *w, const Q8Activations &x, size_t rows, size_t cols,
+                 size_t n_tokens) {
+  quant_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+template <class Arch>
+void matmul_q4_1(float *out, size_t out_stride, const BlockQ4_1 *w, const Q8Activations &x, size_t rows, size_t cols,
+                 size_t n_tokens) {
+  quant_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+}  // namespace mote::kernels::simd

@@ -1,0 +1,63 @@
+// Quantized weight blocks (GGUF's layouts, byte for byte) and the 8-bit activation format the
+// integer kernels pair them with. Free of xsimd: model/, tests and converters include it.
+//
+// How a quantized product is summed (the contract every ISA and the scalar twin keep exactly):
+// activations are quantized per token into blocks of 32 (scale d = amax / 127, q = round half
+// to even of x / d). For each weight row, token and block, eight int32 "lanes" each hold the
+// exact integer dot product of 4 consecutive elements (lane k: elements 4k..4k+3), which is
+// what vpmaddubsw + vpmaddwd, vpdpbusd and sdot all produce. Eight float accumulators take
+// acc[k] = fma(float(lane k), d_w * d_x, acc[k]) block by block (q4_1 adds its min term per
+// lane: acc[k] = fma(m, d_x * sum_k(q), acc[k])), and the row's result is
+// ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)). Integer sums are exact and
+// every float operation is fixed, so results do not depend on the ISA, the thread split or the
+// number of tokens in a batch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mote::kernels {
+
+constexpr size_t kQuantBlock = 32;  // elements per block, every quantized type
+constexpr size_t kQuantLanes = 8;   // int32 lanes per block, 4 elements each
+constexpr size_t kLaneElements = kQuantBlock / kQuantLanes;
+
+// d: IEEE half scale; qs: 32 signed weights. value = d * qs[i].
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kQuantBlock];
+};
+static_assert(sizeof(BlockQ8_0) == 34, "q8_0 blocks are 34 bytes, as in GGUF");
+
+// value[i] = d * (nibble[i] - 8); nibble[i] is the low half of qs[i] for i < 16 and the high
+// half of qs[i - 16] otherwise.
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[kQuantBlock / 2];
+};
+static_assert(sizeof(BlockQ4_0) == 18, "q4_0 blocks are 18 bytes, as in GGUF");
+
+// value[i] = d * nibble[i] + m, nibbles as in q4_0.
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[kQuantBlock / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20, "q4_1 blocks are 20 bytes, as in GGUF");
+
+// n_tokens vectors of cols activations (cols a multiple of 32) in 8-bit blocks, token-major.
+// The lane sums let q4_0 and q4_1 products use unsigned nibbles (vpmaddubsw's operand order).
+struct Q8Activations {
+  int8_t *q;                // (n_tokens, cols)
+  float *scale;             // (n_tokens, cols / 32) d of each block
+  int32_t *lane_sum;        // (n_tokens, cols / 4) sum of each 4 consecutive q
+  float *lane_sum_scaled;   // (n_tokens, cols / 4) d * lane_sum
+};
+
+// Bytes of one token's activations, each array rounded up to 64 bytes (for arena planning).
+constexpr size_t q8_activation_bytes(size_t cols) {
+  const auto round64 = [](size_t n) { return (n + 63) / 64 * 64; };
+  return round64(cols) + round64(cols / kQuantBlock * sizeof(float)) + 2 * round64(cols / kLaneElements * 4);
+}
+
+}  // namespace mote::kernels

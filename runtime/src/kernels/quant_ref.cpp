@@ -1,0 +1,99 @@
+// Scalar quantized kernels: the definition of the integer products (kernels/quant.hpp) written
+// as plain loops. Every SIMD version must equal these bit for bit.
+#include "core/fp16.hpp"
+#include "kernels/ref.hpp"
+
+namespace mote::kernels::ref {
+namespace {
+
+// The 4-bit value of element i (0..31) of a block: low nibbles first, then high nibbles.
+int nibble(const uint8_t *qs, size_t i) {
+  return i < kQuantBlock / 2 ? qs[i] & 0x0F : qs[i - kQuantBlock / 2] >> 4;
+}
+
+// Each block type's weights as the integers the lanes multiply, and its per-lane min term.
+int weight_q(const BlockQ8_0 &b, size_t i) { return b.qs[i]; }
+int weight_q(const BlockQ4_0 &b, size_t i) { return nibble(b.qs, i) - 8; }
+int weight_q(const BlockQ4_1 &b, size_t i) { return nibble(b.qs, i); }
+constexpr bool has_min(const BlockQ4_1 &) { return true; }
+template <class Block>
+constexpr bool has_min(const Block &) {
+  return false;
+}
+float block_min(const BlockQ4_1 &b) { return fp16_to_f32(b.m); }
+template <class Block>
+float block_min(const Block &) {
+  return 0.0f;
+}
+
+float reduce_lanes(const float acc[kQuantLanes]) {
+  return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
+template <class Block>
+void matmul_blocks(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows, size_t cols,
+                   size_t n_tokens) {
+  const size_t n_blocks = cols / kQuantBlock;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    for (size_t r = 0; r < rows; ++r) {
+      const Block *row = w + r * n_blocks;
+      float acc[kQuantLanes] = {};
+      for (size_t b = 0; b < n_blocks; ++b) {
+        const Block &block = row[b];
+        const size_t xb = t * n_blocks + b;
+        const int8_t *xq = x.q + xb * kQuantBlock;
+        const float scale = fp16_to_f32(block.d) * x.scale[xb];
+        for (size_t k = 0; k < kQuantLanes; ++k) {
+          int32_t lane = 0;
+          for (size_t i = k * kLaneElements; i < (k + 1) * kLaneElements; ++i) lane += weight_q(block, i) * xq[i];
+          acc[k] = __builtin_fmaf(static_cast<float>(lane), scale, acc[k]);
+          if (has_min(block)) acc[k] = __builtin_fmaf(block_min(block), x.lane_sum_scaled[xb * kQuantLanes + k], acc[k]);
+        }
+      }
+      out[t * out_stride + r] = reduce_lanes(acc);
+    }
+  }
+}
+
+}  // namespace
+
+void quantize_q8(const Q8Activations &out, const float *x, size_t cols, size_t n_tokens) {
+  const size_t n_blocks = n_tokens * (cols / kQuantBlock);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const float *xb = x + b * kQuantBlock;
+    float amax = 0.0f;
+    for (size_t i = 0; i < kQuantBlock; ++i) amax = __builtin_fmaxf(amax, __builtin_fabsf(xb[i]));
+    const float d = amax / 127.0f;
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    out.scale[b] = d;
+    for (size_t k = 0; k < kQuantLanes; ++k) {
+      int32_t sum = 0;
+      for (size_t i = k * kLaneElements; i < (k + 1) * kLaneElements; ++i) {
+        // Clamped first so that no input (nan included) converts out of range.
+        const float v = __builtin_fminf(__builtin_fmaxf(xb[i] * inverse, -127.0f), 127.0f);
+        const int8_t q = static_cast<int8_t>(__builtin_rintf(v));
+        out.q[b * kQuantBlock + i] = q;
+        sum += q;
+      }
+      out.lane_sum[b * kQuantLanes + k] = sum;
+      out.lane_sum_scaled[b * kQuantLanes + k] = d * static_cast<float>(sum);
+    }
+  }
+}
+
+void matmul_q8_0(float *out, size_t out_stride, const BlockQ8_0 *w, const Q8Activations &x, size_t rows, size_t cols,
+                 size_t n_tokens) {
+  matmul_blocks(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+void matmul_q4_0(float *out, size_t out_stride, const BlockQ4_0 *w, const Q8Activations &x, size_t rows, size_t cols,
+                 size_t n_tokens) {
+  matmul_blocks(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+void matmul_q4_1(float *out, size_t out_stride, const BlockQ4_1 *w, const Q8Activations &x, size_t rows, size_t cols,
+                 size_t n_tokens) {
+  matmul_blocks(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+}  // namespace mote::kernels::ref

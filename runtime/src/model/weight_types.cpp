@@ -1,0 +1,108 @@
+#include "model/weight_types.hpp"
+
+#include <cstring>
+
+#include "core/fp16.hpp"
+
+namespace mote {
+namespace {
+
+using format::DType;
+using kernels::BlockQ4_0;
+using kernels::BlockQ4_1;
+using kernels::BlockQ8_0;
+using kernels::KernelTable;
+using kernels::kQuantBlock;
+
+// Float weights take float activations; one token is a matrix-vector product.
+void matmul_f32(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
+                size_t cols, size_t n_tokens) {
+  const float *weights = static_cast<const float *>(w);
+  if (n_tokens == 1) {
+    k.matvec_f32(out, weights, x.values, rows, cols);
+  } else {
+    k.matmul_f32(out, out_stride, weights, x.values, rows, cols, n_tokens);
+  }
+}
+
+void matmul_f16(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
+                size_t cols, size_t n_tokens) {
+  const uint16_t *weights = static_cast<const uint16_t *>(w);
+  if (n_tokens == 1) {
+    k.matvec_f16(out, weights, x.values, rows, cols);
+  } else {
+    k.matmul_f16(out, out_stride, weights, x.values, rows, cols, n_tokens);
+  }
+}
+
+void matmul_q8_0(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
+                 size_t cols, size_t n_tokens) {
+  k.matmul_q8_0(out, out_stride, static_cast<const BlockQ8_0 *>(w), x.q8, rows, cols, n_tokens);
+}
+
+void matmul_q4_0(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
+                 size_t cols, size_t n_tokens) {
+  k.matmul_q4_0(out, out_stride, static_cast<const BlockQ4_0 *>(w), x.q8, rows, cols, n_tokens);
+}
+
+void matmul_q4_1(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
+                 size_t cols, size_t n_tokens) {
+  k.matmul_q4_1(out, out_stride, static_cast<const BlockQ4_1 *>(w), x.q8, rows, cols, n_tokens);
+}
+
+void dequantize_f32(float *out, const void *row, size_t n) { std::memcpy(out, row, n * sizeof(float)); }
+
+void dequantize_f16(float *out, const void *row, size_t n) {
+  const uint16_t *halves = static_cast<const uint16_t *>(row);
+  for (size_t i = 0; i < n; ++i) out[i] = fp16_to_f32(halves[i]);
+}
+
+// The 4-bit value of element i (0..31): low nibbles first, then high nibbles.
+int nibble(const uint8_t *qs, size_t i) {
+  return i < kQuantBlock / 2 ? qs[i] & 0x0F : qs[i - kQuantBlock / 2] >> 4;
+}
+
+void dequantize_q8_0(float *out, const void *row, size_t n) {
+  const BlockQ8_0 *blocks = static_cast<const BlockQ8_0 *>(row);
+  for (size_t i = 0; i < n; ++i) out[i] = fp16_to_f32(blocks[i / kQuantBlock].d) * blocks[i / kQuantBlock].qs[i % kQuantBlock];
+}
+
+void dequantize_q4_0(float *out, const void *row, size_t n) {
+  const BlockQ4_0 *blocks = static_cast<const BlockQ4_0 *>(row);
+  for (size_t i = 0; i < n; ++i) {
+    const BlockQ4_0 &b = blocks[i / kQuantBlock];
+    out[i] = fp16_to_f32(b.d) * static_cast<float>(nibble(b.qs, i % kQuantBlock) - 8);
+  }
+}
+
+void dequantize_q4_1(float *out, const void *row, size_t n) {
+  const BlockQ4_1 *blocks = static_cast<const BlockQ4_1 *>(row);
+  for (size_t i = 0; i < n; ++i) {
+    const BlockQ4_1 &b = blocks[i / kQuantBlock];
+    out[i] = fp16_to_f32(b.d) * static_cast<float>(nibble(b.qs, i % kQuantBlock)) + fp16_to_f32(b.m);
+  }
+}
+
+constexpr WeightType kWeightTypes[] = {
+    {DType::f32, ActivationFormat::f32, matmul_f32, dequantize_f32},
+    {DType::f16, ActivationFormat::f32, matmul_f16, dequantize_f16},
+    {DType::q8_0, ActivationFormat::q8, matmul_q8_0, dequantize_q8_0},
+    {DType::q4_0, ActivationFormat::q8, matmul_q4_0, dequantize_q4_0},
+    {DType::q4_1, ActivationFormat::q8, matmul_q4_1, dequantize_q4_1},
+};
+
+}  // namespace
+
+const WeightType *weight_type(uint32_t dtype) {
+  for (const WeightType &type : kWeightTypes) {
+    if (static_cast<uint32_t>(type.dtype) == dtype) return &type;
+  }
+  return nullptr;
+}
+
+size_t weight_row_bytes(DType dtype, size_t cols) {
+  const format::DTypeTraits &traits = *format::dtype_traits(static_cast<uint32_t>(dtype));
+  return cols / traits.block_elements * traits.block_bytes;
+}
+
+}  // namespace mote
