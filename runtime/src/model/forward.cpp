@@ -12,22 +12,6 @@
 namespace mote {
 namespace {
 
-// Runs fn(i) for i in [0, n), spread over the session's threads. Each i is handled by exactly
-// one thread and the work per i never depends on the split, so results are thread-invariant.
-template <typename Fn>
-void parallel_for(uint32_t n_threads, size_t n, Fn &&fn) {
-#if defined(MOTE_OPENMP)
-  if (n_threads > 1 && n > 1) {
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-    for (long i = 0; i < static_cast<long>(n); ++i) fn(static_cast<size_t>(i));
-    return;
-  }
-#else
-  (void)n_threads;
-#endif
-  for (size_t i = 0; i < n; ++i) fn(i);
-}
-
 // A product's input: the batch's vectors, quantized once into 8-bit blocks when the model has
 // weights that take them (q, k and v share one input, as do the gate and up projections).
 MatmulInput prepare_input(const Session &s, const float *x, size_t cols, size_t n_tokens) {
@@ -36,12 +20,10 @@ MatmulInput prepare_input(const Session &s, const float *x, size_t cols, size_t 
   return input;
 }
 
-// out[t] = W x[t] for the batch's n_tokens vectors (token-major), rows split into one chunk
-// per thread. The kernels give each (token, row) the same bits whatever the batch or chunk.
-void matmul(const Session &s, float *out, const Matrix &w, const MatmulInput &x, size_t n_tokens) {
-  const size_t chunks = s.n_threads < w.rows ? s.n_threads : w.rows;
-  parallel_for(s.n_threads, chunks, [&](size_t chunk) {
-    const size_t begin = w.rows * chunk / chunks, end = w.rows * (chunk + 1) / chunks;
+// out[t] = W x[t] for the batch's n_tokens vectors (token-major), rows shared out in chunks of
+// whole 4-row tiles. The kernels give each (token, row) the same bits whatever the batch or chunk.
+void matmul(Session &s, float *out, const Matrix &w, const MatmulInput &x, size_t n_tokens) {
+  s.crew.parallel_ranges(w.rows, static_cast<size_t>(w.cols) * n_tokens, 4, [&](size_t begin, size_t end) {
     const void *rows = static_cast<const uint8_t *>(w.data) + begin * w.row_bytes;
     w.type->matmul(*s.kernels, out + begin, w.rows, rows, x, end - begin, w.cols, n_tokens);
   });
@@ -62,9 +44,7 @@ void store_kv(void *cache, mote_kv_dtype dtype, size_t index, const float *src, 
   }
 }
 
-}  // namespace
-
-void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
+void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
   const format::ModelConfig &c = s.model.view.config;
   const kernels::KernelTable &k = *s.kernels;
   const Weights &w = s.weights;
@@ -108,7 +88,8 @@ void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logit
 
     // Each query head attends over positions [0, pos + t] of its key/value head; one thread
     // takes a head through every token of the batch, reusing that head's score row.
-    parallel_for(s.n_threads, c.n_heads, [&](size_t h) {
+    const size_t attention_work = c.n_heads * n_tokens * (pos + n_tokens) * head_dim;
+    s.crew.parallel_for(c.n_heads, attention_work, [&](size_t h) {
       const size_t kv_offset = layer_base + (h / heads_per_kv) * head_dim;
       float *scores = st.att + h * s.context_length;
       for (size_t t = 0; t < n_tokens; ++t) {
@@ -144,6 +125,12 @@ void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logit
   float *last = st.x + (n_tokens - 1) * dim;
   k.rmsnorm(last, last, w.output_norm, dim, c.norm_eps);
   matmul(s, st.logits, w.classifier, prepare_input(s, last, dim, 1), 1);
+}
+
+}  // namespace
+
+void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
+  s.crew.run(s.n_threads, [&] { forward_pass(s, tokens, n_tokens, want_logits); });
 }
 
 }  // namespace mote

@@ -9,6 +9,7 @@
 #include "core/status.hpp"
 #include "format/reader.hpp"
 #include "kernels/kernels.hpp"
+#include "model/parallel.hpp"
 #include "model/weight_types.hpp"
 #include "mote/mote.h"
 #include "sample/sampler.hpp"
@@ -84,6 +85,7 @@ struct Session {
   uint32_t context_length;
   uint32_t position;  // tokens in the cache
   uint32_t n_threads;
+  Crew crew;  // the threads of a forward pass
   uint32_t batch_size;    // tokens one prefill step runs through the weights together
   int32_t *history;       // (context) the tokens in the cache, for the repetition penalty
   Candidate *candidates;  // (vocab) sampler scratch

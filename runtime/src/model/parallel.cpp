@@ -1,0 +1,76 @@
+#include "model/parallel.hpp"
+
+#if defined(MOTE_OPENMP)
+#include <omp.h>
+
+namespace mote {
+namespace {
+
+constexpr uint64_t kFieldMask = (1u << 24) - 1;
+
+uint64_t generation_of(uint64_t step) { return step >> 48; }
+uint64_t count_of(uint64_t step) { return (step >> 24) & kFieldMask; }
+uint64_t next_of(uint64_t step) { return step & kFieldMask; }
+
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+}  // namespace
+
+// Claims one chunk of the current step and runs it; false when none is left.
+bool Crew::claim_and_run() {
+  uint64_t step = step_.load(std::memory_order_acquire);
+  while (next_of(step) < count_of(step)) {
+    if (step_.compare_exchange_weak(step, step + 1, std::memory_order_acquire, std::memory_order_acquire)) {
+      // The step's function stays put while a claimed chunk is unfinished (publish waits).
+      fn_(context_, static_cast<size_t>(next_of(step)));
+      done_.fetch_add(1, std::memory_order_release);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Crew::publish(size_t n, ChunkFn fn, void *context) {
+  // Chunk counts fit 24 bits: larger steps get proportionally larger chunks from callers, and
+  // the leader runs any excess itself.
+  const uint64_t count = n < kFieldMask ? n : kFieldMask;
+  fn_ = fn;
+  context_ = context;
+  done_.store(0, std::memory_order_relaxed);
+  const uint64_t generation = (generation_of(step_.load(std::memory_order_relaxed)) + 1) & 0xFFFF;
+  step_.store((generation << 48) | (count << 24), std::memory_order_release);
+  while (claim_and_run()) {
+  }
+  while (done_.load(std::memory_order_acquire) < count) spin_pause();
+  for (size_t i = count; i < n; ++i) fn(context, i);
+}
+
+void Crew::help() {
+  while (!finished_.load(std::memory_order_acquire)) {
+    if (!claim_and_run()) spin_pause();
+  }
+}
+
+void Crew::run_parallel(uint32_t n_threads, void (*pass)(void *), void *context) {
+  finished_.store(false, std::memory_order_relaxed);
+  helpers_ = n_threads - 1;
+#pragma omp parallel num_threads(n_threads)
+  {
+    if (omp_get_thread_num() == 0) {
+      pass(context);
+      finished_.store(true, std::memory_order_release);
+    } else {
+      help();
+    }
+  }
+  helpers_ = 0;
+}
+
+}  // namespace mote
+#endif

@@ -1,0 +1,89 @@
+// The threads of one forward pass. The calling thread leads the pass from top to bottom; when
+// it reaches a step worth sharing (a matrix product, the attention heads) it publishes the step
+// and every thread, the leader included, claims chunks of it from one shared counter until none
+// are left. Nobody waits for a thread that has not started: on a busy machine a descheduled
+// helper simply takes no chunks, and the leader finishes the step alone, instead of the whole
+// pass stalling at a barrier for it (hundreds of barriers a token made -t 2 collapse under
+// load). The leader waits only for chunks already claimed, so chunks are kept small.
+//
+// Each chunk is computed by exactly one thread with the same code whoever runs it, so results
+// do not depend on the number of threads (DESIGN.md invariant 6). One OpenMP parallel region
+// spans the pass; between steps the helpers spin on the counter with a pause hint (no OS calls
+// in runtime/), and between passes OpenMP's own spin-then-sleep policy parks them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(MOTE_OPENMP)
+#include <atomic>
+#endif
+
+namespace mote {
+
+// Multiply-accumulates below which a step runs on the leader alone (a few microseconds: less
+// than handing it out costs), and roughly the work of one chunk.
+constexpr size_t kMinParallelWork = 32 * 1024;
+constexpr size_t kChunkWork = 24 * 1024;
+
+class Crew {
+ public:
+  // Runs fn(i) for i in [0, n), each i once; work is the multiply-accumulates of the whole step.
+  template <class Fn>
+  void parallel_for(size_t n, size_t work, Fn &&fn) {
+#if defined(MOTE_OPENMP)
+    if (helpers_ > 0 && n > 1 && work >= kMinParallelWork) {
+      publish(n, [](void *context, size_t i) { (*static_cast<Fn *>(context))(i); }, &fn);
+      return;
+    }
+#endif
+    (void)work;
+    for (size_t i = 0; i < n; ++i) fn(i);
+  }
+
+  // Splits [0, total) into chunks of about kChunkWork (work_per_item each) and runs
+  // fn(begin, end) for each; chunk boundaries are multiples of align.
+  template <class Fn>
+  void parallel_ranges(size_t total, size_t work_per_item, size_t align, Fn &&fn) {
+    size_t per_chunk = work_per_item == 0 ? total : (kChunkWork + work_per_item - 1) / work_per_item;
+    per_chunk = (per_chunk + align - 1) / align * align;
+    const size_t n_chunks = (total + per_chunk - 1) / per_chunk;
+    parallel_for(n_chunks, total * work_per_item, [&](size_t chunk) {
+      const size_t begin = chunk * per_chunk;
+      fn(begin, begin + per_chunk < total ? begin + per_chunk : total);
+    });
+  }
+
+  // Runs pass() on the calling thread with n_threads - 1 helpers joining its steps.
+  template <class Pass>
+  void run(uint32_t n_threads, Pass &&pass) {
+#if defined(MOTE_OPENMP)
+    if (n_threads > 1) {
+      run_parallel(n_threads, [](void *context) { (*static_cast<Pass *>(context))(); }, &pass);
+      return;
+    }
+#endif
+    (void)n_threads;
+    pass();
+  }
+
+ private:
+#if defined(MOTE_OPENMP)
+  using ChunkFn = void (*)(void *context, size_t i);
+  void publish(size_t n, ChunkFn fn, void *context);
+  void run_parallel(uint32_t n_threads, void (*pass)(void *), void *context);
+  void help();
+  bool claim_and_run();
+
+  // The current step: generation (16 bits) | chunk count (24 bits) | next chunk (24 bits), so a
+  // claim can never apply to a step other than the one it read.
+  std::atomic<uint64_t> step_{0};
+  std::atomic<uint32_t> done_{0};  // chunks of the current step finished
+  std::atomic<bool> finished_{false};
+  ChunkFn fn_ = nullptr;
+  void *context_ = nullptr;
+#endif
+  uint32_t helpers_ = 0;  // threads other than the leader inside the current pass
+};
+
+}  // namespace mote
