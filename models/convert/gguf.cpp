@@ -776,10 +776,7 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
 }  // namespace
 
 bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *out, std::string *error) {
-  if (options.dtype != DType::f32 && options.dtype != DType::f16) {
-    *error = "GGUF import stores f32 or f16 only";
-    return false;
-  }
+  if (options.dtype && !check_matrix_dtype(*options.dtype, error)) return false;
   Meta meta{file, error};
   std::string arch;
   if (!meta.string("general.architecture", true, &arch)) return false;
@@ -903,7 +900,6 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
       return false;
     }
   }
-  std::vector<float> values;
   m.tensors.reserve(wanted.size());
   for (size_t k = 0; k < wanted.size(); ++k) {
     const TensorSlot &w = wanted[k];
@@ -925,9 +921,7 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
                ", which mote convert cannot import (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)";
       return false;
     }
-    values.resize(static_cast<size_t>(t.n_elements));
-    dequantize_ggml(t.type, file.bytes + t.offset, values.size(), values.data());
-    m.tensors.push_back(float_tensor(w, values.data(), options.dtype));
+    if (!add_tensor(w, {file.bytes + t.offset, t.type}, options.dtype, &m, error)) return false;
     if (options.progress) options.progress(k + 1, wanted.size());
   }
   return true;

@@ -2,9 +2,12 @@
 // input, and the mapping of the `llama` architecture onto a .mote model.
 //
 // Decisions (the next engineer should know):
-// - Every tensor is dequantized to float on import and stored as options.dtype (f32 or f16;
-//   norm vectors always f32). Supported GGUF types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K,
-//   Q5_K, Q6_K; other ggml types are validated as a container but rejected by the importer.
+// - By default every matrix is kept as stored: F32, F16, Q8_0, Q4_0 and Q4_1 tensors are copied
+//   byte for byte (the .mote block layouts are GGUF's), BF16 and K-quants (which .mote lacks)
+//   are dequantized to f16. options.dtype stores every matrix as that dtype instead (dequantized,
+//   then re-quantized for q8_0/q4_0/q4_1; a tensor already in that type is copied). Norm vectors
+//   are always f32. Supported GGUF types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K;
+//   other ggml types are validated as a container but rejected by the importer.
 // - A tensor name the llama mapping does not know (e.g. `rope_freqs.weight`, which changes the
 //   positions) is an error, not silently dropped: an ignored tensor could change the model.
 // - GGUF's llama Q/K weights are already permuted for interleaved RoPE: rope_layout = interleaved.
@@ -14,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -89,7 +93,8 @@ struct GgufFile {
 bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *error);
 
 struct GgufOptions {
-  format::DType dtype = format::DType::f16;  // f32 or f16, for matrices
+  // For matrices: f32, f16, q8_0, q4_0 or q4_1; none keeps each as stored (see above).
+  std::optional<format::DType> dtype;
   // Called after each tensor is converted (done of total), e.g. for a progress line.
   std::function<void(size_t done, size_t total)> progress;
 };

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "dequant.hpp"
 #include "text/tokenizer.hpp"
 
 namespace mote::convert {
@@ -125,45 +126,40 @@ bool load_llama2c(const std::string &checkpoint_path, const std::string &tokeniz
   m = ModelData{};
   if (!load_tokenizer(tokenizer_path, static_cast<uint32_t>(vocab), &m.tokenizer, error)) return false;
   format::ModelConfig &c = m.config;
-  c = llama_config({dim, layers, heads, kv_heads, static_cast<int64_t>(head_size), hidden, static_cast<int64_t>(vocab),
-                    seq_len});
+  c = llama_config(
+      {dim, layers, heads, kv_heads, static_cast<int64_t>(head_size), hidden, static_cast<int64_t>(vocab), seq_len});
   c.rope_layout = static_cast<uint32_t>(options.rope_layout);
   c.flags = shared_classifier ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
   c.bos_id = m.tokenizer.bos_id;
   c.eos_id = m.tokenizer.eos_id;
 
-  const float *cursor = reinterpret_cast<const float *>(bytes.data() + sizeof header);
-  // Takes the next per-layer block (layers x rows x cols) and adds one tensor per layer.
+  if (!check_matrix_dtype(options.dtype, error)) return false;
+  const uint8_t *cursor = bytes.data() + sizeof header;
+  // Takes the next block of float tensors (one per layer when per_layer) in file order.
+  bool ok = true;
   auto add = [&](Role role, uint64_t rows, uint64_t cols, bool per_layer) {
     const uint64_t count = per_layer ? L : 1;
-    const bool vector = cols == 1;
-    for (uint64_t l = 0; l < count; ++l) {
-      TensorData t;
-      t.role = role;
-      t.layer = per_layer ? static_cast<uint32_t>(l) : format::kNoLayer;
-      t.dtype = vector ? DType::f32 : options.dtype;
-      t.n_dims = vector ? 1 : 2;
-      t.rows = static_cast<uint32_t>(rows);
-      t.cols = static_cast<uint32_t>(cols);
-      t.bytes = encode_floats(cursor, rows * cols, t.dtype);
-      cursor += rows * cols;
-      m.tensors.push_back(std::move(t));
+    for (uint64_t l = 0; l < count && ok; ++l) {
+      const TensorSlot slot = {role, per_layer ? static_cast<uint32_t>(l) : format::kNoLayer, rows, cols};
+      ok = add_tensor(slot, {cursor, static_cast<uint32_t>(GgmlType::f32)}, options.dtype, &m, error);
+      cursor += rows * (cols == 0 ? 1 : cols) * 4;
     }
   };
   add(Role::token_embedding, V, D, false);
-  add(Role::attn_norm, D, 1, true);
+  add(Role::attn_norm, D, 0, true);
   add(Role::attn_q, D, D, true);
   add(Role::attn_k, kv_dim, D, true);
   add(Role::attn_v, kv_dim, D, true);
   add(Role::attn_output, D, D, true);
-  add(Role::ffn_norm, D, 1, true);
+  add(Role::ffn_norm, D, 0, true);
   add(Role::ffn_gate, H, D, true);
   add(Role::ffn_down, D, H, true);
   add(Role::ffn_up, H, D, true);
-  add(Role::output_norm, D, 1, false);
-  cursor += static_cast<uint64_t>(seq_len) * head_size;  // freq_cis_real and freq_cis_imag
+  add(Role::output_norm, D, 0, false);
+  cursor += static_cast<uint64_t>(seq_len) * head_size * 4;  // freq_cis_real and freq_cis_imag
   if (!shared_classifier) add(Role::output, V, D, false);
-  return true;
+  if (!ok) *error = "'" + checkpoint_path + "': " + *error;
+  return ok;
 }
 
 }  // namespace mote::convert

@@ -8,7 +8,8 @@
 namespace mote::convert {
 
 struct Llama2cOptions {
-  format::DType dtype = format::DType::f32;  // of the matrices; norm vectors stay f32
+  // Of the matrices (f32, f16, q8_0, q4_0 or q4_1); norm vectors stay f32.
+  format::DType dtype = format::DType::f32;
   // llama2.c stores RoPE pairs interleaved; checkpoints exported without llama2.c's permutation
   // of wq/wk use split halves instead.
   format::RopeLayout rope_layout = format::RopeLayout::interleaved;

@@ -6,6 +6,8 @@
 #include <numeric>
 
 #include "core/fp16.hpp"
+#include "dequant.hpp"
+#include "quantize.hpp"
 
 namespace mote::convert {
 namespace {
@@ -75,7 +77,8 @@ std::vector<uint8_t> serialize_tokenizer(const TokenizerData &tok) {
   std::memcpy(out.data() + h.scores_offset, tok.scores.data(), n * 4ull);
   std::memcpy(out.data() + h.types_offset, tok.types.data(), n);
   std::memcpy(out.data() + h.sorted_ids_offset, sorted.data(), n * 4ull);
-  if (!merges.empty()) std::memcpy(out.data() + h.merges_offset, merges.data(), merges.size() * sizeof(format::BpeMerge));
+  if (!merges.empty())
+    std::memcpy(out.data() + h.merges_offset, merges.data(), merges.size() * sizeof(format::BpeMerge));
   return out;
 }
 
@@ -103,17 +106,83 @@ std::vector<TensorSlot> llama_tensor_slots(const format::ModelConfig &c) {
   return slots;
 }
 
-TensorData float_tensor(const TensorSlot &slot, const float *values, format::DType dtype) {
+bool check_matrix_dtype(format::DType dtype, std::string *error) {
+  if (dtype == format::DType::f32 || dtype == format::DType::f16 || is_quantized(dtype)) return true;
+  const format::DTypeTraits *traits = format::dtype_traits(static_cast<uint32_t>(dtype));
+  *error = std::string("matrices are stored as f32, f16, q8_0, q4_0 or q4_1, not ") +
+           (traits != nullptr ? traits->name : "an unknown dtype");
+  return false;
+}
+
+namespace {
+
+// The .mote dtype whose bytes are exactly those of a ggml type, if there is one.
+std::optional<format::DType> same_layout_dtype(uint32_t ggml_type) {
+  switch (static_cast<GgmlType>(ggml_type)) {
+    case GgmlType::f32:
+      return format::DType::f32;
+    case GgmlType::f16:
+      return format::DType::f16;
+    case GgmlType::q8_0:
+      return format::DType::q8_0;
+    case GgmlType::q4_0:
+      return format::DType::q4_0;
+    case GgmlType::q4_1:
+      return format::DType::q4_1;
+    default:
+      return std::nullopt;  // BF16 too: the runtime computes in f16/f32, not bf16
+  }
+}
+
+std::string tensor_display_name(const TensorSlot &slot) {
+  format::TensorEntry entry{};
+  entry.role = static_cast<uint32_t>(slot.role);
+  entry.layer = slot.layer;
+  char name[64];
+  format::tensor_name(entry, name, sizeof name);
+  return name;
+}
+
+}  // namespace
+
+format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested) {
+  if (slot.cols == 0) return format::DType::f32;  // the format keeps vectors in f32
+  if (requested) return *requested;
+  return same_layout_dtype(ggml_type).value_or(format::DType::f16);
+}
+
+bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optional<format::DType> requested,
+                ModelData *model, std::string *error) {
   const bool vector = slot.cols == 0;
   TensorData t;
   t.role = slot.role;
   t.layer = slot.layer;
-  t.dtype = vector ? format::DType::f32 : dtype;
+  t.dtype = output_dtype(slot, source.ggml_type, requested);
   t.n_dims = vector ? 1 : 2;
   t.rows = static_cast<uint32_t>(slot.rows);
   t.cols = vector ? 1 : static_cast<uint32_t>(slot.cols);
-  t.bytes = encode_floats(values, static_cast<size_t>(vector ? slot.rows : slot.rows * slot.cols), t.dtype);
-  return t;
+  const size_t n = static_cast<size_t>(slot.rows) * t.cols;
+  const format::DTypeTraits *traits = format::dtype_traits(static_cast<uint32_t>(t.dtype));
+  if (t.cols % traits->block_elements != 0) {
+    *error = "tensor '" + tensor_display_name(slot) + "' cannot be stored as " + traits->name + ": its rows hold " +
+             std::to_string(t.cols) + " values, not whole " + std::to_string(traits->block_elements) +
+             "-value blocks (store it as f16 or f32)";
+    return false;
+  }
+  if (same_layout_dtype(source.ggml_type) == t.dtype) {
+    // Already in the output's layout: copied as stored, so a GGUF Q4_1 tensor stays bit-identical.
+    const size_t n_bytes = n / traits->block_elements * traits->block_bytes;
+    t.bytes.assign(source.bytes, source.bytes + n_bytes);
+  } else {
+    std::vector<float> values(n);
+    if (!dequantize_ggml(source.ggml_type, source.bytes, n, values.data())) {
+      *error = "tensor '" + tensor_display_name(slot) + "' has a source type mote cannot read";
+      return false;
+    }
+    t.bytes = is_quantized(t.dtype) ? quantize(values.data(), n, t.dtype) : encode_floats(values.data(), n, t.dtype);
+  }
+  model->tensors.push_back(std::move(t));
+  return true;
 }
 
 format::ModelConfig llama_config() {

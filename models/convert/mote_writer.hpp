@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,8 +49,28 @@ struct TensorSlot {
 // norm, then the classifier unless the config ties it to the embedding.
 std::vector<TensorSlot> llama_tensor_slots(const format::ModelConfig &config);
 
-// The tensor for slot from its float values: vectors stay f32, matrices are stored as dtype.
-TensorData float_tensor(const TensorSlot &slot, const float *values, format::DType dtype);
+// A tensor's bytes as its source file holds them, typed by ggml's type ids (GgmlType in
+// dequant.hpp), which cover every importer: llama2.c's floats are F32, safetensors' F32, F16 or
+// BF16, GGUF's whatever its tensor info says.
+struct SourceTensor {
+  const uint8_t *bytes;
+  uint32_t ggml_type;  // a dequantizable one
+};
+
+// The dtypes matrices can be stored as: f32, f16, q8_0, q4_0, q4_1. False with a message otherwise.
+bool check_matrix_dtype(format::DType dtype, std::string *error);
+
+// The dtype the tensor for slot is written as. Vectors (norms) are always f32. A matrix takes the
+// requested dtype; with none requested it keeps the source's own type when .mote has it (F32,
+// F16, Q8_0, Q4_0, Q4_1: GGUF's "as stored"), else (BF16, K-quants) becomes f16.
+format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested);
+
+// Appends the tensor for slot, read from source, to model as output_dtype(): copied byte for
+// byte when the source already holds it in that dtype (no requantization), else dequantized
+// and encoded (f32, f16) or quantized (q8_0, q4_0, q4_1). Quantized rows must hold whole
+// 32-element blocks: false, with a one-line message naming the tensor, when they do not.
+bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optional<format::DType> requested,
+                ModelData *model, std::string *error);
 
 // The config every Llama-family converter starts from (RMSNorm, RoPE, SwiGLU, no biases).
 format::ModelConfig llama_config();

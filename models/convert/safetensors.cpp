@@ -515,10 +515,7 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
     dir = dir.parent_path();
     if (dir.empty()) dir = ".";
   }
-  if (options.dtype != DType::f32 && options.dtype != DType::f16) {
-    *error = "Hugging Face import stores f32 or f16 only";
-    return false;
-  }
+  if (!check_matrix_dtype(options.dtype, error)) return false;
   const std::string where = dir.string();
   JsonValue config;
   if (!read_json_file((dir / "config.json").string(), &config, error)) return false;
@@ -638,7 +635,6 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
     }
   }
 
-  std::vector<float> values;
   for (size_t k = 0; k < wanted.size(); ++k) {
     const TensorSlot &w = wanted[k];
     const Located &at = *slot_of(w.role, w.layer);
@@ -653,16 +649,12 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
                need + "]";
       return false;
     }
-    const size_t count = static_cast<size_t>(vector ? w.rows : w.rows * w.cols);
-    values.resize(count);
-    const uint8_t *src = contents[at.file].data() + t.offset;
-    if (t.dtype == "F32")
-      dequantize_f32(src, count, values.data());
-    else if (t.dtype == "F16")
-      dequantize_f16(src, count, values.data());
-    else
-      dequantize_bf16(src, count, values.data());
-    m.tensors.push_back(float_tensor(w, values.data(), options.dtype));
+    const GgmlType type = t.dtype == "F32" ? GgmlType::f32 : t.dtype == "F16" ? GgmlType::f16 : GgmlType::bf16;
+    const SourceTensor source = {contents[at.file].data() + t.offset, static_cast<uint32_t>(type)};
+    if (!add_tensor(w, source, options.dtype, &m, error)) {
+      *error = "'" + where + "': " + *error;
+      return false;
+    }
     if (options.progress) options.progress(k + 1, wanted.size());
   }
   return true;

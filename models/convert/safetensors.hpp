@@ -3,7 +3,8 @@
 // tokenizer_config.json.
 //
 // Decisions (the next engineer should know):
-// - Tensors (F32, F16 or BF16) are stored as options.dtype (f32 or f16); norm vectors as f32.
+// - Tensors (F32, F16 or BF16) are stored as options.dtype (f32, f16, q8_0, q4_0 or q4_1);
+//   norm vectors as f32.
 // - Hugging Face's Llama rotates split halves (rotate_half): rope_layout = split_half, and the
 //   Q/K weights are used as they are (no permutation).
 // - A tensor name the mapping does not know is an error, except `*.rotary_emb.inv_freq` (derived
@@ -38,7 +39,7 @@ struct SafetensorsTensor {
 bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTensor> *tensors, std::string *error);
 
 struct SafetensorsOptions {
-  format::DType dtype = format::DType::f16;  // f32 or f16, for matrices
+  format::DType dtype = format::DType::f16;  // for matrices: f32, f16, q8_0, q4_0 or q4_1
   std::string tokenizer_path;                // tokenizer.json; empty: the one in the directory
   std::function<void(size_t done, size_t total)> progress;
 };

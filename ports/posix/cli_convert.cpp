@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <map>
+#include <optional>
+
 #include "cli_common.hpp"
 #include "gguf.hpp"
 #include "llama2c.hpp"
@@ -24,6 +27,29 @@ InputKind input_kind(const std::string &path) {
   if (ends_with(path, "config.json") || ends_with(path, ".safetensors")) return InputKind::hugging_face;
   if (convert::is_gguf_file(path)) return InputKind::gguf;
   return InputKind::llama2c;
+}
+
+// The --dtype names a user can give, each the format's own name for the dtype.
+bool parse_dtype(const std::string &name, format::DType *out) {
+  for (format::DType dtype :
+       {format::DType::f32, format::DType::f16, format::DType::q8_0, format::DType::q4_0, format::DType::q4_1}) {
+    if (name == format::dtype_traits(static_cast<uint32_t>(dtype))->name) {
+      *out = dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+// "61 f32, 1 q8_0, 210 q4_1": how many tensors the file holds in each dtype.
+std::string dtype_counts(const convert::ModelData &model) {
+  std::map<uint32_t, size_t> counts;
+  for (const convert::TensorData &t : model.tensors) ++counts[static_cast<uint32_t>(t.dtype)];
+  std::string text;
+  for (const auto &[dtype, count] : counts) {
+    text += (text.empty() ? "" : ", ") + std::to_string(count) + " " + format::dtype_traits(dtype)->name;
+  }
+  return text;
 }
 
 // "\rconverting tensors 37/272" on a terminal, finished with a newline; nothing otherwise.
@@ -55,14 +81,17 @@ int command_convert(int argc, char **argv) {
   const std::string &input = positional[0];
   const InputKind kind = input_kind(input);
 
-  // Matrices default to f16 for GGUF and Hugging Face (their weights are 16-bit or smaller),
-  // f32 for llama2.c's float checkpoints.
-  if (dtype.empty()) dtype = kind == InputKind::llama2c ? "f32" : "f16";
-  if (dtype == "q8_0" || dtype == "q4_0" || dtype == "q4_1") {
-    return report("convert", "dtype " + dtype + " is not supported by this runtime yet: use f32 or f16", kExitUsage);
+  // With no --dtype, GGUF matrices stay as stored (Q8_0/Q4_0/Q4_1 copied byte for byte),
+  // Hugging Face ones become f16 (their weights are 16-bit) and llama2.c's floats stay f32.
+  std::optional<format::DType> stored;
+  if (!dtype.empty()) {
+    format::DType parsed;
+    if (!parse_dtype(dtype, &parsed)) {
+      return report("convert", "--dtype must be f32, f16, q8_0, q4_0 or q4_1", kExitUsage);
+    }
+    stored = parsed;
   }
-  if (dtype != "f32" && dtype != "f16") return report("convert", "--dtype must be f32 or f16", kExitUsage);
-  const format::DType stored = dtype == "f16" ? format::DType::f16 : format::DType::f32;
+  const format::DType non_gguf_default = kind == InputKind::llama2c ? format::DType::f32 : format::DType::f16;
   if (rope_given && kind != InputKind::llama2c) {
     return report("convert", "--rope applies to llama2.c checkpoints only (GGUF and Hugging Face files say theirs)",
                   kExitUsage);
@@ -80,7 +109,7 @@ int command_convert(int argc, char **argv) {
     ok = convert::load_gguf(input, gguf_options, &model, &error);
   } else if (kind == InputKind::hugging_face) {
     convert::SafetensorsOptions hf_options;
-    hf_options.dtype = stored;
+    hf_options.dtype = stored.value_or(non_gguf_default);
     hf_options.tokenizer_path = tokenizer;
     hf_options.progress = progress_printer();
     ok = convert::load_hf_llama(input, hf_options, &model, &error);
@@ -89,7 +118,7 @@ int command_convert(int argc, char **argv) {
       return report("convert", "llama2.c checkpoints need --tokenizer tokenizer.bin", kExitUsage);
     }
     convert::Llama2cOptions llama2c_options;
-    llama2c_options.dtype = stored;
+    llama2c_options.dtype = stored.value_or(non_gguf_default);
     if (rope == "split")
       llama2c_options.rope_layout = format::RopeLayout::split_half;
     else if (!rope.empty() && rope != "interleaved")
@@ -99,8 +128,8 @@ int command_convert(int argc, char **argv) {
   if (!ok) return report("convert", error, kExitError);
   const std::vector<uint8_t> bytes = convert::serialize(model);
   if (!convert::write_file(output, bytes, &error)) return report("convert", error, kExitError);
-  std::fprintf(stderr, "mote convert: wrote %s (%zu bytes, %zu tensors, %s)\n", output.c_str(), bytes.size(),
-               model.tensors.size(), dtype.c_str());
+  std::fprintf(stderr, "mote convert: wrote %s (%zu bytes, %zu tensors: %s)\n", output.c_str(), bytes.size(),
+               model.tensors.size(), dtype_counts(model).c_str());
   return 0;
 }
 

@@ -1,0 +1,33 @@
+// Float -> ggml block quantizers for q8_0, q4_0 and q4_1 (host side: converters may allocate).
+//
+// Bit for bit the same bytes as the gguf Python package's gguf.quants.quantize (the version
+// pinned in toolchains/requirements-goldens.txt), which mirrors ggml's quantize_row_*_ref;
+// tests/golden/gen_quant_goldens.py writes the goldens that hold them to it. The block layouts
+// are in models/FORMAT.md; dequant.hpp reads them back.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "format/format.hpp"
+
+namespace mote::convert {
+
+constexpr size_t kQuantBlock = 32;  // elements per q8_0 / q4_0 / q4_1 block
+
+// Per block type: n_blocks * 32 floats from src into n_blocks blocks at dst.
+// q8_0: d = amax / 127, q = round(x / d) (halves away from zero).
+void quantize_q8_0(const float *src, size_t n_blocks, uint8_t *dst);
+// q4_0: d = -max / 8 with max the value of largest magnitude, q = min(15, trunc(x / d + 8.5)).
+void quantize_q4_0(const float *src, size_t n_blocks, uint8_t *dst);
+// q4_1: d = (max - min) / 15, m = min, q = min(15, trunc((x - min) / d + 0.5)).
+void quantize_q4_1(const float *src, size_t n_blocks, uint8_t *dst);
+
+// True for the block-quantized dtypes (q8_0, q4_0, q4_1).
+bool is_quantized(format::DType dtype);
+
+// n values (a multiple of 32) as blocks of dtype (q8_0, q4_0 or q4_1).
+std::vector<uint8_t> quantize(const float *values, size_t n, format::DType dtype);
+
+}  // namespace mote::convert
