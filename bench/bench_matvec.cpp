@@ -1,29 +1,37 @@
-// matvec_f32 / matvec_f16 on every instruction set this CPU has, at the shapes of real models.
-// Decoding is bound by reading the weights, so the figure to compare is bytes/s (GB/s).
-// matmul_f32 / matmul_f16 batch n_tokens vectors per weight pass (prompt prefill): compare
-// their tokens/s (items_per_second) and GFLOP/s with matvec's at the same shape.
+// Every weight type's matrix products (model/weight_types: f32, f16, q8_0, q4_0, q4_1) on every
+// instruction set this CPU has, at the shapes of real models. Decoding (one token) is bound by
+// reading the weights, so its figure to compare is bytes/s (GB/s); prefill batches n_tokens
+// vectors per weight pass: compare tokens/s (items_per_second) and GFLOP/s. Quantized products
+// include quantizing their input to 8-bit blocks, as the forward pass does.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 
 #include "core/fp16.hpp"
 #include "kernels/kernels.hpp"
+#include "model/weight_types.hpp"
 
 namespace {
 
 using mote::kernels::Isa;
 using mote::kernels::KernelTable;
+using mote::format::DType;
 
 struct Shape {
   size_t rows;
   size_t cols;
 };
-// stories260K-ish attention, GPT-2-small-ish FFN, SmolLM2-135M FFN, llama2.c 32k classifier,
-// SmolLM2-135M classifier.
-constexpr Shape kShapes[] = {{288, 288}, {768, 288}, {576, 1536}, {32000, 288}, {49152, 576}};
+// stories15M attention and FFN, SmolLM2-135M attention and FFN (down), llama2.c 32k
+// classifier, SmolLM2-135M classifier.
+constexpr Shape kMatvecShapes[] = {{288, 288}, {768, 288}, {576, 576}, {576, 1536}, {32000, 288}, {49152, 576}};
+// Prefill's batched products.
+constexpr Shape kMatmulShapes[] = {{288, 288}, {576, 576}, {1536, 576}, {576, 1536}};
+constexpr size_t kMatmulTokens[] = {4, 16, 64};
+constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::q8_0, DType::q4_0, DType::q4_1};
 
 // 64-byte aligned, as tensors are in a .mote file.
 template <class T>
@@ -35,76 +43,67 @@ struct AlignedBuffer {
   T *data;
 };
 
-// Uniform values in [-1, 1), stored as the weight type (f32 or IEEE half bits).
-template <class Weight>
-void fill_random(Weight *values, size_t n, std::mt19937 &rng) {
+// Weights of any type: f32 in [-1, 1), halves of those, or quantized blocks of random bytes
+// whose scales (every block's first two halves) are small halves.
+void fill_weights(DType dtype, uint8_t *bytes, size_t n_bytes, size_t n_values, std::mt19937 &rng) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (size_t i = 0; i < n; ++i) {
-    if constexpr (sizeof(Weight) == 2) {
-      values[i] = mote::f32_to_fp16(dist(rng));
-    } else {
-      values[i] = dist(rng);
-    }
+  if (dtype == DType::f32) {
+    for (size_t i = 0; i < n_values; ++i) reinterpret_cast<float *>(bytes)[i] = dist(rng);
+    return;
+  }
+  if (dtype == DType::f16) {
+    for (size_t i = 0; i < n_values; ++i) reinterpret_cast<uint16_t *>(bytes)[i] = mote::f32_to_fp16(dist(rng));
+    return;
+  }
+  for (size_t i = 0; i < n_bytes; ++i) bytes[i] = static_cast<uint8_t>(rng());
+  const size_t block_bytes = mote::format::dtype_traits(static_cast<uint32_t>(dtype))->block_bytes;
+  for (size_t b = 0; b < n_bytes; b += block_bytes) {
+    const uint16_t scales[2] = {mote::f32_to_fp16(0.01f * dist(rng)), mote::f32_to_fp16(0.1f * dist(rng))};
+    std::memcpy(bytes + b, scales, dtype == DType::q4_1 ? 4 : 2);
   }
 }
 
-template <class Weight>
-void bench_matvec(benchmark::State &state, const KernelTable *table, Shape shape) {
+void bench_product(benchmark::State &state, const KernelTable *table, DType dtype, Shape shape, size_t n_tokens) {
   const size_t rows = shape.rows, cols = shape.cols;
-  AlignedBuffer<Weight> w(rows * cols);
-  AlignedBuffer<float> x(cols), out(rows);
-  std::mt19937 rng(42);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  fill_random(w.data, rows * cols, rng);
-  for (size_t i = 0; i < cols; ++i) x.data[i] = dist(rng);
-
-  for (auto _ : state) {
-    if constexpr (sizeof(Weight) == 2) {
-      table->matvec_f16(out.data, w.data, x.data, rows, cols);
-    } else {
-      table->matvec_f32(out.data, w.data, x.data, rows, cols);
-    }
-    benchmark::DoNotOptimize(out.data);
-    benchmark::ClobberMemory();
-  }
-  const int64_t bytes = static_cast<int64_t>(rows * cols * sizeof(Weight) + (cols + rows) * sizeof(float));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));  // one token per call
-  state.counters["weights_MB"] = static_cast<double>(rows * cols * sizeof(Weight)) / 1e6;
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      2e-9 * static_cast<double>(rows * cols) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
-}
-
-// Prefill's batched products (shapes where prompts are processed a few tokens at a time).
-constexpr Shape kMatmulShapes[] = {{288, 288}, {768, 288}, {576, 1536}};
-constexpr size_t kMatmulTokens[] = {1, 4, 16, 64};
-
-template <class Weight>
-void bench_matmul(benchmark::State &state, const KernelTable *table, Shape shape, size_t n_tokens) {
-  const size_t rows = shape.rows, cols = shape.cols;
-  AlignedBuffer<Weight> w(rows * cols);
+  const mote::WeightType &type = *mote::weight_type(static_cast<uint32_t>(dtype));
+  const size_t weight_bytes = rows * mote::weight_row_bytes(dtype, cols);
+  AlignedBuffer<uint8_t> w(weight_bytes);
   AlignedBuffer<float> x(n_tokens * cols), out(n_tokens * rows);
+  AlignedBuffer<uint8_t> q8(n_tokens * mote::kernels::q8_activation_bytes(cols));
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  fill_random(w.data, rows * cols, rng);
+  fill_weights(dtype, w.data, weight_bytes, rows * cols, rng);
   for (size_t i = 0; i < n_tokens * cols; ++i) x.data[i] = dist(rng);
+  mote::MatmulInput input{x.data, {}};
+  if (type.activation == mote::ActivationFormat::q8) {
+    uint8_t *p = q8.data;
+    input.q8.q = reinterpret_cast<int8_t *>(p);
+    input.q8.scale = reinterpret_cast<float *>(p += n_tokens * cols);
+    input.q8.lane_sum = reinterpret_cast<int32_t *>(p += n_tokens * cols / 32 * 4);
+    input.q8.lane_sum_scaled = reinterpret_cast<float *>(p + n_tokens * cols);
+  }
 
   for (auto _ : state) {
-    if constexpr (sizeof(Weight) == 2) {
-      table->matmul_f16(out.data, rows, w.data, x.data, rows, cols, n_tokens);
-    } else {
-      table->matmul_f32(out.data, rows, w.data, x.data, rows, cols, n_tokens);
-    }
+    if (input.q8.q != nullptr) table->quantize_q8(input.q8, x.data, cols, n_tokens);
+    type.matmul(*table, out.data, rows, w.data, input, rows, cols, n_tokens);
     benchmark::DoNotOptimize(out.data);
     benchmark::ClobberMemory();
   }
-  const int64_t bytes = static_cast<int64_t>(rows * cols * sizeof(Weight) + n_tokens * (cols + rows) * sizeof(float));
   const auto calls = static_cast<int64_t>(state.iterations());
+  const int64_t bytes = static_cast<int64_t>(weight_bytes + n_tokens * (cols + rows) * sizeof(float));
   state.SetBytesProcessed(calls * bytes);
   state.SetItemsProcessed(calls * static_cast<int64_t>(n_tokens));  // tokens
-  state.counters["weights_MB"] = static_cast<double>(rows * cols * sizeof(Weight)) / 1e6;
+  state.counters["weights_MB"] = static_cast<double>(weight_bytes) / 1e6;
   state.counters["GFLOP/s"] = benchmark::Counter(
       2e-9 * static_cast<double>(rows * cols * n_tokens) * static_cast<double>(calls), benchmark::Counter::kIsRate);
+}
+
+void register_product(const KernelTable *table, DType dtype, Shape shape, size_t n_tokens) {
+  const char *dtype_name = mote::format::dtype_traits(static_cast<uint32_t>(dtype))->name;
+  std::string name = std::string(n_tokens == 1 ? "matvec_" : "matmul_") + dtype_name + "/" + table->isa_name + "/" +
+                     std::to_string(shape.rows) + "x" + std::to_string(shape.cols);
+  if (n_tokens > 1) name += "/tokens:" + std::to_string(n_tokens);
+  benchmark::RegisterBenchmark(name.c_str(), bench_product, table, dtype, shape, n_tokens);
 }
 
 void register_all() {
@@ -112,18 +111,10 @@ void register_all() {
   for (Isa isa : kIsas) {
     const KernelTable *table = mote::kernels::kernels_for(isa);
     if (table == nullptr) continue;  // not in this build or not on this CPU
-    for (const Shape &shape : kShapes) {
-      const std::string suffix =
-          std::string("/") + table->isa_name + "/" + std::to_string(shape.rows) + "x" + std::to_string(shape.cols);
-      benchmark::RegisterBenchmark(("matvec_f32" + suffix).c_str(), bench_matvec<float>, table, shape);
-      benchmark::RegisterBenchmark(("matvec_f16" + suffix).c_str(), bench_matvec<uint16_t>, table, shape);
-    }
-    for (const Shape &shape : kMatmulShapes) {
-      for (size_t n_tokens : kMatmulTokens) {
-        const std::string suffix = std::string("/") + table->isa_name + "/" + std::to_string(shape.rows) + "x" +
-                                   std::to_string(shape.cols) + "/tokens:" + std::to_string(n_tokens);
-        benchmark::RegisterBenchmark(("matmul_f32" + suffix).c_str(), bench_matmul<float>, table, shape, n_tokens);
-        benchmark::RegisterBenchmark(("matmul_f16" + suffix).c_str(), bench_matmul<uint16_t>, table, shape, n_tokens);
+    for (DType dtype : kDTypes) {
+      for (const Shape &shape : kMatvecShapes) register_product(table, dtype, shape, 1);
+      for (const Shape &shape : kMatmulShapes) {
+        for (size_t n_tokens : kMatmulTokens) register_product(table, dtype, shape, n_tokens);
       }
     }
   }

@@ -6,7 +6,10 @@
 // never fetched; .ci/run fetches it and makes its absence a failure.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "test_support.hpp"
@@ -41,7 +44,7 @@ std::vector<Reference> read_references() {
 
 using Converted = mote_test::ConvertedModel;
 
-const Converted *smollm2(mote::format::DType dtype) { return mote_test::smollm2_model(dtype); }
+const Converted *smollm2(std::optional<mote::format::DType> dtype) { return mote_test::smollm2_model(dtype); }
 
 std::vector<int32_t> tokenize(const mote_model &model, const std::string &text, uint32_t flags) {
   std::vector<int32_t> ids(text.size() + 2);
@@ -64,8 +67,18 @@ std::string detokenize(const mote_model &model, const std::vector<int32_t> &ids)
 
 size_t argmax(const float *values, size_t n) { return static_cast<size_t>(std::max_element(values, values + n) - values); }
 
-// Prefills each reference prompt, compares the last logits, then decodes greedily.
-void check_against_transformers(const mote_model &model, float tolerance) {
+// The gap between the largest and the second largest value.
+float top2_margin(const std::vector<float> &values) {
+  std::vector<float> sorted = values;
+  std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+  return sorted[0] - sorted[1];
+}
+
+// Prefills each reference prompt and compares the last logits. Float weights must also give the
+// same argmax and the same greedy continuation; quantized ones (whose 8-bit activations move the
+// logits by more than float rounding) the same argmax where the reference's top two are at least
+// 0.5 apart.
+void check_against_transformers(const mote_model &model, float tolerance, bool float_weights = true) {
   mote_model_info info;
   mote_model_info_get(&model, &info);
   mote_session_options options = mote_session_options_default();
@@ -84,7 +97,13 @@ void check_against_transformers(const mote_model &model, float tolerance) {
     for (size_t i = 0; i < expected.size(); ++i) max_error = std::max(max_error, std::fabs(logits[i] - expected[i]));
     MESSAGE("prompt '" << ref.name << "': max |logit - transformers| = " << max_error);
     CHECK(max_error <= tolerance);
-    CHECK(argmax(logits, info.vocab_size) == argmax(expected.data(), expected.size()));
+    const float margin = top2_margin(expected);
+    if (float_weights || margin >= 0.5f) {
+      CHECK(argmax(logits, info.vocab_size) == argmax(expected.data(), expected.size()));
+    } else {
+      MESSAGE("prompt '" << ref.name << "': reference top-2 margin " << margin << " < 0.5, argmax not required");
+    }
+    if (!float_weights) continue;
 
     std::vector<int32_t> greedy;
     int32_t token = static_cast<int32_t>(argmax(logits, info.vocab_size));
@@ -136,6 +155,46 @@ TEST_CASE("smollm2: f32 logits and greedy tokens match transformers") {
   const Converted *m = smollm2(mote::format::DType::f32);
   if (m == nullptr) return;
   check_against_transformers(m->model, 1e-2f);
+}
+
+TEST_CASE("smollm2: Q4_1 as stored (the default model) matches transformers within the 8-bit activation error") {
+  // transformers runs the GGUF's own dequantized weights, so the difference is mote's 8-bit
+  // activation blocks (and float rounding): measured max |error| 0.53 / 0.70 / 0.79 on these prompts
+  // (logits span about 40), bound 1.0.
+  const Converted *m = smollm2(std::nullopt);
+  if (m == nullptr) return;
+  check_against_transformers(m->model, 1.0f, false);
+}
+
+TEST_CASE("smollm2: quantized logits are bit-identical for 1 and 2 threads and any prefill batch") {
+  const Converted *m = smollm2(std::nullopt);
+  if (m == nullptr) return;
+  const std::vector<Reference> refs = read_references();
+  REQUIRE(!refs.empty());
+  const std::vector<int32_t> &prompt = refs.back().ids;
+  std::vector<float> first;
+  struct Setup {
+    uint32_t threads, batch;
+  };
+  for (const Setup setup : {Setup{1, 16}, Setup{2, 16}, Setup{2, 1}, Setup{1, 5}, Setup{2, 7}}) {
+    CAPTURE(setup.threads);
+    CAPTURE(setup.batch);
+    mote_session_options options = mote_session_options_default();
+    options.context_length = 128;
+    options.n_threads = setup.threads;
+    options.batch_size = setup.batch;
+    auto s = mote_test::open_session(m->model, options);
+    REQUIRE(mote_prefill(&s->session, prompt.data(), prompt.size()) == MOTE_OK);
+    std::vector<float> logits(mote_logits(&s->session), mote_logits(&s->session) + 49152);
+    const float *next = nullptr;
+    REQUIRE(mote_decode(&s->session, 42, &next) == MOTE_OK);
+    logits.insert(logits.end(), next, next + 49152);
+    if (first.empty()) {
+      first = logits;
+    } else {
+      CHECK(std::memcmp(first.data(), logits.data(), logits.size() * sizeof(float)) == 0);
+    }
+  }
 }
 
 TEST_CASE("smollm2: chat transcript is apply_chat_template's token sequence") {

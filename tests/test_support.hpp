@@ -70,6 +70,7 @@ inline std::string smollm2_gguf() {
 #include <memory>
 
 #include <map>
+#include <optional>
 
 #include "gguf.hpp"
 #include "llama2c.hpp"
@@ -126,9 +127,10 @@ inline std::unique_ptr<ConvertedModel> convert_and_open(
 }
 
 // SmolLM2-135M-Instruct (see smollm2_gguf) converted in memory by mote's GGUF importer and
-// opened, once per dtype and process; null (the caller skips) when it was never fetched.
-inline const ConvertedModel *smollm2_model(mote::format::DType dtype) {
-  static std::map<mote::format::DType, std::unique_ptr<ConvertedModel>> cache;
+// opened, once per dtype and process (no dtype: every tensor as stored, the default model);
+// null (the caller skips) when it was never fetched.
+inline const ConvertedModel *smollm2_model(std::optional<mote::format::DType> dtype) {
+  static std::map<std::optional<mote::format::DType>, std::unique_ptr<ConvertedModel>> cache;
   auto found = cache.find(dtype);
   if (found != cache.end()) return found->second.get();
   const std::string path = smollm2_gguf();

@@ -54,69 +54,87 @@ struct QuantIsa {
     return _mm256_and_si256(_mm256_srlv_epi64(both, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
   }
 
-  static Lanes broadcast_half(const uint16_t *h) {
-    return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(*h)));
-  }
-
   static __m256i load_q(const int8_t *q) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(q)); }
 
-  static Lanes fold(Lanes acc, __m256i lanes, Lanes scale) {
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), scale, acc);
+  // acc + lanes * scale, the scale broadcast from memory.
+  static Lanes fold(Lanes acc, __m256i lanes, const float *scale) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_broadcast_ss(scale), acc);
+  }
+
+  // The low halves of eight 32-bit lanes as floats.
+  static __m256 low_halves(__m256i words) {
+    const __m256i halves = _mm256_and_si256(words, _mm256_set1_epi32(0xFFFF));
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(halves, halves), 0x08);
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
+  }
+
+  // d (and m, when given) of the first n <= 8 blocks as floats: every block starts with d, and
+  // q4_1's m follows it, so one gather of 32-bit words fetches both.
+  template <class Block>
+  static void block_scales(const Block *blocks, size_t n, float *d, float *m) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i offsets = _mm256_mullo_epi32(lane, _mm256_set1_epi32(static_cast<int>(sizeof(Block))));
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane);
+    const __m256i words = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), reinterpret_cast<const int *>(blocks),
+                                                      offsets, mask, 1);
+    _mm256_store_ps(d, low_halves(words));
+    if (m != nullptr) _mm256_store_ps(m, low_halves(_mm256_srli_epi32(words, 16)));
+  }
+
+  // out[j] = a[j] * b[j] for j < n <= 8 (b is read only that far); out has 8 floats.
+  static void multiply(float *out, const float *a, const float *b, size_t n) {
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_store_ps(out, _mm256_mul_ps(_mm256_load_ps(a), _mm256_maskload_ps(b, mask)));
   }
 };
 
-// Each weight type: prepare() makes a block ready once per row (shared by every token of a
-// tile); accumulate() adds one (row, token, block) product.
+// Each weight type: prepare() makes a block's values ready once per row (shared by every token
+// of a tile); accumulate() adds one (row, token, block) product given d_w * d_x (and q4_1's m).
 template <class Arch, class Block>
 struct QuantBlock;
 
 template <class Arch>
 struct QuantBlock<Arch, BlockQ8_0> {
   using Isa = QuantIsa<Arch>;
+  static constexpr bool kHasMin = false;
   struct Prepared {
     __m256i q, magnitude;
-    __m256 d;
   };
   static Prepared prepare(const BlockQ8_0 &b) {
     const __m256i q = Isa::load_q(b.qs);
-    return {q, _mm256_abs_epi8(q), Isa::broadcast_half(&b.d)};
+    return {q, _mm256_abs_epi8(q)};
   }
-  static __m256 accumulate(__m256 acc, const Prepared &w, const ActivationBlock &x) {
+  static __m256 accumulate(__m256 acc, const Prepared &w, const ActivationBlock &x, const float *scale, const float *) {
     // |w| * (x with w's sign) = w * x, with the unsigned operand vpmaddubsw wants.
-    const __m256i lanes = Isa::dot_lanes(w.magnitude, _mm256_sign_epi8(Isa::load_q(x.q), w.q));
-    return Isa::fold(acc, lanes, _mm256_mul_ps(w.d, _mm256_broadcast_ss(x.scale)));
+    return Isa::fold(acc, Isa::dot_lanes(w.magnitude, _mm256_sign_epi8(Isa::load_q(x.q), w.q)), scale);
   }
 };
 
 template <class Arch>
 struct QuantBlock<Arch, BlockQ4_0> {
   using Isa = QuantIsa<Arch>;
-  struct Prepared {
-    __m256i nibbles;
-    __m256 d;
-  };
-  static Prepared prepare(const BlockQ4_0 &b) { return {Isa::unpack_nibbles(b.qs), Isa::broadcast_half(&b.d)}; }
-  static __m256 accumulate(__m256 acc, const Prepared &w, const ActivationBlock &x) {
+  static constexpr bool kHasMin = false;
+  using Prepared = __m256i;
+  static Prepared prepare(const BlockQ4_0 &b) { return Isa::unpack_nibbles(b.qs); }
+  static __m256 accumulate(__m256 acc, const Prepared &nibbles, const ActivationBlock &x, const float *scale,
+                           const float *) {
     // sum (n - 8) x = sum n x - 8 sum x, exactly, per lane.
     const __m256i lane_sums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.lane_sum));
-    const __m256i lanes = _mm256_sub_epi32(Isa::dot_lanes(w.nibbles, Isa::load_q(x.q)), _mm256_slli_epi32(lane_sums, 3));
-    return Isa::fold(acc, lanes, _mm256_mul_ps(w.d, _mm256_broadcast_ss(x.scale)));
+    const __m256i lanes = _mm256_sub_epi32(Isa::dot_lanes(nibbles, Isa::load_q(x.q)), _mm256_slli_epi32(lane_sums, 3));
+    return Isa::fold(acc, lanes, scale);
   }
 };
 
 template <class Arch>
 struct QuantBlock<Arch, BlockQ4_1> {
   using Isa = QuantIsa<Arch>;
-  struct Prepared {
-    __m256i nibbles;
-    __m256 d, m;
-  };
-  static Prepared prepare(const BlockQ4_1 &b) {
-    return {Isa::unpack_nibbles(b.qs), Isa::broadcast_half(&b.d), Isa::broadcast_half(&b.m)};
-  }
-  static __m256 accumulate(__m256 acc, const Prepared &w, const ActivationBlock &x) {
-    acc = Isa::fold(acc, Isa::dot_lanes(w.nibbles, Isa::load_q(x.q)), _mm256_mul_ps(w.d, _mm256_broadcast_ss(x.scale)));
-    return _mm256_fmadd_ps(w.m, _mm256_loadu_ps(x.lane_sum_scaled), acc);
+  static constexpr bool kHasMin = true;
+  using Prepared = __m256i;
+  static Prepared prepare(const BlockQ4_1 &b) { return Isa::unpack_nibbles(b.qs); }
+  static __m256 accumulate(__m256 acc, const Prepared &nibbles, const ActivationBlock &x, const float *scale,
+                           const float *min) {
+    acc = Isa::fold(acc, Isa::dot_lanes(nibbles, Isa::load_q(x.q)), scale);
+    return _mm256_fmadd_ps(_mm256_broadcast_ss(min), _mm256_loadu_ps(x.lane_sum_scaled), acc);
   }
 };
 
@@ -174,7 +192,7 @@ struct QuantIsa {
     return vget_lane_f32(two, 0) + vget_lane_f32(two, 1);
   }
 
-  // Eight lanes of 4-element signed dot products of w and x (32 values each, as 2 x 16).
+  // Four lanes of 4-element signed dot products of 16 weights and 16 activations.
   static int32x4_t dot4(int8x16_t w, int8x16_t x) {
 #if defined(__ARM_FEATURE_DOTPROD)
     return vdotq_s32(vdupq_n_s32(0), w, x);
@@ -204,8 +222,8 @@ struct QuantIsa {
 #endif
   }
 
-  static Lanes fold(Lanes acc, NeonInts lanes, float scale) {
-    const float32x4_t s = vdupq_n_f32(scale);
+  static Lanes fold(Lanes acc, NeonInts lanes, const float *scale) {
+    const float32x4_t s = vdupq_n_f32(*scale);
     return {fma(acc.lo, vcvtq_f32_s32(lanes.lo), s), fma(acc.hi, vcvtq_f32_s32(lanes.hi), s)};
   }
 
@@ -215,60 +233,72 @@ struct QuantIsa {
     *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(0x0F))), bias);
     *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(packed, 4)), bias);
   }
+
+  template <class Block>
+  static void block_scales(const Block *blocks, size_t n, float *d, float *m) {
+    for (size_t j = 0; j < n; ++j) {
+      d[j] = half_to_float(Arch{}, blocks[j].d);
+      if constexpr (sizeof(Block) == sizeof(BlockQ4_1)) {
+        if (m != nullptr) m[j] = half_to_float(Arch{}, blocks[j].m);
+      }
+    }
+  }
+
+  static void multiply(float *out, const float *a, const float *b, size_t n) {
+    for (size_t j = 0; j < n; ++j) out[j] = a[j] * b[j];
+  }
 };
 
 template <class Arch, class Block>
 struct QuantBlock;
 
+struct NeonPrepared {
+  int8x16_t lo, hi;
+};
+
 template <class Arch>
 struct QuantBlock<Arch, BlockQ8_0> {
   using Isa = QuantIsa<Arch>;
-  struct Prepared {
-    int8x16_t lo, hi;
-    float d;
-  };
-  static Prepared prepare(const BlockQ8_0 &b) { return {vld1q_s8(b.qs), vld1q_s8(b.qs + 16), half_to_float(Arch{}, b.d)}; }
-  static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x) {
-    return Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), w.d * *x.scale);
+  static constexpr bool kHasMin = false;
+  using Prepared = NeonPrepared;
+  static Prepared prepare(const BlockQ8_0 &b) { return {vld1q_s8(b.qs), vld1q_s8(b.qs + 16)}; }
+  static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x, const float *scale,
+                              const float *) {
+    return Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), scale);
   }
 };
 
 template <class Arch>
 struct QuantBlock<Arch, BlockQ4_0> {
   using Isa = QuantIsa<Arch>;
-  struct Prepared {
-    int8x16_t lo, hi;
-    float d;
-  };
+  static constexpr bool kHasMin = false;
+  using Prepared = NeonPrepared;
   static Prepared prepare(const BlockQ4_0 &b) {
     Prepared p;
     Isa::unpack_nibbles(b.qs, &p.lo, &p.hi, 8);  // signed n - 8: the same integers as x86's lanes
-    p.d = half_to_float(Arch{}, b.d);
     return p;
   }
-  static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x) {
-    return Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), w.d * *x.scale);
+  static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x, const float *scale,
+                              const float *) {
+    return Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), scale);
   }
 };
 
 template <class Arch>
 struct QuantBlock<Arch, BlockQ4_1> {
   using Isa = QuantIsa<Arch>;
-  struct Prepared {
-    int8x16_t lo, hi;
-    float d;
-    float32x4_t m;
-  };
+  static constexpr bool kHasMin = true;
+  using Prepared = NeonPrepared;
   static Prepared prepare(const BlockQ4_1 &b) {
     Prepared p;
     Isa::unpack_nibbles(b.qs, &p.lo, &p.hi, 0);
-    p.d = half_to_float(Arch{}, b.d);
-    p.m = vdupq_n_f32(half_to_float(Arch{}, b.m));
     return p;
   }
-  static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x) {
-    acc = Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), w.d * *x.scale);
-    return {Isa::fma(acc.lo, w.m, vld1q_f32(x.lane_sum_scaled)), Isa::fma(acc.hi, w.m, vld1q_f32(x.lane_sum_scaled + 4))};
+  static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x, const float *scale,
+                              const float *min) {
+    acc = Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), scale);
+    const float32x4_t m = vdupq_n_f32(*min);
+    return {Isa::fma(acc.lo, m, vld1q_f32(x.lane_sum_scaled)), Isa::fma(acc.hi, m, vld1q_f32(x.lane_sum_scaled + 4))};
   }
 };
 
@@ -305,27 +335,40 @@ inline void quantize_block(const Q8Activations &out, size_t b, const float *x) {
 
 // --- the driver, shared by every ISA -----------------------------------------------------------
 
-// out[t * out_stride + r] for R rows x T tokens, every block of the rows.
+// out[t * out_stride + r] for R rows x T tokens, every block of the rows. Blocks go in groups of
+// eight: their scales are read and multiplied once per group (d_w * d_x for every row and
+// token), then each block adds its integer lanes times its scale.
 template <class Arch, class Block, size_t R, size_t T>
 inline void quant_tile(float *out, size_t out_stride, const Block *w, size_t n_blocks, const Q8Activations &x,
                        size_t token0) {
   using Ops = QuantBlock<Arch, Block>;
   using Isa = QuantIsa<Arch>;
+  constexpr size_t G = 8;
   typename Isa::Lanes acc[R][T];
 #pragma GCC unroll 16
   for (size_t r = 0; r < R; ++r) {
 #pragma GCC unroll 16
     for (size_t t = 0; t < T; ++t) acc[r][t] = Isa::zero();
   }
-  for (size_t b = 0; b < n_blocks; ++b) {
-    typename Ops::Prepared weights[R];
+  alignas(32) float d[R][G], mins[R][G], scales[R][T][G];
+  for (size_t g = 0; g < n_blocks; g += G) {
+    const size_t n = n_blocks - g < G ? n_blocks - g : G;
 #pragma GCC unroll 16
-    for (size_t r = 0; r < R; ++r) weights[r] = Ops::prepare(w[r * n_blocks + b]);
+    for (size_t r = 0; r < R; ++r) {
+      Isa::block_scales(w + r * n_blocks + g, n, d[r], Ops::kHasMin ? mins[r] : nullptr);
 #pragma GCC unroll 16
-    for (size_t t = 0; t < T; ++t) {
-      const ActivationBlock xb = activation_block(x, (token0 + t) * n_blocks + b);
+      for (size_t t = 0; t < T; ++t) Isa::multiply(scales[r][t], d[r], x.scale + (token0 + t) * n_blocks + g, n);
+    }
+    for (size_t j = 0; j < n; ++j) {
+      typename Ops::Prepared weights[R];
 #pragma GCC unroll 16
-      for (size_t r = 0; r < R; ++r) acc[r][t] = Ops::accumulate(acc[r][t], weights[r], xb);
+      for (size_t r = 0; r < R; ++r) weights[r] = Ops::prepare(w[r * n_blocks + g + j]);
+#pragma GCC unroll 16
+      for (size_t t = 0; t < T; ++t) {
+        const ActivationBlock xb = activation_block(x, (token0 + t) * n_blocks + g + j);
+#pragma GCC unroll 16
+        for (size_t r = 0; r < R; ++r) acc[r][t] = Ops::accumulate(acc[r][t], weights[r], xb, &scales[r][t][j], &mins[r][j]);
+      }
     }
   }
 #pragma GCC unroll 16
