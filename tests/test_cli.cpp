@@ -141,8 +141,9 @@ TEST_CASE("cli: usage errors exit 2") {
   // Without -m the default model is used; with an empty cache it is missing.
   const std::string empty_cache = workspace().path("empty_cache");
   setenv("XDG_CACHE_HOME", empty_cache.c_str(), 1);
-  expect_error("run -p hello", 1, "no model given (-m MODEL) and the default model " + empty_cache +
-                                      "/mote/SmolLM2-135M-Instruct.mote is not installed");
+  expect_error("run -p hello", 1,
+               "no model given (-m MODEL) and the default model " + empty_cache +
+                   "/mote/SmolLM2-135M-Instruct.mote is not installed");
   expect_error("chat", 1, "is not installed: run models/fetch_smollm2.sh");
   unsetenv("XDG_CACHE_HOME");
   expect_error("run -m " + model + " -p hi --system 'be brief'", 2, "--system needs --chat");
