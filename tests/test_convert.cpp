@@ -1372,15 +1372,25 @@ TEST_CASE("cli: mote convert picks the importer by content") {
   CliResult r = run_cli("convert " + gguf + " -o '" + out + "'");
   CHECK(r.code == 0);
   CHECK(r.err.find("wrote") != std::string::npos);
-  CHECK(r.err.find("f16") != std::string::npos);                 // GGUF's default
+  // GGUF's default keeps each tensor as stored: tiny_llama.gguf's Q4_1 classifier stays q4_1.
+  CHECK(r.err.find("q4_1") != std::string::npos);
   CHECK(r.err.find("converting tensors") == std::string::npos);  // stderr is not a terminal
   CHECK(mote_test::file_exists(out));
   r = run_cli("convert '" + mote_test::golden_path("tiny_hf") + "' -o '" + out + "' --dtype f32");
   CHECK(r.code == 0);
   CHECK(r.err.find("f32") != std::string::npos);
-  r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q4_1");
+  r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q4_0");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("tensors: 7 f32, 23 q4_0)") != std::string::npos);  // norms stay f32
+  r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q5_0");
   CHECK(r.code == 2);
-  CHECK(r.err.find("dtype q4_1 is not supported by this runtime yet: use f32 or f16") != std::string::npos);
+  CHECK(r.err.find("--dtype must be f32, f16, q8_0, q4_0 or q4_1") != std::string::npos);
+  // Quantized rows must hold whole 32-element blocks: tiny_odd's dim is 40.
+  r = run_cli("convert '" + mote_test::golden_path("tiny_odd.bin") + "' --tokenizer '" +
+              mote_test::golden_path("tiny_tok67.bin") + "' -o '" + out + "' --dtype q8_0");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("tensor 'token_embd' cannot be stored as q8_0") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   r = run_cli("convert " + gguf + " -o '" + out + "' --tokenizer x.bin");
   CHECK(r.code == 2);
   CHECK(r.err.find("carries its own tokenizer") != std::string::npos);

@@ -45,6 +45,16 @@ def rows():
     out.append(("q8_0_halves", halves))
     # amax 8 / range 15 give Q4 steps of exactly 1, with values on the truncation edges.
     out.append(("q4_steps", np.concatenate([np.linspace(-8, 7, 32), np.linspace(0, 15, 32) + 0.5])))
+    # Found by search: an element whose Q4_0 code differs when x * id + 8.5 is computed in float
+    # rather than in double as gguf does (the "FMA-dependent" rounding gguf pins down).
+    out.append(("q4_0_double_rounding", [
+        8.402262687683105, -6.548367500305176, 0.401790976524353, -8.492491722106934, 14.08349609375,
+        -0.45905178785324097, 4.393049240112305, 20.21072769165039, -10.864723205566406, 3.1171278953552246,
+        3.6381616592407227, 8.827119827270508, 0.7139780521392822, 2.856412649154663, 9.883644104003906,
+        -3.3388617038726807, -10.892229080200195, 6.698232173919678, -0.23346485197544098, 13.633703231811523,
+        12.881519317626953, -4.685215473175049, 9.281756401062012, -20.48508644104004, -7.111588954925537,
+        -5.805449485778809, -12.313692092895508, -12.558699607849121, 6.580600738525391, -1.1963741779327393,
+        0.7007877826690674, -16.060766220092773]))
     out.append(("tiny", 1e-6 * rng.standard_normal(64)))
     out.append(("fp16_subnormal_scale", 1e-9 * rng.standard_normal(32)))
     out.append(("large", 6e4 * rng.uniform(-1, 1, 32)))  # q4_1 keeps min in fp16 range
