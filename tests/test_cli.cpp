@@ -159,7 +159,7 @@ TEST_CASE("cli: usage errors exit 2") {
   expect_error("run -m " + model + " --seed x7", 2, "invalid value 'x7' for --seed");
   expect_error("run -m", 2, "needs a value");
   expect_error("run -m " + model + " -p", 2, "needs a value");
-  expect_error("run -m " + model + " --kv f8", 2, "--kv must be f32 or f16");
+  expect_error("run -m " + model + " --kv f8", 2, "--kv must be f32, f16 or q8_0");
   expect_error("run -m " + model + " -t 0", 2, "--threads must be in [1, 1024]");
   expect_error("run -m " + model + " -t 5000", 2, "--threads must be in [1, 1024]");
   // Sampler options are checked before anything is printed or computed.
@@ -315,8 +315,8 @@ TEST_CASE("cli: chat with SmolLM2-135M-Instruct (run --chat and mote chat)") {
   const std::string gguf = mote_test::smollm2_gguf();
   if (gguf.empty()) return;
   const std::string model = workspace().path("smollm2.mote");
-  // f16: the chat checks run the model (this build's kernels run f32 and f16 weights).
-  const Result converted = run_cli("convert " + quote(gguf) + " -o " + quote(model) + " --dtype f16");
+  // As stored (Q4_1 and Q8_0), the default model.
+  const Result converted = run_cli("convert " + quote(gguf) + " -o " + quote(model));
   INFO("convert stderr: " << converted.err);
   REQUIRE(converted.code == 0);
 

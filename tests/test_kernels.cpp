@@ -247,6 +247,15 @@ TEST_CASE("scalar attention weighs values by softmaxed scores") {
   }
   float out_half[2];
   k.attention_f16(out_half, scores, q, keys_half, values_half, 2, 2, 2, 0.5f);
+  // The same keys and values in an 8-bit cache, each position's 2-element head one block.
+  const int8_t keys_q[] = {127, 0, 0, 127}, values_q[] = {127, 64, 32, 127};
+  const float key_scales[] = {1.0f / 127, 1.0f / 127}, value_scales[] = {2.0f / 127, 3.0f / 127};
+  float out_q[2];
+  k.attention_q8(out_q, scores, q, keys_q, key_scales, values_q, value_scales, 2, 2, 2, 1, 0.5f);
+  const float w0 = scores[0], w1 = scores[1];  // softmax of 0.5 * (q . k_t)
+  CHECK(w0 == doctest::Approx(1.0 / (1.0 + std::exp(0.5 * (q[1] - q[0])))));
+  CHECK(out_q[0] == doctest::Approx(w0 * 2.0f + w1 * 3.0f * 32 / 127));
+  CHECK(out_q[1] == doctest::Approx(w0 * 2.0f * 64 / 127 + w1 * 3.0f));
   CHECK(out_half[0] == doctest::Approx(p0 * 10 + p1 * 30));
   CHECK(out_half[1] == doctest::Approx(p0 * 20 + p1 * 40));
 }
@@ -551,6 +560,23 @@ TEST_CASE("simd attention matches the scalar twin") {
                          kv_stride, scale);
         check_close(actual, expected, magnitude, 1e-5f, 0.0f, label(*t, "attention_f16", head_dim, n_pos));
         check_close(actual_scores, expected_scores, 1e-5f, 1e-9f, label(*t, "attention_f16 scores", head_dim, n_pos));
+
+        // An 8-bit cache: int8 values with one scale per head, position and block of 32.
+        const size_t blocks = (head_dim + 31) / 32, scale_stride = n_kv_heads * blocks;
+        std::vector<int8_t> k_q(k.size()), v_q(v.size());
+        std::uniform_int_distribution<int> byte(-127, 127);
+        for (size_t i = 0; i < k.size(); ++i) {
+          k_q[i] = static_cast<int8_t>(byte(rng));
+          v_q[i] = static_cast<int8_t>(byte(rng));
+        }
+        const std::vector<float> k_scale = random_floats(n_pos * scale_stride, rng, 0.0f, 1.0f / 127);
+        const std::vector<float> v_scale = random_floats(n_pos * scale_stride, rng, 0.0f, 1.0f / 127);
+        ref.attention_q8(expected.data(), expected_scores.data(), q.data(), k_q.data(), k_scale.data(), v_q.data(),
+                         v_scale.data(), n_pos, head_dim, kv_stride, scale_stride, scale);
+        t->attention_q8(actual.data(), actual_scores.data(), q.data(), k_q.data(), k_scale.data(), v_q.data(),
+                        v_scale.data(), n_pos, head_dim, kv_stride, scale_stride, scale);
+        check_close(actual, expected, magnitude, 1e-5f, 0.0f, label(*t, "attention_q8", head_dim, n_pos));
+        check_close(actual_scores, expected_scores, 1e-5f, 1e-9f, label(*t, "attention_q8 scores", head_dim, n_pos));
       }
     }
   }

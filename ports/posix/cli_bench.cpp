@@ -40,7 +40,8 @@ int command_bench(int argc, char **argv) {
         "threads (at most " + std::to_string(kMaxThreads) + "), reps, prompt and generated tokens must be at least 1",
         kExitUsage);
   }
-  if (kv != "f32" && kv != "f16") return report("bench", "--kv must be f32 or f16", kExitUsage);
+  mote_kv_dtype kv_dtype = MOTE_KV_F32;
+  if (!parse_kv_dtype(kv, &kv_dtype, &error)) return report("bench", error, kExitUsage);
 
   auto loaded = load_model(model_path, &error);
   if (!loaded) return report("bench", error, kExitError);
@@ -56,7 +57,7 @@ int command_bench(int argc, char **argv) {
   session_options.context_length = prompt_tokens + gen_tokens;
   session_options.n_threads = threads;
   session_options.batch_size = batch;
-  session_options.kv_dtype = kv == "f16" ? MOTE_KV_F16 : MOTE_KV_F32;
+  session_options.kv_dtype = kv_dtype;
   auto holder = open_session(loaded->model, session_options, &error);
   if (!holder) return report("bench", error, kExitError);
   mote_session *session = &holder->session;

@@ -168,11 +168,17 @@ void GenerationSettings::add_options(std::vector<Option> *options) {
   options->insert(options->end(), mine.begin(), mine.end());
 }
 
-bool GenerationSettings::finish(std::string *error) {
-  if (kv != "f32" && kv != "f16") {
-    *error = "--kv must be f32 or f16";
-    return false;
+bool parse_kv_dtype(const std::string &name, mote_kv_dtype *dtype, std::string *error) {
+  if (name == "f32" || name == "f16" || name == "q8_0") {
+    *dtype = name == "f32" ? MOTE_KV_F32 : name == "f16" ? MOTE_KV_F16 : MOTE_KV_Q8_0;
+    return true;
   }
+  *error = "--kv must be f32, f16 or q8_0";
+  return false;
+}
+
+bool GenerationSettings::finish(std::string *error) {
+  if (!parse_kv_dtype(kv, &kv_dtype, error)) return false;
   if (threads == 0 || threads > kMaxThreads) {
     *error = "--threads must be in [1, " + std::to_string(kMaxThreads) + "]";
     return false;
@@ -190,7 +196,7 @@ bool GenerationSettings::finish(std::string *error) {
 mote_session_options GenerationSettings::session_options() const {
   mote_session_options o = mote_session_options_default();
   o.context_length = context;
-  o.kv_dtype = kv == "f16" ? MOTE_KV_F16 : MOTE_KV_F32;
+  o.kv_dtype = kv_dtype;
   o.n_threads = threads;
   o.batch_size = batch;
   return o;

@@ -27,6 +27,9 @@ struct Option {
 
 // Parses argv[first..argc); non-option words go to *positional. Returns false with a one-line
 // reason in *error for an unknown option, a missing value or a malformed number.
+// --kv NAME: f32, f16 or q8_0; false (with the usage message in *error) for anything else.
+bool parse_kv_dtype(const std::string &name, mote_kv_dtype *dtype, std::string *error);
+
 bool parse_options(int argc, char **argv, int first, const std::vector<Option> &options,
                    std::vector<std::string> *positional, std::string *error);
 
@@ -69,6 +72,7 @@ std::string default_model_path();
 struct GenerationSettings {
   std::string model_path;
   std::string kv = "f32";
+  mote_kv_dtype kv_dtype = MOTE_KV_F32;  // kv, parsed by finish()
   uint32_t n_new = 256;
   uint32_t threads = available_cpus();  // decoding is bandwidth-bound and each thread adds
   uint32_t context = 0, batch = 0;

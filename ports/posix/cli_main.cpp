@@ -13,7 +13,7 @@ const char kUsage[] =
     "\n"
     "commands:\n"
     "  run      [-m MODEL] -p PROMPT [--chat [--system TEXT]] [-n N] [--temp T] [--top-k K] [--top-p P]\n"
-    "           [--min-p P] [--repeat-penalty R] [--seed S] [-t THREADS] [--ctx N] [--kv f32|f16] [-b BATCH]\n"
+    "           [--min-p P] [--repeat-penalty R] [--seed S] [-t THREADS] [--ctx N] [--kv f32|f16|q8_0] [-b BATCH]\n"
     "           print the prompt and N generated tokens (stats on stderr; -t defaults to all cores);\n"
     "           --chat: send PROMPT as a user message through the chat template, print the reply only\n"
     "  chat     [-m MODEL] [--system TEXT] [same options as run]\n"
@@ -22,7 +22,7 @@ const char kUsage[] =
     "  convert  INPUT -o OUTPUT [--dtype f32|f16] [--tokenizer FILE] [--rope interleaved|split]\n"
     "           convert a GGUF file, a Hugging Face checkpoint folder (safetensors) or a llama2.c\n"
     "           checkpoint (with --tokenizer) into a .mote file\n"
-    "  bench    -m MODEL [-t N] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [-b BATCH] [--kv f32|f16] [--json]\n"
+    "  bench    -m MODEL [-t N] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [-b BATCH] [--kv f32|f16|q8_0] [--json]\n"
     "           measure prompt and decode tokens per second (medians)\n";
 
 }  // namespace

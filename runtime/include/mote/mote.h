@@ -57,7 +57,10 @@ typedef struct mote_model_info {
 mote_status mote_model_open(const void *bytes, size_t n_bytes, mote_model *model, char *err, size_t err_n);
 void mote_model_info_get(const mote_model *model, mote_model_info *info);
 
-typedef enum mote_kv_dtype { MOTE_KV_F32 = 0, MOTE_KV_F16 = 1 } mote_kv_dtype;
+/* The KV cache's element type. Q8_0 keeps each head's keys and values per position in 8-bit
+ * blocks of 32 (a shorter last block when head_dim is not a multiple of 32) with a float scale:
+ * a quarter of f32's memory, logits within a small tolerance of f32's. */
+typedef enum mote_kv_dtype { MOTE_KV_F32 = 0, MOTE_KV_F16 = 1, MOTE_KV_Q8_0 = 2 } mote_kv_dtype;
 
 /* Upper limits of mote_session_options.n_threads and .batch_size. */
 #define MOTE_MAX_THREADS 1024

@@ -27,6 +27,28 @@ void attention(float *out, float *scores, const float *q, const Element *k, cons
 
 }  // namespace
 
+void attention_q8(float *out, float *scores, const float *q, const int8_t *k, const float *k_scale, const int8_t *v,
+                  const float *v_scale, size_t n_pos, size_t head_dim, size_t kv_stride, size_t scale_stride,
+                  float scale) {
+  for (size_t t = 0; t < n_pos; ++t) {
+    float dot = 0.0f;
+    for (size_t b = 0; b * kQuantBlock < head_dim; ++b) {
+      const size_t end = (b + 1) * kQuantBlock < head_dim ? (b + 1) * kQuantBlock : head_dim;
+      float block = 0.0f;
+      for (size_t d = b * kQuantBlock; d < end; ++d) block += q[d] * static_cast<float>(k[t * kv_stride + d]);
+      dot += k_scale[t * scale_stride + b] * block;
+    }
+    scores[t] = scale * dot;
+  }
+  softmax(scores, n_pos);
+  for (size_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
+  for (size_t t = 0; t < n_pos; ++t) {
+    for (size_t d = 0; d < head_dim; ++d) {
+      out[d] += scores[t] * v_scale[t * scale_stride + d / kQuantBlock] * static_cast<float>(v[t * kv_stride + d]);
+    }
+  }
+}
+
 void attention_f32(float *out, float *scores, const float *q, const float *k, const float *v, size_t n_pos,
                    size_t head_dim, size_t kv_stride, float scale) {
   attention(out, scores, q, k, v, n_pos, head_dim, kv_stride, scale);

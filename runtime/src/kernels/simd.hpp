@@ -85,7 +85,34 @@ inline Floats<xsimd::neon> load_halves(xsimd::neon, const uint16_t *p) {
 #endif
 #endif
 
-// Weight loads over either element type, so one kernel body serves f32 and f16 weights.
+// --- int8: load_int8s(arch, p) reads exactly one batch of int8 values as floats (8-bit KV cache).
+#if XSIMD_WITH_FMA3_AVX2
+inline Floats<xsimd::fma3<xsimd::avx2>> load_int8s(xsimd::fma3<xsimd::avx2>, const int8_t *p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p))));
+}
+#endif
+#if XSIMD_WITH_AVX512BW
+inline Floats<xsimd::avx512bw> load_int8s(xsimd::avx512bw, const int8_t *p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))));
+}
+#endif
+#if XSIMD_WITH_NEON64 || XSIMD_WITH_NEON
+// Four bytes, no more (a wider load could run past the cache's end).
+template <class Arch>
+inline Floats<Arch> load_int8s_neon(const int8_t *p) {
+  int32_t word;
+  __builtin_memcpy(&word, p, sizeof word);
+  const int8x8_t bytes = vreinterpret_s8_s32(vdup_n_s32(word));
+  return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(bytes))));
+}
+#if XSIMD_WITH_NEON64
+inline Floats<xsimd::neon64> load_int8s(xsimd::neon64, const int8_t *p) { return load_int8s_neon<xsimd::neon64>(p); }
+#else
+inline Floats<xsimd::neon> load_int8s(xsimd::neon, const int8_t *p) { return load_int8s_neon<xsimd::neon>(p); }
+#endif
+#endif
+
+// Weight loads over any element type, so one kernel body serves f32, f16 and int8 elements.
 template <class Arch>
 inline Floats<Arch> load_floats(const float *p) {
   return Floats<Arch>::load_unaligned(p);
@@ -93,6 +120,14 @@ inline Floats<Arch> load_floats(const float *p) {
 template <class Arch>
 inline Floats<Arch> load_floats(const uint16_t *p) {
   return load_halves(Arch{}, p);
+}
+template <class Arch>
+inline Floats<Arch> load_floats(const int8_t *p) {
+  return load_int8s(Arch{}, p);
+}
+template <class Arch>
+inline float to_float(int8_t value) {
+  return static_cast<float>(value);
 }
 template <class Arch>
 inline float to_float(float value) {

@@ -34,13 +34,33 @@ void embed(float *out, const Matrix &embedding, int32_t token) {
   embedding.type->dequantize_row(out, row, embedding.cols);
 }
 
-// Copies keys or values into the cache, converting to the cache's dtype.
-void store_kv(void *cache, mote_kv_dtype dtype, size_t index, const float *src, size_t n) {
-  if (dtype == MOTE_KV_F16) {
-    uint16_t *dst = static_cast<uint16_t *>(cache) + index;
+// Copies n_tokens rows of keys or values (kv_dim each) into the cache at position pos of its
+// layer, converting to the cache's dtype: q8_0 splits each head into blocks of 32 (fewer at the
+// head's end) with scale amax / 127, rounding half to even.
+void store_kv(const KvCache &cache, void *data, float *scales, size_t layer_base, size_t scale_base, size_t pos,
+              const float *src, size_t n_tokens, size_t kv_dim, size_t head_dim) {
+  const size_t n = n_tokens * kv_dim, index = layer_base + pos * kv_dim;
+  if (cache.dtype == MOTE_KV_F32) {
+    std::memcpy(static_cast<float *>(data) + index, src, n * sizeof(float));
+  } else if (cache.dtype == MOTE_KV_F16) {
+    uint16_t *dst = static_cast<uint16_t *>(data) + index;
     for (size_t i = 0; i < n; ++i) dst[i] = f32_to_fp16(src[i]);
   } else {
-    std::memcpy(static_cast<float *>(cache) + index, src, n * sizeof(float));
+    int8_t *dst = static_cast<int8_t *>(data) + index;
+    float *scale = scales + scale_base + pos * (kv_dim / head_dim) * cache.blocks_per_head;
+    for (size_t head = 0; head < n / head_dim; ++head) {
+      for (size_t begin = 0; begin < head_dim; begin += kernels::kQuantBlock, ++scale) {
+        const size_t end = begin + kernels::kQuantBlock < head_dim ? begin + kernels::kQuantBlock : head_dim;
+        const float *x = src + head * head_dim;
+        float amax = 0.0f;
+        for (size_t i = begin; i < end; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+        *scale = amax / 127.0f;
+        const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
+        for (size_t i = begin; i < end; ++i) {
+          dst[head * head_dim + i] = static_cast<int8_t>(std::nearbyint(std::fmin(std::fmax(x[i] * inverse, -127.0f), 127.0f)));
+        }
+      }
+    }
   }
 }
 
@@ -83,8 +103,11 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
       rope(st.q + t * q_dim, cos, sin, c.n_heads, head_dim);
       rope(st.k + t * kv_dim, cos, sin, c.n_kv_heads, head_dim);
     }
-    store_kv(s.cache.keys, s.cache.dtype, layer_base + pos * kv_dim, st.k, n_tokens * kv_dim);
-    store_kv(s.cache.values, s.cache.dtype, layer_base + pos * kv_dim, st.v, n_tokens * kv_dim);
+    const size_t scale_stride = c.n_kv_heads * s.cache.blocks_per_head;  // q8_0 scales per position
+    const size_t scale_base = static_cast<size_t>(l) * s.context_length * scale_stride;
+    store_kv(s.cache, s.cache.keys, s.cache.key_scales, layer_base, scale_base, pos, st.k, n_tokens, kv_dim, head_dim);
+    store_kv(s.cache, s.cache.values, s.cache.value_scales, layer_base, scale_base, pos, st.v, n_tokens, kv_dim,
+             head_dim);
 
     // Each query head attends over positions [0, pos + t] of its key/value head; one thread
     // takes a head through every token of the batch, reusing that head's score row.
@@ -96,7 +119,12 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
         float *out = st.xb + t * q_dim + h * head_dim;
         const float *q = st.q + t * q_dim + h * head_dim;
         const size_t n_pos = pos + t + 1;
-        if (s.cache.dtype == MOTE_KV_F16) {
+        if (s.cache.dtype == MOTE_KV_Q8_0) {
+          const size_t scale_offset = scale_base + (h / heads_per_kv) * s.cache.blocks_per_head;
+          k.attention_q8(out, scores, q, static_cast<const int8_t *>(s.cache.keys) + kv_offset,
+                         s.cache.key_scales + scale_offset, static_cast<const int8_t *>(s.cache.values) + kv_offset,
+                         s.cache.value_scales + scale_offset, n_pos, head_dim, kv_dim, scale_stride, scale);
+        } else if (s.cache.dtype == MOTE_KV_F16) {
           k.attention_f16(out, scores, q, static_cast<const uint16_t *>(s.cache.keys) + kv_offset,
                           static_cast<const uint16_t *>(s.cache.values) + kv_offset, n_pos, head_dim, kv_dim, scale);
         } else {

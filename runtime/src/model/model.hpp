@@ -71,8 +71,11 @@ struct RunState {
 };
 
 struct KvCache {
-  void *keys;    // (n_layers, context, kv_dim) of f32 or f16
-  void *values;  // same
+  void *keys;           // (n_layers, context, kv_dim) of f32, f16 or int8
+  void *values;         // same
+  float *key_scales;    // q8_0 only: (n_layers, context, n_kv_heads * blocks_per_head) per 32-block
+  float *value_scales;  // same
+  uint32_t blocks_per_head;  // ceil(head_dim / 32)
   mote_kv_dtype dtype;
 };
 

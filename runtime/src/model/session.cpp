@@ -54,7 +54,9 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   const uint64_t q_dim = static_cast<uint64_t>(c.n_heads) * c.head_dim;
   const uint64_t kv_dim = static_cast<uint64_t>(c.n_kv_heads) * c.head_dim;
   const uint64_t kv_elements = c.n_layers * context * kv_dim;
-  const uint64_t kv_element_bytes = options.kv_dtype == MOTE_KV_F16 ? 2 : 4;
+  const uint64_t kv_element_bytes = options.kv_dtype == MOTE_KV_F32 ? 4 : options.kv_dtype == MOTE_KV_F16 ? 2 : 1;
+  const uint64_t blocks_per_head = (c.head_dim + kernels::kQuantBlock - 1) / kernels::kQuantBlock;
+  const uint64_t kv_scales = options.kv_dtype == MOTE_KV_Q8_0 ? c.n_layers * context * c.n_kv_heads * blocks_per_head : 0;
 
   const uint64_t batch = options.batch_size;
   const uint64_t half_head = c.head_dim / 2;
@@ -85,6 +87,11 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   KvCache cache{};
   cache.keys = arena.take<uint8_t>(kv_elements * kv_element_bytes);
   cache.values = arena.take<uint8_t>(kv_elements * kv_element_bytes);
+  if (kv_scales > 0) {
+    cache.key_scales = arena.take<float>(kv_scales);
+    cache.value_scales = arena.take<float>(kv_scales);
+  }
+  cache.blocks_per_head = static_cast<uint32_t>(blocks_per_head);
   cache.dtype = options.kv_dtype;
   int32_t *history = arena.take<int32_t>(context);
   Candidate *candidates = arena.take<Candidate>(c.vocab_size);
