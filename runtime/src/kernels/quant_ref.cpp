@@ -81,6 +81,24 @@ void quantize_q8(const Q8Activations &out, const float *x, size_t cols, size_t n
   }
 }
 
+void dequantize_q8_0(float *out, const BlockQ8_0 *blocks, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = fp16_to_f32(blocks[i / kQuantBlock].d) * blocks[i / kQuantBlock].qs[i % kQuantBlock];
+}
+
+void dequantize_q4_0(float *out, const BlockQ4_0 *blocks, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const BlockQ4_0 &b = blocks[i / kQuantBlock];
+    out[i] = fp16_to_f32(b.d) * static_cast<float>(nibble(b.qs, i % kQuantBlock) - 8);
+  }
+}
+
+void dequantize_q4_1(float *out, const BlockQ4_1 *blocks, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const BlockQ4_1 &b = blocks[i / kQuantBlock];
+    out[i] = fp16_to_f32(b.d) * static_cast<float>(nibble(b.qs, i % kQuantBlock)) + fp16_to_f32(b.m);
+  }
+}
+
 void matmul_q8_0(float *out, size_t out_stride, const BlockQ8_0 *w, const Q8Activations &x, size_t rows, size_t cols,
                  size_t n_tokens) {
   matmul_blocks(out, out_stride, w, x, rows, cols, n_tokens);

@@ -18,4 +18,9 @@ using Function = Signature;
 #include "kernels/kernel_list.inc"
 #undef MOTE_KERNEL
 
+// n weights (whole blocks) as floats, GGUF's formulas exactly: for embedding lookups, not kernels.
+void dequantize_q8_0(float *out, const BlockQ8_0 *blocks, size_t n);
+void dequantize_q4_0(float *out, const BlockQ4_0 *blocks, size_t n);
+void dequantize_q4_1(float *out, const BlockQ4_1 *blocks, size_t n);
+
 }  // namespace mote::kernels::ref

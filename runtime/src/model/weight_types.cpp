@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/fp16.hpp"
+#include "kernels/ref.hpp"
 
 namespace mote {
 namespace {
@@ -12,7 +13,6 @@ using kernels::BlockQ4_0;
 using kernels::BlockQ4_1;
 using kernels::BlockQ8_0;
 using kernels::KernelTable;
-using kernels::kQuantBlock;
 
 // Float weights take float activations; one token is a matrix-vector product.
 void matmul_f32(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
@@ -57,30 +57,16 @@ void dequantize_f16(float *out, const void *row, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = fp16_to_f32(halves[i]);
 }
 
-// The 4-bit value of element i (0..31): low nibbles first, then high nibbles.
-int nibble(const uint8_t *qs, size_t i) {
-  return i < kQuantBlock / 2 ? qs[i] & 0x0F : qs[i - kQuantBlock / 2] >> 4;
-}
-
 void dequantize_q8_0(float *out, const void *row, size_t n) {
-  const BlockQ8_0 *blocks = static_cast<const BlockQ8_0 *>(row);
-  for (size_t i = 0; i < n; ++i) out[i] = fp16_to_f32(blocks[i / kQuantBlock].d) * blocks[i / kQuantBlock].qs[i % kQuantBlock];
+  kernels::ref::dequantize_q8_0(out, static_cast<const BlockQ8_0 *>(row), n);
 }
 
 void dequantize_q4_0(float *out, const void *row, size_t n) {
-  const BlockQ4_0 *blocks = static_cast<const BlockQ4_0 *>(row);
-  for (size_t i = 0; i < n; ++i) {
-    const BlockQ4_0 &b = blocks[i / kQuantBlock];
-    out[i] = fp16_to_f32(b.d) * static_cast<float>(nibble(b.qs, i % kQuantBlock) - 8);
-  }
+  kernels::ref::dequantize_q4_0(out, static_cast<const BlockQ4_0 *>(row), n);
 }
 
 void dequantize_q4_1(float *out, const void *row, size_t n) {
-  const BlockQ4_1 *blocks = static_cast<const BlockQ4_1 *>(row);
-  for (size_t i = 0; i < n; ++i) {
-    const BlockQ4_1 &b = blocks[i / kQuantBlock];
-    out[i] = fp16_to_f32(b.d) * static_cast<float>(nibble(b.qs, i % kQuantBlock)) + fp16_to_f32(b.m);
-  }
+  kernels::ref::dequantize_q4_1(out, static_cast<const BlockQ4_1 *>(row), n);
 }
 
 constexpr WeightType kWeightTypes[] = {
