@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's llama-bench and llama-quantize (CPU only, native) as a benchmark peer for
+# bench/compare.py. The source is llama.cpp as vendored in the PyPI source distribution of
+# llama-cpp-python (PyPI is reachable where GitHub may not be), pinned so that every run
+# compares against the same llama.cpp (0c1e57098bba, ggml 0.25.3).
+#
+# Everything lives outside the repository, in $XDG_CACHE_HOME/mote/peers (default
+# ~/.cache/mote/peers): the sdist, the unpacked tree and the build. A second run reuses the
+# build. The last line of output is the folder holding the binaries.
+# Never used by CI.
+#
+# Usage: bench/peers/build_llama_cpp.sh [--jobs N]   (default 2; this machine is shared)
+set -euo pipefail
+
+version=0.3.36
+jobs=2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --jobs|-j) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "build_llama_cpp: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/mote/peers"
+src="$cache/llama-cpp-python-$version"
+tree="$src/vendor/llama.cpp"
+build="$cache/llama.cpp-build-$version"
+bin="$build/bin"
+
+say() { echo "build_llama_cpp: $*" >&2; }
+
+if [ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ]; then
+  say "reusing the build in $build"
+  echo "$bin"
+  exit 0
+fi
+
+mkdir -p "$cache"
+if [ ! -f "$tree/CMakeLists.txt" ]; then
+  tmp=$(mktemp -d "$cache/download.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  say "downloading the source distribution of llama-cpp-python==$version from PyPI"
+  # --no-binary names the package alone: ':all:' would also build pip's build-time helpers
+  # (setuptools, scikit-build-core, ...) from source just to read the sdist's metadata.
+  python3 -m pip download --no-deps --no-binary llama-cpp-python --quiet --disable-pip-version-check \
+    --dest "$tmp" "llama-cpp-python==$version" >&2
+  tarball=$(find "$tmp" -maxdepth 1 -name 'llama[_-]cpp[_-]python-*.tar.gz' | head -n1)
+  [ -n "$tarball" ] || { say "no sdist tarball in the download"; exit 1; }
+  rm -rf "$src"
+  mkdir "$tmp/unpacked"
+  tar -xzf "$tarball" -C "$tmp/unpacked"
+  unpacked=$(find "$tmp/unpacked" -mindepth 1 -maxdepth 1 -type d | head -n1)
+  [ -f "$unpacked/vendor/llama.cpp/CMakeLists.txt" ] ||
+    { say "the sdist has no vendor/llama.cpp tree"; exit 1; }
+  mv "$unpacked" "$src"
+fi
+
+# GGML_NATIVE=ON enables ggml's AMX kernels when the compiler defines __AMX_*__; on this
+# machine kind they crash (SIGILL/SEGV on Q4_0/Q4_1), so the macros are undefined again.
+no_amx="-U__AMX_TILE__ -U__AMX_INT8__ -U__AMX_BF16__"
+say "configuring $tree"
+cmake -S "$tree" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+  -DGGML_NATIVE=ON -DCMAKE_C_FLAGS="$no_amx" -DCMAKE_CXX_FLAGS="$no_amx" \
+  -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+  -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF >&2
+say "building llama-bench and llama-quantize with -j$jobs (a few minutes)"
+cmake --build "$build" --target llama-bench llama-quantize -j "$jobs" >&2
+[ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ] ||
+  { say "the build finished but $bin lacks the binaries"; exit 1; }
+echo "$bin"
