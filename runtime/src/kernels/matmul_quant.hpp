@@ -59,18 +59,47 @@ struct QuantIsa {
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_broadcast_ss(scale), acc);
   }
 
-  // d (and m, when given) of the first n <= 8 blocks as floats, zeros past n. Plain 16-bit
-  // loads: the first touch of a row's bytes is often a cache miss, and independent loads let
-  // the core overlap those misses (a gather measured 40% slower decoding from DRAM).
+  // Lanes j < n of eight values; lanes past n repeat value n - 1 (always readable) and are zeroed.
+  static __m256 keep_first(__m256 v, size_t n) {
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm256_and_ps(v, _mm256_castsi256_ps(mask));
+  }
+
+  // The halves at byte offset `offset` of the first n <= 8 blocks, as floats. Built in a register
+  // from plain 16-bit loads: a gather stalled on the row's first cache miss, and halves stored
+  // to memory and reloaded as a vector stall on store forwarding.
+  template <class Block>
+  static __m256 block_halves(const Block *blocks, size_t n, size_t offset) {
+    const uint8_t *base = reinterpret_cast<const uint8_t *>(blocks) + offset;
+    uint16_t h[8];
+#pragma GCC unroll 8
+    for (size_t j = 0; j < 8; ++j) __builtin_memcpy(&h[j], base + (j < n ? j : n - 1) * sizeof(Block), 2);
+    __m128i v = _mm_cvtsi32_si128(h[0]);
+    v = _mm_insert_epi16(v, h[1], 1);
+    v = _mm_insert_epi16(v, h[2], 2);
+    v = _mm_insert_epi16(v, h[3], 3);
+    v = _mm_insert_epi16(v, h[4], 4);
+    v = _mm_insert_epi16(v, h[5], 5);
+    v = _mm_insert_epi16(v, h[6], 6);
+    v = _mm_insert_epi16(v, h[7], 7);
+    return keep_first(_mm256_cvtph_ps(v), n);
+  }
+
+  // d (and m, when given) of the first n <= 8 blocks as floats, zeros past n.
   template <class Block>
   static void block_scales(const Block *blocks, size_t n, float *d, float *m) {
-    alignas(16) uint16_t halves[2][8] = {};
-    for (size_t j = 0; j < n; ++j) {
-      halves[0][j] = blocks[j].d;
-      if constexpr (sizeof(Block) == sizeof(BlockQ4_1)) halves[1][j] = blocks[j].m;
+    _mm256_store_ps(d, block_halves(blocks, n, 0));
+    if (m != nullptr) _mm256_store_ps(m, block_halves(blocks, n, 2));  // q4_1's m follows d
+  }
+
+  // The first n <= 8 floats of p (read no further), zeros past n.
+  static void load_scales(float *out, const float *p, size_t n) {
+    if (n == 8) {
+      _mm256_store_ps(out, _mm256_loadu_ps(p));
+      return;
     }
-    _mm256_store_ps(d, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(halves[0]))));
-    if (m != nullptr) _mm256_store_ps(m, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(halves[1]))));
+    const auto at = [&](size_t j) { return p[j < n ? j : n - 1]; };
+    _mm256_store_ps(out, keep_first(_mm256_setr_ps(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)), n));
   }
 
   // out[j] = a[j] * b[j] for the 8 floats of three aligned arrays.
@@ -235,6 +264,10 @@ struct QuantIsa {
     }
   }
 
+  static void load_scales(float *out, const float *p, size_t n) {
+    for (size_t j = 0; j < 8; ++j) out[j] = j < n ? p[j] : 0.0f;
+  }
+
   static void multiply(float *out, const float *a, const float *b) {
     vst1q_f32(out, vmulq_f32(vld1q_f32(a), vld1q_f32(b)));
     vst1q_f32(out + 4, vmulq_f32(vld1q_f32(a + 4), vld1q_f32(b + 4)));
@@ -346,16 +379,7 @@ inline void quant_tile(float *out, size_t out_stride, const Block *w, size_t n_b
   for (size_t g = 0; g < n_blocks; g += G) {
     const size_t n = n_blocks - g < G ? n_blocks - g : G;
 #pragma GCC unroll 16
-    for (size_t t = 0; t < T; ++t) {
-      // Copied whole (not masked: masked loads are slow on some x86 cores); a short group's
-      // missing scales are zeros that no block reads.
-      const float *src = x.scale + (token0 + t) * n_blocks + g;
-      if (n == G) {
-        __builtin_memcpy(x_scales[t], src, sizeof x_scales[t]);
-      } else {
-        for (size_t j = 0; j < G; ++j) x_scales[t][j] = j < n ? src[j] : 0.0f;
-      }
-    }
+    for (size_t t = 0; t < T; ++t) Isa::load_scales(x_scales[t], x.scale + (token0 + t) * n_blocks + g, n);
 #pragma GCC unroll 16
     for (size_t r = 0; r < R; ++r) {
       Isa::block_scales(w + r * n_blocks + g, n, d[r], Ops::kHasMin ? mins[r] : nullptr);
