@@ -79,7 +79,7 @@ void bench_product(benchmark::State &state, const KernelTable *table, DType dtyp
     uint8_t *p = q8.data;
     input.q8.q = reinterpret_cast<int8_t *>(p);
     input.q8.scale = reinterpret_cast<float *>(p += n_tokens * cols);
-    input.q8.lane_sum = reinterpret_cast<int32_t *>(p += n_tokens * cols / 32 * 4);
+    input.q8.lane_offset = reinterpret_cast<int32_t *>(p += n_tokens * cols / 32 * 4);
     input.q8.lane_sum_scaled = reinterpret_cast<float *>(p + n_tokens * cols);
   }
 

@@ -617,11 +617,11 @@ using mote::kernels::Q8Activations;
 struct Activations {
   std::vector<int8_t> q;
   std::vector<float> scale;
-  std::vector<int32_t> lane_sum;
+  std::vector<int32_t> lane_offset;
   std::vector<float> lane_sum_scaled;
   Activations(size_t cols, size_t n_tokens)
-      : q(cols * n_tokens), scale(cols * n_tokens / 32), lane_sum(cols * n_tokens / 4), lane_sum_scaled(cols * n_tokens / 4) {}
-  Q8Activations view() { return {q.data(), scale.data(), lane_sum.data(), lane_sum_scaled.data()}; }
+      : q(cols * n_tokens), scale(cols * n_tokens / 32), lane_offset(cols * n_tokens / 4), lane_sum_scaled(cols * n_tokens / 4) {}
+  Q8Activations view() { return {q.data(), scale.data(), lane_offset.data(), lane_sum_scaled.data()}; }
 };
 
 // Random blocks as a converter would write them: any nibbles or int8 values, scales of real
@@ -737,7 +737,7 @@ void check_simd_quant_matmul() {
             Q8Activations one = xq.view();
             one.q += tok * cols;
             one.scale += tok * n_blocks;
-            one.lane_sum += tok * cols / 4;
+            one.lane_offset += tok * cols / 4;
             one.lane_sum_scaled += tok * cols / 4;
             float *row_out = pieces.data() + tok * rows;
             quant_matmul<Block>(*t)(row_out, rows, w.data(), one, split, cols, 1);
@@ -766,8 +766,9 @@ TEST_CASE("scalar quantize_q8 follows its definition") {
   CHECK(xq.q[31] == static_cast<int8_t>(std::nearbyint(20.5f * (1.0f / d))));
   for (size_t i = 0; i < 32; ++i) CHECK(std::fabs(x[i] - d * xq.q[i]) <= d / 2 * 1.0001f);
   for (size_t k = 0; k < 8; ++k) {
-    CHECK(xq.lane_sum[k] == xq.q[4 * k] + xq.q[4 * k + 1] + xq.q[4 * k + 2] + xq.q[4 * k + 3]);
-    CHECK(xq.lane_sum_scaled[k] == d * static_cast<float>(xq.lane_sum[k]));
+    const int32_t sum = xq.q[4 * k] + xq.q[4 * k + 1] + xq.q[4 * k + 2] + xq.q[4 * k + 3];
+    CHECK(xq.lane_offset[k] == 8 * sum);
+    CHECK(xq.lane_sum_scaled[k] == d * static_cast<float>(sum));
   }
   CHECK(xq.scale[1] == 0.0f);  // an all-zero block
   for (size_t i = 32; i < 64; ++i) CHECK(xq.q[i] == 0);
@@ -791,7 +792,7 @@ TEST_CASE("simd quantize_q8 matches the scalar twin bit for bit") {
       const std::string what = label(*t, "quantize_q8", cols);
       CHECK_MESSAGE(actual.q == expected.q, what);
       CHECK_MESSAGE(actual.scale == expected.scale, what);
-      CHECK_MESSAGE(actual.lane_sum == expected.lane_sum, what);
+      CHECK_MESSAGE(actual.lane_offset == expected.lane_offset, what);
       CHECK_MESSAGE(actual.lane_sum_scaled == expected.lane_sum_scaled, what);
     }
   }

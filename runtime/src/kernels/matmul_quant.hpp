@@ -17,12 +17,12 @@ namespace mote::kernels::simd {
 // Where token t's block b lives in the activations.
 struct ActivationBlock {
   const int8_t *q;               // 32 values
-  const int32_t *lane_sum;       // 8 lane sums
+  const int32_t *lane_offset;    // 8 lanes' 8 * sum of x
   const float *lane_sum_scaled;  // 8 scaled lane sums
 };
 
 inline ActivationBlock activation_block(const Q8Activations &x, size_t index) {
-  return {x.q + index * kQuantBlock, x.lane_sum + index * kQuantLanes, x.lane_sum_scaled + index * kQuantLanes};
+  return {x.q + index * kQuantBlock, x.lane_offset + index * kQuantLanes, x.lane_sum_scaled + index * kQuantLanes};
 }
 
 #if defined(__AVX2__)
@@ -139,8 +139,8 @@ struct QuantBlock<Arch, BlockQ4_0> {
   static __m256 accumulate(__m256 acc, const Prepared &nibbles, const ActivationBlock &x, const float *scale,
                            const float *) {
     // sum (n - 8) x = sum n x - 8 sum x, exactly, per lane.
-    const __m256i lane_sums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.lane_sum));
-    const __m256i lanes = _mm256_sub_epi32(Isa::dot_lanes(nibbles, Isa::load_q(x.q)), _mm256_slli_epi32(lane_sums, 3));
+    const __m256i offsets = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.lane_offset));
+    const __m256i lanes = _mm256_sub_epi32(Isa::dot_lanes(nibbles, Isa::load_q(x.q)), offsets);
     return Isa::fold(acc, lanes, scale);
   }
 };
@@ -185,7 +185,7 @@ inline void quantize_block(const Q8Activations &out, size_t b, const float *x) {
   const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16, q16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i *>(out.q + b * kQuantBlock), q8);
   const __m256i lane_sums = QuantIsa<Arch>::dot_lanes(_mm256_set1_epi8(1), q8);
-  _mm256_storeu_si256(reinterpret_cast<__m256i *>(out.lane_sum + b * kQuantLanes), lane_sums);
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(out.lane_offset + b * kQuantLanes), _mm256_slli_epi32(lane_sums, 3));
   _mm256_storeu_ps(out.lane_sum_scaled + b * kQuantLanes, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lane_sums)));
   out.scale[b] = d;
 }
@@ -351,7 +351,7 @@ inline void quantize_block(const Q8Activations &out, size_t b, const float *x) {
       out.q[b * kQuantBlock + 4 * i + j] = static_cast<int8_t>(q[j]);
       sum += q[j];
     }
-    out.lane_sum[b * kQuantLanes + i] = sum;
+    out.lane_offset[b * kQuantLanes + i] = 8 * sum;
     out.lane_sum_scaled[b * kQuantLanes + i] = d * static_cast<float>(sum);
   }
   out.scale[b] = d;

@@ -46,12 +46,13 @@ struct BlockQ4_1 {
 static_assert(sizeof(BlockQ4_1) == 20, "q4_1 blocks are 20 bytes, as in GGUF");
 
 // n_tokens vectors of cols activations (cols a multiple of 32) in 8-bit blocks, token-major.
-// The lane sums let q4_0 and q4_1 products use unsigned nibbles (vpmaddubsw's operand order).
+// The lane sums let q4_0 and q4_1 products use unsigned nibbles (vpmaddubsw's operand order):
+// sum (n - 8) x = sum n x - lane_offset, and q4_1's m enters as m * lane_sum_scaled.
 struct Q8Activations {
   int8_t *q;                // (n_tokens, cols)
   float *scale;             // (n_tokens, cols / 32) d of each block
-  int32_t *lane_sum;        // (n_tokens, cols / 4) sum of each 4 consecutive q
-  float *lane_sum_scaled;   // (n_tokens, cols / 4) d * lane_sum
+  int32_t *lane_offset;     // (n_tokens, cols / 4) 8 * the sum of each 4 consecutive q
+  float *lane_sum_scaled;   // (n_tokens, cols / 4) d * the sum of each 4 consecutive q
 };
 
 // Bytes of one token's activations, each array rounded up to 64 bytes (for arena planning).

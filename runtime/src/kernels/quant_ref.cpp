@@ -75,7 +75,7 @@ void quantize_q8(const Q8Activations &out, const float *x, size_t cols, size_t n
         out.q[b * kQuantBlock + i] = q;
         sum += q;
       }
-      out.lane_sum[b * kQuantLanes + k] = sum;
+      out.lane_offset[b * kQuantLanes + k] = 8 * sum;
       out.lane_sum_scaled[b * kQuantLanes + k] = d * static_cast<float>(sum);
     }
   }

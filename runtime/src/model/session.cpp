@@ -81,7 +81,7 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
     if (c.ffn_dim > widest) widest = c.ffn_dim;
     st.xq.q = arena.take<int8_t>(batch * widest);
     st.xq.scale = arena.take<float>(batch * widest / kernels::kQuantBlock);
-    st.xq.lane_sum = arena.take<int32_t>(batch * widest / kernels::kLaneElements);
+    st.xq.lane_offset = arena.take<int32_t>(batch * widest / kernels::kLaneElements);
     st.xq.lane_sum_scaled = arena.take<float>(batch * widest / kernels::kLaneElements);
   }
   KvCache cache{};
