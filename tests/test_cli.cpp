@@ -2,129 +2,11 @@
 // failed, 2 the command line was wrong), messages on stderr that are exactly one line, and the
 // run / inspect / convert paths over the tiny golden checkpoint converted by the CLI itself.
 // Skipped (saying so) when the build has no CLI (MOTE_BUILD_TOOLS=OFF).
-#include <sys/wait.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
-#include <vector>
 
-#include "test_support.hpp"
+#include "cli_support.hpp"
 
-namespace {
-
-const std::string kCli = MOTE_CLI_PATH;
-
-bool have_cli() {
-  if (!kCli.empty()) return true;
-  MESSAGE("SKIPPED: the mote CLI is not part of this build (MOTE_CLI_PATH is empty)");
-  return false;
-}
-
-std::string quote(const std::string &s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
-
-std::string slurp(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void write_text(const std::string &path, const std::string &text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-}
-
-size_t count_newlines(const std::string &s) {
-  size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
-// A temporary directory for the whole file, holding the converted tiny model.
-struct Workspace {
-  std::string dir;
-  std::string model;  // tiny_mha converted by `mote convert`
-  bool ready = false;
-
-  Workspace() {
-    char pattern[] = "/tmp/mote_test_cli_XXXXXX";
-    if (mkdtemp(pattern) != nullptr) dir = pattern;
-  }
-  ~Workspace() {
-    if (!dir.empty()) {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir, ignored);
-    }
-  }
-  std::string path(const std::string &name) const { return dir + "/" + name; }
-};
-
-Workspace &workspace() {
-  static Workspace w;
-  return w;
-}
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-// Runs `mote ARGS` through the shell with stdout and stderr captured in files.
-Result run_cli(const std::string &args, const std::string &stdin_path = "/dev/null") {
-  Workspace &w = workspace();
-  REQUIRE(!w.dir.empty());
-  const std::string out = w.path("stdout.txt"), err = w.path("stderr.txt");
-  // Cross builds run the CLI under the emulator ctest uses (its words are not quoted).
-  const std::string emulator = MOTE_CLI_EMULATOR;
-  const std::string command = (emulator.empty() ? "" : emulator + " ") + quote(kCli) + " " + args + " >" + quote(out) +
-                              " 2>" + quote(err) + " <" + quote(stdin_path);
-  const int status = std::system(command.c_str());
-  Result r;
-  REQUIRE(status != -1);
-  REQUIRE_MESSAGE(WIFEXITED(status), "the CLI did not exit normally (signal?): " << command);
-  r.code = WEXITSTATUS(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-// The converted tiny model (converted once, by the CLI under test).
-const std::string &tiny_model() {
-  Workspace &w = workspace();
-  if (!w.ready) {
-    w.model = w.path("tiny.mote");
-    const Result r = run_cli("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " --tokenizer " +
-                             quote(mote_test::golden_path("tiny_tok64.bin")) + " -o " + quote(w.model));
-    INFO("stderr: " << r.err);
-    REQUIRE(r.code == 0);
-    REQUIRE(r.err.find("wrote") != std::string::npos);
-    w.ready = true;
-  }
-  return w.model;
-}
-
-// An error: the expected exit code, the needle, and exactly one line on stderr.
-void expect_error(const std::string &args, int code, const std::string &needle) {
-  const Result r = run_cli(args);
-  INFO("mote " << args);
-  INFO("stderr: " << r.err);
-  CHECK(r.code == code);
-  CHECK(r.err.find(needle) != std::string::npos);
-  CHECK(count_newlines(r.err) == 1);
-  CHECK((!r.err.empty() && r.err.back() == '\n'));
-}
-
-}  // namespace
+using namespace mote_cli_test;
 
 TEST_CASE("cli: usage errors exit 2") {
   if (!have_cli()) return;
@@ -141,8 +23,9 @@ TEST_CASE("cli: usage errors exit 2") {
   // Without -m the default model is used; with an empty cache it is missing.
   const std::string empty_cache = workspace().path("empty_cache");
   setenv("XDG_CACHE_HOME", empty_cache.c_str(), 1);
-  expect_error("run -p hello", 1, "no model given (-m MODEL) and the default model " + empty_cache +
-                                      "/mote/SmolLM2-135M-Instruct.mote is not installed");
+  expect_error("run -p hello", 1,
+               "no model given (-m MODEL) and the default model " + empty_cache +
+                   "/mote/SmolLM2-135M-Instruct.mote is not installed");
   expect_error("chat", 1, "is not installed: run models/fetch_smollm2.sh");
   unsetenv("XDG_CACHE_HOME");
   expect_error("run -m " + model + " -p hi --system 'be brief'", 2, "--system needs --chat");
