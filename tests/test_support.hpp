@@ -43,7 +43,7 @@ inline std::string shared_model(const std::string &name) {
 // MOTE_REQUIRE_SMOLLM2=1 (set by .ci/run after fetching it) absence is a failure.
 inline std::string smollm2_gguf() {
   if (const char *skip = std::getenv("MOTE_SKIP_SMOLLM2")) {  // set by the emulated test presets
-    MESSAGE("SKIPPED: SmolLM2-135M-Instruct: " << skip);
+    MESSAGE("SKIPPED: SmolLM2-135M-Instruct: " << std::string(skip));
     return "";
   }
   std::string path;

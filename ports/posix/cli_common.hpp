@@ -2,8 +2,8 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,13 +89,13 @@ struct GenerationSettings {
 bool open_generation(const GenerationSettings &settings, std::unique_ptr<LoadedModel> *loaded,
                      std::unique_ptr<SessionHolder> *holder, std::string *error);
 
-
 // The subcommands; argv[1] is the command name.
 int command_run(int argc, char **argv);
 int command_inspect(int argc, char **argv);
 int command_convert(int argc, char **argv);
 int command_bench(int argc, char **argv);
 int command_chat(int argc, char **argv);
+int command_perplexity(int argc, char **argv);
 
 // One chat turn for `mote run --chat`: the reply alone goes to stdout.
 int run_chat_turn(GenerationSettings &settings, const std::string &system, const std::string &prompt);

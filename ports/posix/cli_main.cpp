@@ -19,11 +19,14 @@ const char kUsage[] =
     "  chat     [-m MODEL] [--system TEXT] [same options as run]\n"
     "           talk with an instruct model, one message per line; Ctrl-D ends (temp 0.2, top-p 0.9)\n"
     "  inspect  MODEL [--ctx N]   print the config, the tensor table and the arena size\n"
-    "  convert  INPUT -o OUTPUT [--dtype f32|f16] [--tokenizer FILE] [--rope interleaved|split]\n"
+    "  convert  INPUT -o OUTPUT [--dtype f32|f16|q8_0|q4_0|q4_1] [--tokenizer FILE] [--rope interleaved|split]\n"
     "           convert a GGUF file, a Hugging Face checkpoint folder (safetensors) or a llama2.c\n"
     "           checkpoint (with --tokenizer) into a .mote file\n"
     "  bench    -m MODEL [-t N] [-p PROMPT_TOKENS] [-n GEN_TOKENS] [-r REPS] [-b BATCH] [--kv f32|f16|q8_0] [--json]\n"
-    "           measure prompt and decode tokens per second (medians)\n";
+    "           measure prompt and decode tokens per second (medians)\n"
+    "  perplexity -m MODEL -f TEXT [--ctx N] [-t THREADS] [-b BATCH] [--kv f32|f16|q8_0] [--chunks K]\n"
+    "           perplexity of TEXT in windows of N tokens (default: the model's context, at most 512),\n"
+    "           scoring the second half of each as llama.cpp does; running values on stderr\n";
 
 }  // namespace
 
@@ -38,6 +41,7 @@ int main(int argc, char **argv) {
   if (std::strcmp(command, "convert") == 0) return mote::cli::command_convert(argc, argv);
   if (std::strcmp(command, "bench") == 0) return mote::cli::command_bench(argc, argv);
   if (std::strcmp(command, "chat") == 0) return mote::cli::command_chat(argc, argv);
+  if (std::strcmp(command, "perplexity") == 0) return mote::cli::command_perplexity(argc, argv);
   std::fprintf(stderr, "mote: unknown command '%s' (try 'mote --help')\n", command);
   return mote::cli::kExitUsage;
 }

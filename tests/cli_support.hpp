@@ -1,0 +1,128 @@
+// Helpers for tests that run the `mote` command-line tool as a user runs it: a temporary
+// workspace, running the CLI with stdout and stderr captured, the tiny model converted by the
+// CLI itself, and the one-line error check. Shared by test_cli.cpp and test_perplexity.cpp.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace mote_cli_test {
+
+inline const std::string kCli = MOTE_CLI_PATH;
+
+inline bool have_cli() {
+  if (!kCli.empty()) return true;
+  MESSAGE("SKIPPED: the mote CLI is not part of this build (MOTE_CLI_PATH is empty)");
+  return false;
+}
+
+inline std::string quote(const std::string &s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+inline std::string slurp(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+inline void write_text(const std::string &path, const std::string &text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+}
+
+inline size_t count_newlines(const std::string &s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+// A temporary directory for the whole file, holding the converted tiny model.
+struct Workspace {
+  std::string dir;
+  std::string model;  // tiny_mha converted by `mote convert`
+  bool ready = false;
+
+  Workspace() {
+    char pattern[] = "/tmp/mote_test_cli_XXXXXX";
+    if (mkdtemp(pattern) != nullptr) dir = pattern;
+  }
+  ~Workspace() {
+    if (!dir.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  }
+  std::string path(const std::string &name) const { return dir + "/" + name; }
+};
+
+inline Workspace &workspace() {
+  static Workspace w;
+  return w;
+}
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs `mote ARGS` through the shell with stdout and stderr captured in files.
+inline Result run_cli(const std::string &args, const std::string &stdin_path = "/dev/null") {
+  Workspace &w = workspace();
+  REQUIRE(!w.dir.empty());
+  const std::string out = w.path("stdout.txt"), err = w.path("stderr.txt");
+  // Cross builds run the CLI under the emulator ctest uses (its words are not quoted).
+  const std::string emulator = MOTE_CLI_EMULATOR;
+  const std::string command = (emulator.empty() ? "" : emulator + " ") + quote(kCli) + " " + args + " >" + quote(out) +
+                              " 2>" + quote(err) + " <" + quote(stdin_path);
+  const int status = std::system(command.c_str());
+  Result r;
+  REQUIRE(status != -1);
+  REQUIRE_MESSAGE(WIFEXITED(status), "the CLI did not exit normally (signal?): " << command);
+  r.code = WEXITSTATUS(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+// The converted tiny model (converted once, by the CLI under test).
+inline const std::string &tiny_model() {
+  Workspace &w = workspace();
+  if (!w.ready) {
+    w.model = w.path("tiny.mote");
+    const Result r = run_cli("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " --tokenizer " +
+                             quote(mote_test::golden_path("tiny_tok64.bin")) + " -o " + quote(w.model));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    REQUIRE(r.err.find("wrote") != std::string::npos);
+    w.ready = true;
+  }
+  return w.model;
+}
+
+// An error: the expected exit code, the needle, and exactly one line on stderr.
+inline void expect_error(const std::string &args, int code, const std::string &needle) {
+  const Result r = run_cli(args);
+  INFO("mote " << args);
+  INFO("stderr: " << r.err);
+  CHECK(r.code == code);
+  CHECK(r.err.find(needle) != std::string::npos);
+  CHECK(count_newlines(r.err) == 1);
+  CHECK((!r.err.empty() && r.err.back() == '\n'));
+}
+
+}  // namespace mote_cli_test

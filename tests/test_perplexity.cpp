@@ -1,0 +1,162 @@
+// `mote perplexity`, run as a user runs it: the value and its standard error against an
+// independent PyTorch oracle (tests/golden/gen_perplexity_goldens.py over aidreams260K and
+// perplexity_text.txt), results that do not depend on threads or batch size, and one-line
+// errors. The oracle case needs ../shared/models and is its own ctest entry
+// (test_perplexity_oracle), reported as skipped when the models are absent.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli_support.hpp"
+
+using namespace mote_cli_test;
+
+namespace {
+
+// "perplexity: P +/- S (W windows of N tokens, C scored tokens)" on stdout.
+struct Printed {
+  double ppl = 0, se = 0;
+  unsigned windows = 0, window = 0, scored = 0;
+};
+
+Printed parse_result(const std::string &out) {
+  Printed p;
+  const int fields = std::sscanf(out.c_str(), "perplexity: %lf +/- %lf (%u windows of %u tokens, %u scored tokens)",
+                                 &p.ppl, &p.se, &p.windows, &p.window, &p.scored);
+  INFO("stdout: " << out);
+  REQUIRE(fields == 5);
+  return p;
+}
+
+// The running values "[1]12.3456,[2]..." on stderr.
+std::vector<double> parse_running(const std::string &err) {
+  std::vector<double> values;
+  for (size_t at = err.find("[1]"); at != std::string::npos; at = err.find('[', at + 1)) {
+    const size_t close = err.find(']', at);
+    if (close == std::string::npos) break;
+    values.push_back(std::stod(err.substr(close + 1)));
+  }
+  return values;
+}
+
+bool close_relative(double got, double want, double tolerance) {
+  return std::fabs(got - want) <= tolerance * std::fabs(want);
+}
+
+// Lowercase words: text the tiny model's 64-token vocabulary spells letter by letter.
+std::string tiny_text(size_t words) {
+  const char *pool[] = {"the", "quiet", "river", "moves", "under", "a", "pale", "moon", "and", "sings"};
+  std::string text;
+  for (size_t i = 0; i < words; ++i) text += std::string(i ? " " : "") + pool[(i * 7 + i / 3) % 10];
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("perplexity: aidreams260K agrees with the PyTorch oracle") {
+  if (!have_cli()) return;
+  const std::string checkpoint = mote_test::shared_model("aidreams260K.bin");
+  const std::string tokenizer = mote_test::shared_model("aidreams_tok512.bin");
+  if (checkpoint.empty() || tokenizer.empty()) return;
+  const std::string model = workspace().path("aidreams.mote");
+  const Result converted =
+      run_cli("convert " + quote(checkpoint) + " --tokenizer " + quote(tokenizer) + " -o " + quote(model));
+  INFO("convert stderr: " << converted.err);
+  REQUIRE(converted.code == 0);
+
+  const std::vector<std::string> cases = mote_test::read_lines(mote_test::golden_path("perplexity.txt"));
+  REQUIRE(cases.size() >= 2);
+  for (const std::string &line : cases) {
+    INFO("oracle: " << line);
+    using mote_test::manifest_value;
+    std::string args =
+        "perplexity -m " + quote(model) + " -f " + quote(mote_test::golden_path(manifest_value(line, "text")));
+    if (manifest_value(line, "ctx") != "0") args += " --ctx " + manifest_value(line, "ctx");
+    if (manifest_value(line, "chunks") != "0") args += " --chunks " + manifest_value(line, "chunks");
+    const Result r = run_cli(args + " -t 1");
+    INFO("stderr: " << r.err);
+    REQUIRE(r.code == 0);
+    const Printed p = parse_result(r.out);
+    CHECK(p.windows == std::stoul(manifest_value(line, "windows")));
+    CHECK(p.window == std::stoul(manifest_value(line, "window")));
+    CHECK(p.scored == std::stoul(manifest_value(line, "scored")));
+    CHECK(r.err.find("perplexity over " + manifest_value(line, "tokens") + " tokens") != std::string::npos);
+    const double ppl = std::stod(manifest_value(line, "ppl")), se = std::stod(manifest_value(line, "se"));
+    CHECK_MESSAGE(close_relative(p.ppl, ppl, 1e-3), "mote " << p.ppl << ", PyTorch " << ppl);
+    CHECK_MESSAGE(close_relative(p.se, se, 1e-3), "mote " << p.se << ", PyTorch " << se);
+    // The running value after each window, as llama.cpp prints it.
+    const std::string expected_csv = manifest_value(line, "running");
+    std::vector<double> expected;
+    for (size_t at = 0; at < expected_csv.size();) {
+      size_t end = expected_csv.find(',', at);
+      if (end == std::string::npos) end = expected_csv.size();
+      expected.push_back(std::stod(expected_csv.substr(at, end - at)));
+      at = end + 1;
+    }
+    const std::vector<double> running = parse_running(r.err);
+    REQUIRE(running.size() == expected.size());
+    for (size_t i = 0; i < running.size(); ++i) CHECK(close_relative(running[i], expected[i], 1e-3));
+
+    // Two threads print exactly the same result.
+    const Result two = run_cli(args + " -t 2");
+    CHECK(two.code == 0);
+    CHECK(two.out == r.out);
+  }
+}
+
+TEST_CASE("perplexity: threads, batch size and KV cache type") {
+  if (!have_cli()) return;
+  const std::string model = quote(tiny_model());
+  const std::string text = workspace().path("tiny_text.txt");
+  write_text(text, tiny_text(200));
+  const std::string args = "perplexity -m " + model + " -f " + quote(text) + " --ctx 24";
+  const Result one = run_cli(args + " -t 1");
+  INFO("stderr: " << one.err);
+  REQUIRE(one.code == 0);
+  const Printed p = parse_result(one.out);
+  CHECK(p.window == 24);
+  CHECK(p.scored == p.windows * (24 - 1 - 12));  // llama.cpp scores N-1-N/2 tokens per window
+  CHECK(std::isfinite(p.ppl));
+  CHECK(p.ppl > 1.0);
+  CHECK(p.se > 0.0);
+  CHECK(parse_running(one.err).size() == p.windows);
+  CHECK(run_cli(args + " -t 2").out == one.out);  // thread count does not change results
+  CHECK(run_cli(args + " -t 2 -b 1").out == one.out);
+  CHECK(run_cli(args + " -b 5").out == one.out);  // nor does the prefill batch size
+  const Result limited = run_cli(args + " --chunks 2");
+  CHECK(limited.code == 0);
+  CHECK(parse_result(limited.out).windows == 2);
+  const Result f16 = run_cli(args + " --kv f16");
+  CHECK(f16.code == 0);
+  CHECK(close_relative(parse_result(f16.out).ppl, p.ppl, 1e-2));
+}
+
+TEST_CASE("perplexity: errors are one line") {
+  if (!have_cli()) return;
+  Workspace &w = workspace();
+  const std::string model = quote(tiny_model());
+  const std::string text = w.path("errors_text.txt");
+  write_text(text, tiny_text(200));
+  const std::string good = "perplexity -m " + model + " -f " + quote(text);
+  expect_error("perplexity -f " + quote(text), 2, "no model given (-m MODEL)");
+  expect_error("perplexity -m " + model, 2, "no text file given (-f TEXT)");
+  expect_error(good + " --bogus", 2, "unknown option '--bogus'");
+  expect_error(good + " stray", 2, "unexpected argument 'stray'");
+  expect_error(good + " --ctx", 2, "needs a value");
+  expect_error(good + " --ctx -3", 2, "invalid value '-3' for --ctx");
+  expect_error(good + " --ctx 0", 2, "--ctx must be in [4, ");
+  expect_error(good + " --ctx 3", 2, "--ctx must be in [4, ");
+  expect_error(good + " --ctx 100000", 2, "(the model's context)");
+  expect_error(good + " --chunks 0", 2, "--chunks must be at least 1");
+  expect_error(good + " --kv f8", 2, "--kv must be f32, f16 or q8_0");
+  expect_error(good + " -t 0", 2, "--threads must be in [1, 1024]");
+  expect_error("perplexity -m " + quote(w.path("no_such.mote")) + " -f " + quote(text), 1, "cannot open");
+  expect_error("perplexity -m " + model + " -f " + quote(w.path("no_such.txt")), 1, "cannot open");
+  expect_error("perplexity -m " + model + " -f " + quote(w.dir), 1, "is not a regular file");
+  write_text(w.path("empty.txt"), "");
+  expect_error("perplexity -m " + model + " -f " + quote(w.path("empty.txt")), 1, "is empty");
+  write_text(w.path("short.txt"), "the moon");
+  expect_error("perplexity -m " + model + " -f " + quote(w.path("short.txt")) + " --ctx 24", 1,
+               "tokens; one window needs 24 (use a longer text or a smaller --ctx)");
+}
