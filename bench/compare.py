@@ -3,7 +3,8 @@
 
 Both runtimes read the same weights in the same storage type: the fetched Q4_1 GGUF is turned
 into F32, F16, Q8_0, Q4_0 and Q4_1 GGUFs with llama.cpp's llama-quantize, and each GGUF is
-converted for mote with `mote convert --dtype TYPE`. `mote bench` and `llama-bench` then run
+converted for mote as stored (`mote convert X.gguf`: every tensor byte-identical to the GGUF's,
+so both runtimes read the very same blocks, Q8_0 embeddings included). `mote bench` and `llama-bench` then run
 interleaved (mote, llama.cpp, mote, llama.cpp, ...) at each thread count and prompt length, so
 slow drifts of a shared machine hit both alike. Before every run the machine's load is sampled
 and recorded next to the figure.
@@ -149,9 +150,9 @@ def gguf_for_type(tools, dtype):
 
 
 def mote_model_for(tools, source, dtype, extra=()):
-    """`source` converted for mote with --dtype `dtype` (cached next to it; redone when this
-    build cannot open the cached file)."""
-    out = PEERS / "models" / f"{Path(source).stem}.{dtype}.mote"
+    """`source` converted for mote with --dtype `dtype`, or as stored when dtype is None (cached
+    next to it; redone when this build cannot open the cached file)."""
+    out = PEERS / "models" / f"{Path(source).stem}.{dtype or 'stored'}.mote"
     if out.exists():
         try:
             run_command([str(tools.mote), "inspect", str(out)])
@@ -160,9 +161,10 @@ def mote_model_for(tools, source, dtype, extra=()):
             out.unlink()
     out.parent.mkdir(parents=True, exist_ok=True)
     part = out.with_suffix(".mote.part")
-    log(f"mote convert {Path(source).name} --dtype {dtype}")
+    dtype_args = ["--dtype", dtype] if dtype else []
+    log(f"mote convert {Path(source).name} {' '.join(dtype_args)}")
     try:
-        run_command([str(tools.mote), "convert", str(source), "-o", str(part), "--dtype", dtype, *extra])
+        run_command([str(tools.mote), "convert", str(source), "-o", str(part), *dtype_args, *extra])
     except BaseException:
         part.unlink(missing_ok=True)
         raise
@@ -345,7 +347,7 @@ def prepare_models(tools, dtype):
     except Failure as e:
         return e, e
     try:
-        return gguf, mote_model_for(tools, gguf, dtype)
+        return gguf, mote_model_for(tools, gguf, None)
     except Failure as e:
         return gguf, e
 
