@@ -45,6 +45,36 @@ struct BlockQ4_1 {
 };
 static_assert(sizeof(BlockQ4_1) == 20, "q4_1 blocks are 20 bytes, as in GGUF");
 
+// Row-interleaved layouts ("x8"): the same blocks, eight rows at a time, so one vector
+// register holds 4 bytes of each of 8 rows and the integer lanes are the rows. A matrix in an x8
+// type has rows % 8 == 0; rows 8g .. 8g + 7 form group g, and group g stores its cols / 32
+// group blocks one after another (group g starts at byte g * 8 * row_bytes, row_bytes as for the
+// plain type). Group block b holds block b of each of the 8 rows: their d (and m), then their
+// quants interleaved 4 bytes at a time: quant bytes [4k, 4k + 4) of row i sit at qs[(8k + i) * 4].
+// The bytes per row are the plain type's, so the values are the same numbers, only reordered.
+// Their products are summed per row as one exact int32 per block folded in block order,
+// acc = fma(float(sum of the block), d_w * d_x, acc) (q4_1 then acc = fma(m, d_x * sum(q), acc)).
+constexpr size_t kInterleave = 8;
+
+struct BlockQ8_0x8 {
+  uint16_t d[kInterleave];
+  int8_t qs[kInterleave * kQuantBlock];  // 8 groups (k) of 4 bytes for each of the 8 rows
+};
+static_assert(sizeof(BlockQ8_0x8) == 8 * sizeof(BlockQ8_0), "q8_0x8 group blocks are 8 q8_0 blocks");
+
+struct BlockQ4_0x8 {
+  uint16_t d[kInterleave];
+  uint8_t qs[kInterleave * kQuantBlock / 2];  // 4 groups (k) of 4 bytes for each of the 8 rows
+};
+static_assert(sizeof(BlockQ4_0x8) == 8 * sizeof(BlockQ4_0), "q4_0x8 group blocks are 8 q4_0 blocks");
+
+struct BlockQ4_1x8 {
+  uint16_t d[kInterleave];
+  uint16_t m[kInterleave];
+  uint8_t qs[kInterleave * kQuantBlock / 2];
+};
+static_assert(sizeof(BlockQ4_1x8) == 8 * sizeof(BlockQ4_1), "q4_1x8 group blocks are 8 q4_1 blocks");
+
 // n_tokens vectors of cols activations (cols a multiple of 32) in 8-bit blocks, token-major.
 // The lane sums let q4_0 and q4_1 products use unsigned nibbles (vpmaddubsw's operand order):
 // sum (n - 8) x = sum n x - lane_offset, and q4_1's m enters as m * lane_sum_scaled.
