@@ -619,9 +619,16 @@ struct Activations {
   std::vector<float> scale;
   std::vector<int32_t> lane_offset;
   std::vector<float> lane_sum_scaled;
+  std::vector<int32_t> block_sum;
   Activations(size_t cols, size_t n_tokens)
-      : q(cols * n_tokens), scale(cols * n_tokens / 32), lane_offset(cols * n_tokens / 4), lane_sum_scaled(cols * n_tokens / 4) {}
-  Q8Activations view() { return {q.data(), scale.data(), lane_offset.data(), lane_sum_scaled.data()}; }
+      : q(cols * n_tokens),
+        scale(cols * n_tokens / 32),
+        lane_offset(cols * n_tokens / 4),
+        lane_sum_scaled(cols * n_tokens / 4),
+        block_sum(cols * n_tokens / 32) {}
+  Q8Activations view() {
+    return {q.data(), scale.data(), lane_offset.data(), lane_sum_scaled.data(), block_sum.data()};
+  }
 };
 
 // Random blocks as a converter would write them: any nibbles or int8 values, scales of real
@@ -739,6 +746,7 @@ void check_simd_quant_matmul() {
             one.scale += tok * n_blocks;
             one.lane_offset += tok * cols / 4;
             one.lane_sum_scaled += tok * cols / 4;
+            one.block_sum += tok * n_blocks;
             float *row_out = pieces.data() + tok * rows;
             quant_matmul<Block>(*t)(row_out, rows, w.data(), one, split, cols, 1);
             quant_matmul<Block>(*t)(row_out + split, rows, w.data() + split * n_blocks, one, rows - split, cols, 1);
@@ -770,6 +778,9 @@ TEST_CASE("scalar quantize_q8 follows its definition") {
     CHECK(xq.lane_offset[k] == 8 * sum);
     CHECK(xq.lane_sum_scaled[k] == d * static_cast<float>(sum));
   }
+  int32_t block_sum = 0;
+  for (size_t i = 0; i < 32; ++i) block_sum += xq.q[i];
+  CHECK(xq.block_sum[0] == block_sum);
   CHECK(xq.scale[1] == 0.0f);  // an all-zero block
   for (size_t i = 32; i < 64; ++i) CHECK(xq.q[i] == 0);
 }
@@ -794,6 +805,7 @@ TEST_CASE("simd quantize_q8 matches the scalar twin bit for bit") {
       CHECK_MESSAGE(actual.scale == expected.scale, what);
       CHECK_MESSAGE(actual.lane_offset == expected.lane_offset, what);
       CHECK_MESSAGE(actual.lane_sum_scaled == expected.lane_sum_scaled, what);
+      CHECK_MESSAGE(actual.block_sum == expected.block_sum, what);
     }
   }
 }
@@ -802,4 +814,107 @@ TEST_CASE("simd quantized products match the scalar twin bit for bit") {
   check_simd_quant_matmul<BlockQ8_0>();
   check_simd_quant_matmul<BlockQ4_0>();
   check_simd_quant_matmul<BlockQ4_1>();
+}
+
+// --- the row-interleaved x8 layouts -------------------------------------------------------------
+
+namespace {
+
+using mote::kernels::BlockQ4_0x8;
+using mote::kernels::BlockQ4_1x8;
+using mote::kernels::BlockQ8_0x8;
+
+// Plain blocks of rows 8g .. 8g + 7 as x8 group blocks, written from quant.hpp's formula: quant
+// byte j of row i goes to qs[(8 * (j / 4) + i) * 4 + j % 4].
+template <class Interleaved, class Plain>
+std::vector<Interleaved> interleave(const std::vector<Plain> &plain, size_t rows, size_t n_blocks) {
+  std::vector<Interleaved> out(rows / 8 * n_blocks);
+  for (size_t g = 0; g < rows / 8; ++g) {
+    for (size_t b = 0; b < n_blocks; ++b) {
+      Interleaved &dst = out[g * n_blocks + b];
+      for (size_t i = 0; i < 8; ++i) {
+        const Plain &src = plain[(8 * g + i) * n_blocks + b];
+        dst.d[i] = src.d;
+        if constexpr (std::is_same_v<Plain, BlockQ4_1>) dst.m[i] = src.m;
+        for (size_t j = 0; j < sizeof src.qs; ++j) {
+          std::memcpy(reinterpret_cast<uint8_t *>(dst.qs) + (8 * (j / 4) + i) * 4 + j % 4,
+                      reinterpret_cast<const uint8_t *>(src.qs) + j, 1);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+template <class Interleaved>
+using InterleavedMatmul = void (*)(float *, size_t, const Interleaved *, const Q8Activations &, size_t, size_t, size_t);
+
+template <class Interleaved>
+InterleavedMatmul<Interleaved> interleaved_matmul(const KernelTable &t) {
+  if constexpr (std::is_same_v<Interleaved, BlockQ8_0x8>) return t.matmul_q8_0x8;
+  if constexpr (std::is_same_v<Interleaved, BlockQ4_0x8>) return t.matmul_q4_0x8;
+  if constexpr (std::is_same_v<Interleaved, BlockQ4_1x8>) return t.matmul_q4_1x8;
+}
+
+// The scalar twin against the exact dot product of the same weights in plain blocks; every
+// SIMD table against the scalar twin bit for bit, whole, per token and with the rows split at
+// a group boundary.
+template <class Interleaved, class Plain>
+void check_interleaved_matmul(const char *name) {
+  const KernelTable &ref = mote::kernels::scalar_kernels();
+  std::mt19937 rng(21);
+  std::vector<const KernelTable *> tables = simd_tables();
+  for (size_t cols : kQuantCols) {
+    const size_t n_blocks = cols / kQuantBlock, max_rows = 40, max_tokens = 7;
+    const std::vector<Plain> plain = random_blocks<Plain>(max_rows * n_blocks, rng);
+    const std::vector<Interleaved> w = interleave<Interleaved>(plain, max_rows, n_blocks);
+    const std::vector<float> x = random_activations(cols * max_tokens, rng);
+    Activations xq(cols, max_tokens);
+    ref.quantize_q8(xq.view(), x.data(), cols, max_tokens);
+    for (size_t rows : {size_t{8}, size_t{16}, size_t{24}, size_t{40}}) {
+      for (size_t n_tokens : kQuantTokens) {
+        const std::string what = std::string(name) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                 " tokens " + std::to_string(n_tokens);
+        std::vector<float> expected(rows * n_tokens);
+        interleaved_matmul<Interleaved>(ref)(expected.data(), rows, w.data(), xq.view(), rows, cols, n_tokens);
+        for (size_t t = 0; t < n_tokens; ++t) {
+          for (size_t r = 0; r < rows; ++r) {
+            double exact = 0.0, magnitude = 0.0;
+            for (size_t c = 0; c < cols; ++c) {
+              const double term = static_cast<double>(weight_value(plain[r * n_blocks + c / 32], c % 32)) *
+                                  xq.scale[t * n_blocks + c / 32] * xq.q[t * cols + c];
+              exact += term;
+              magnitude += std::fabs(term);
+            }
+            CHECK_MESSAGE(std::fabs(expected[t * rows + r] - exact) <= 1e-5 * magnitude + 1e-6, what);
+          }
+        }
+        for (const KernelTable *table : tables) {
+          std::vector<float> actual(rows * n_tokens, -1.0f), pieces(rows * n_tokens, -1.0f);
+          interleaved_matmul<Interleaved>(*table)(actual.data(), rows, w.data(), xq.view(), rows, cols, n_tokens);
+          CHECK_MESSAGE(same_bits(actual, expected), table->isa_name << " " << what);
+          const size_t split = rows / 16 * 8;  // a group boundary (0 for one group)
+          for (size_t tok = 0; tok < n_tokens; ++tok) {
+            Q8Activations one = xq.view();
+            one.q += tok * cols;
+            one.scale += tok * n_blocks;
+            one.block_sum += tok * n_blocks;
+            float *row_out = pieces.data() + tok * rows;
+            interleaved_matmul<Interleaved>(*table)(row_out, rows, w.data(), one, split, cols, 1);
+            interleaved_matmul<Interleaved>(*table)(row_out + split, rows, w.data() + split / 8 * n_blocks, one,
+                                                    rows - split, cols, 1);
+          }
+          CHECK_MESSAGE(same_bits(pieces, expected), table->isa_name << " " << what << " split");
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("interleaved quantized products: exact sums, every SIMD table bit-identical to the scalar twin") {
+  check_interleaved_matmul<BlockQ8_0x8, BlockQ8_0>("matmul_q8_0x8");
+  check_interleaved_matmul<BlockQ4_0x8, BlockQ4_0>("matmul_q4_0x8");
+  check_interleaved_matmul<BlockQ4_1x8, BlockQ4_1>("matmul_q4_1x8");
 }

@@ -22,7 +22,18 @@ enum ConfigFlags : uint32_t {
   kFlagTiedEmbeddings = 1u << 2,
 };
 
-enum class DType : uint32_t { f32 = 0, f16 = 1, bf16 = 2, q8_0 = 3, q4_0 = 4, q4_1 = 5 };
+// q8_0x8, q4_0x8 and q4_1x8 hold the plain quantized blocks of 8 rows interleaved (FORMAT.md).
+enum class DType : uint32_t {
+  f32 = 0,
+  f16 = 1,
+  bf16 = 2,
+  q8_0 = 3,
+  q4_0 = 4,
+  q4_1 = 5,
+  q8_0x8 = 6,
+  q4_0x8 = 7,
+  q4_1x8 = 8,
+};
 
 // What a tensor is; together with its layer this names it ("blk.3.attn_q").
 enum class Role : uint32_t {

@@ -186,6 +186,10 @@ inline void quantize_block(const Q8Activations &out, size_t b, const float *x) {
   _mm256_storeu_si256(reinterpret_cast<__m256i *>(out.q + b * kQuantBlock), q8);
   const __m256i lane_sums = QuantIsa<Arch>::dot_lanes(_mm256_set1_epi8(1), q8);
   _mm256_storeu_si256(reinterpret_cast<__m256i *>(out.lane_offset + b * kQuantLanes), _mm256_slli_epi32(lane_sums, 3));
+  out.block_sum[b] = _mm256_extract_epi32(lane_sums, 0) + _mm256_extract_epi32(lane_sums, 1) +
+                     _mm256_extract_epi32(lane_sums, 2) + _mm256_extract_epi32(lane_sums, 3) +
+                     _mm256_extract_epi32(lane_sums, 4) + _mm256_extract_epi32(lane_sums, 5) +
+                     _mm256_extract_epi32(lane_sums, 6) + _mm256_extract_epi32(lane_sums, 7);
   _mm256_storeu_ps(out.lane_sum_scaled + b * kQuantLanes, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lane_sums)));
   out.scale[b] = d;
 }
@@ -355,6 +359,9 @@ inline void quantize_block(const Q8Activations &out, size_t b, const float *x) {
     out.lane_sum_scaled[b * kQuantLanes + i] = d * static_cast<float>(sum);
   }
   out.scale[b] = d;
+  int32_t block_sum = 0;
+  for (size_t i = 0; i < kQuantLanes; ++i) block_sum += out.lane_offset[b * kQuantLanes + i] / 8;
+  out.block_sum[b] = block_sum;
 }
 #endif  // __ARM_NEON
 

@@ -83,12 +83,13 @@ struct Q8Activations {
   float *scale;             // (n_tokens, cols / 32) d of each block
   int32_t *lane_offset;     // (n_tokens, cols / 4) 8 * the sum of each 4 consecutive q
   float *lane_sum_scaled;   // (n_tokens, cols / 4) d * the sum of each 4 consecutive q
+  int32_t *block_sum;       // (n_tokens, cols / 32) the sum of each block's q (x8 layouts)
 };
 
 // Bytes of one token's activations, each array rounded up to 64 bytes (for arena planning).
 constexpr size_t q8_activation_bytes(size_t cols) {
   const auto round64 = [](size_t n) { return (n + 63) / 64 * 64; };
-  return round64(cols) + round64(cols / kQuantBlock * sizeof(float)) + 2 * round64(cols / kLaneElements * 4);
+  return round64(cols) + 2 * round64(cols / kQuantBlock * 4) + 2 * round64(cols / kLaneElements * 4);
 }
 
 }  // namespace mote::kernels

@@ -1,5 +1,7 @@
 // Scalar quantized kernels: the definition of the integer products (kernels/quant.hpp) written
 // as plain loops. Every SIMD version must equal these bit for bit.
+#include <type_traits>
+
 #include "core/fp16.hpp"
 #include "kernels/ref.hpp"
 
@@ -7,9 +9,7 @@ namespace mote::kernels::ref {
 namespace {
 
 // The 4-bit value of element i (0..31) of a block: low nibbles first, then high nibbles.
-int nibble(const uint8_t *qs, size_t i) {
-  return i < kQuantBlock / 2 ? qs[i] & 0x0F : qs[i - kQuantBlock / 2] >> 4;
-}
+int nibble(const uint8_t *qs, size_t i) { return i < kQuantBlock / 2 ? qs[i] & 0x0F : qs[i - kQuantBlock / 2] >> 4; }
 
 // Each block type's weights as the integers the lanes multiply, and its per-lane min term.
 int weight_q(const BlockQ8_0 &b, size_t i) { return b.qs[i]; }
@@ -47,10 +47,54 @@ void matmul_blocks(float *out, size_t out_stride, const Block *w, const Q8Activa
           int32_t lane = 0;
           for (size_t i = k * kLaneElements; i < (k + 1) * kLaneElements; ++i) lane += weight_q(block, i) * xq[i];
           acc[k] = __builtin_fmaf(static_cast<float>(lane), scale, acc[k]);
-          if (has_min(block)) acc[k] = __builtin_fmaf(block_min(block), x.lane_sum_scaled[xb * kQuantLanes + k], acc[k]);
+          if (has_min(block))
+            acc[k] = __builtin_fmaf(block_min(block), x.lane_sum_scaled[xb * kQuantLanes + k], acc[k]);
         }
       }
       out[t * out_stride + r] = reduce_lanes(acc);
+    }
+  }
+}
+
+// Element e (0..31) of row i's block inside an x8 group block: quant byte j of the row sits at
+// qs[(8 * (j / 4) + i) * 4 + j % 4].
+size_t interleaved_byte(size_t i, size_t j) { return (kInterleave * (j / 4) + i) * 4 + j % 4; }
+int weight_q(const BlockQ8_0x8 &b, size_t i, size_t e) { return b.qs[interleaved_byte(i, e)]; }
+int weight_q(const BlockQ4_0x8 &b, size_t i, size_t e) {
+  const uint8_t byte = b.qs[interleaved_byte(i, e % 16)];
+  return (e < 16 ? byte & 0x0F : byte >> 4) - 8;
+}
+int weight_q(const BlockQ4_1x8 &b, size_t i, size_t e) {
+  const uint8_t byte = b.qs[interleaved_byte(i, e % 16)];
+  return e < 16 ? byte & 0x0F : byte >> 4;
+}
+float block_min(const BlockQ4_1x8 &b, size_t i) { return fp16_to_f32(b.m[i]); }
+template <class Block>
+float block_min(const Block &, size_t) {
+  return 0.0f;
+}
+
+template <class Block>
+void matmul_interleaved(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows, size_t cols,
+                        size_t n_tokens) {
+  const size_t n_blocks = cols / kQuantBlock;
+  constexpr bool kHasMin = std::is_same_v<Block, BlockQ4_1x8>;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    for (size_t r = 0; r < rows; ++r) {
+      const Block *group = w + r / kInterleave * n_blocks;
+      const size_t i = r % kInterleave;
+      float acc = 0.0f;
+      for (size_t b = 0; b < n_blocks; ++b) {
+        const size_t xb = t * n_blocks + b;
+        const int8_t *xq = x.q + xb * kQuantBlock;
+        int32_t sum = 0;
+        for (size_t e = 0; e < kQuantBlock; ++e) sum += weight_q(group[b], i, e) * xq[e];
+        acc = __builtin_fmaf(static_cast<float>(sum), fp16_to_f32(group[b].d[i]) * x.scale[xb], acc);
+        if (kHasMin) {
+          acc = __builtin_fmaf(block_min(group[b], i), x.scale[xb] * static_cast<float>(x.block_sum[xb]), acc);
+        }
+      }
+      out[t * out_stride + r] = acc;
     }
   }
 }
@@ -66,6 +110,7 @@ void quantize_q8(const Q8Activations &out, const float *x, size_t cols, size_t n
     const float d = amax / 127.0f;
     const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
     out.scale[b] = d;
+    out.block_sum[b] = 0;
     for (size_t k = 0; k < kQuantLanes; ++k) {
       int32_t sum = 0;
       for (size_t i = k * kLaneElements; i < (k + 1) * kLaneElements; ++i) {
@@ -76,13 +121,15 @@ void quantize_q8(const Q8Activations &out, const float *x, size_t cols, size_t n
         sum += q;
       }
       out.lane_offset[b * kQuantLanes + k] = 8 * sum;
+      out.block_sum[b] += sum;
       out.lane_sum_scaled[b * kQuantLanes + k] = d * static_cast<float>(sum);
     }
   }
 }
 
 void dequantize_q8_0(float *out, const BlockQ8_0 *blocks, size_t n) {
-  for (size_t i = 0; i < n; ++i) out[i] = fp16_to_f32(blocks[i / kQuantBlock].d) * blocks[i / kQuantBlock].qs[i % kQuantBlock];
+  for (size_t i = 0; i < n; ++i)
+    out[i] = fp16_to_f32(blocks[i / kQuantBlock].d) * blocks[i / kQuantBlock].qs[i % kQuantBlock];
 }
 
 void dequantize_q4_0(float *out, const BlockQ4_0 *blocks, size_t n) {
@@ -97,6 +144,42 @@ void dequantize_q4_1(float *out, const BlockQ4_1 *blocks, size_t n) {
     const BlockQ4_1 &b = blocks[i / kQuantBlock];
     out[i] = fp16_to_f32(b.d) * static_cast<float>(nibble(b.qs, i % kQuantBlock)) + fp16_to_f32(b.m);
   }
+}
+
+void dequantize_q8_0x8(float *out, const BlockQ8_0x8 *group, size_t row, size_t n) {
+  for (size_t e = 0; e < n; ++e) {
+    const BlockQ8_0x8 &b = group[e / kQuantBlock];
+    out[e] = fp16_to_f32(b.d[row]) * static_cast<float>(weight_q(b, row, e % kQuantBlock));
+  }
+}
+
+void dequantize_q4_0x8(float *out, const BlockQ4_0x8 *group, size_t row, size_t n) {
+  for (size_t e = 0; e < n; ++e) {
+    const BlockQ4_0x8 &b = group[e / kQuantBlock];
+    out[e] = fp16_to_f32(b.d[row]) * static_cast<float>(weight_q(b, row, e % kQuantBlock));
+  }
+}
+
+void dequantize_q4_1x8(float *out, const BlockQ4_1x8 *group, size_t row, size_t n) {
+  for (size_t e = 0; e < n; ++e) {
+    const BlockQ4_1x8 &b = group[e / kQuantBlock];
+    out[e] = fp16_to_f32(b.d[row]) * static_cast<float>(weight_q(b, row, e % kQuantBlock)) + fp16_to_f32(b.m[row]);
+  }
+}
+
+void matmul_q8_0x8(float *out, size_t out_stride, const BlockQ8_0x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  matmul_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+void matmul_q4_0x8(float *out, size_t out_stride, const BlockQ4_0x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  matmul_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+void matmul_q4_1x8(float *out, size_t out_stride, const BlockQ4_1x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  matmul_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
 }
 
 void matmul_q8_0(float *out, size_t out_stride, const BlockQ8_0 *w, const Q8Activations &x, size_t rows, size_t cols,

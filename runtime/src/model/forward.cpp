@@ -21,17 +21,18 @@ MatmulInput prepare_input(const Session &s, const float *x, size_t cols, size_t 
 }
 
 // out[t] = W x[t] for the batch's n_tokens vectors (token-major), rows shared out in chunks of
-// whole 4-row tiles. The kernels give each (token, row) the same bits whatever the batch or chunk.
+// whole 4-row tiles (8-row groups for the interleaved types). The kernels give each (token, row) the same bits whatever
+// the batch or chunk.
 void matmul(Session &s, float *out, const Matrix &w, const MatmulInput &x, size_t n_tokens) {
-  s.crew.parallel_ranges(w.rows, static_cast<size_t>(w.cols) * n_tokens, 4, [&](size_t begin, size_t end) {
+  const size_t align = w.type->row_group > 4 ? w.type->row_group : 4;
+  s.crew.parallel_ranges(w.rows, static_cast<size_t>(w.cols) * n_tokens, align, [&](size_t begin, size_t end) {
     const void *rows = static_cast<const uint8_t *>(w.data) + begin * w.row_bytes;
     w.type->matmul(*s.kernels, out + begin, w.rows, rows, x, end - begin, w.cols, n_tokens);
   });
 }
 
 void embed(float *out, const Matrix &embedding, int32_t token) {
-  const uint8_t *row = static_cast<const uint8_t *>(embedding.data) + static_cast<size_t>(token) * embedding.row_bytes;
-  embedding.type->dequantize_row(out, row, embedding.cols);
+  embedding.type->dequantize_row(out, embedding.data, static_cast<size_t>(token), embedding.cols);
 }
 
 // Copies n_tokens rows of keys or values (kv_dim each) into the cache at position pos of its
@@ -57,7 +58,8 @@ void store_kv(const KvCache &cache, void *data, float *scales, size_t layer_base
         *scale = amax / 127.0f;
         const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
         for (size_t i = begin; i < end; ++i) {
-          dst[head * head_dim + i] = static_cast<int8_t>(std::nearbyint(std::fmin(std::fmax(x[i] * inverse, -127.0f), 127.0f)));
+          dst[head * head_dim + i] =
+              static_cast<int8_t>(std::nearbyint(std::fmin(std::fmax(x[i] * inverse, -127.0f), 127.0f)));
         }
       }
     }

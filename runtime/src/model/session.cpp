@@ -83,6 +83,7 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
     st.xq.scale = arena.take<float>(batch * widest / kernels::kQuantBlock);
     st.xq.lane_offset = arena.take<int32_t>(batch * widest / kernels::kLaneElements);
     st.xq.lane_sum_scaled = arena.take<float>(batch * widest / kernels::kLaneElements);
+    st.xq.block_sum = arena.take<int32_t>(batch * widest / kernels::kQuantBlock);
   }
   KvCache cache{};
   cache.keys = arena.take<uint8_t>(kv_elements * kv_element_bytes);

@@ -10,8 +10,11 @@ namespace {
 
 using format::DType;
 using kernels::BlockQ4_0;
+using kernels::BlockQ4_0x8;
 using kernels::BlockQ4_1;
+using kernels::BlockQ4_1x8;
 using kernels::BlockQ8_0;
+using kernels::BlockQ8_0x8;
 using kernels::KernelTable;
 
 // Float weights take float activations; one token is a matrix-vector product.
@@ -50,31 +53,75 @@ void matmul_q4_1(const KernelTable &k, float *out, size_t out_stride, const void
   k.matmul_q4_1(out, out_stride, static_cast<const BlockQ4_1 *>(w), x.q8, rows, cols, n_tokens);
 }
 
-void dequantize_f32(float *out, const void *row, size_t n) { std::memcpy(out, row, n * sizeof(float)); }
-
-void dequantize_f16(float *out, const void *row, size_t n) {
-  const uint16_t *halves = static_cast<const uint16_t *>(row);
-  for (size_t i = 0; i < n; ++i) out[i] = fp16_to_f32(halves[i]);
+void matmul_q8_0x8(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x,
+                   size_t rows, size_t cols, size_t n_tokens) {
+  k.matmul_q8_0x8(out, out_stride, static_cast<const BlockQ8_0x8 *>(w), x.q8, rows, cols, n_tokens);
 }
 
-void dequantize_q8_0(float *out, const void *row, size_t n) {
-  kernels::ref::dequantize_q8_0(out, static_cast<const BlockQ8_0 *>(row), n);
+void matmul_q4_0x8(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x,
+                   size_t rows, size_t cols, size_t n_tokens) {
+  k.matmul_q4_0x8(out, out_stride, static_cast<const BlockQ4_0x8 *>(w), x.q8, rows, cols, n_tokens);
 }
 
-void dequantize_q4_0(float *out, const void *row, size_t n) {
-  kernels::ref::dequantize_q4_0(out, static_cast<const BlockQ4_0 *>(row), n);
+void matmul_q4_1x8(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x,
+                   size_t rows, size_t cols, size_t n_tokens) {
+  k.matmul_q4_1x8(out, out_stride, static_cast<const BlockQ4_1x8 *>(w), x.q8, rows, cols, n_tokens);
 }
 
-void dequantize_q4_1(float *out, const void *row, size_t n) {
-  kernels::ref::dequantize_q4_1(out, static_cast<const BlockQ4_1 *>(row), n);
+// Row `row` of a plain matrix: rows follow each other, row_bytes apart.
+template <class Block>
+const Block *plain_row(const void *matrix, size_t row, size_t cols) {
+  return static_cast<const Block *>(matrix) + row * (cols / kernels::kQuantBlock);
+}
+
+// The group block run holding row `row` of an x8 matrix; the row's index inside it is row % 8.
+template <class Block>
+const Block *interleaved_group(const void *matrix, size_t row, size_t cols) {
+  return static_cast<const Block *>(matrix) + row / kernels::kInterleave * (cols / kernels::kQuantBlock);
+}
+
+void dequantize_f32(float *out, const void *matrix, size_t row, size_t cols) {
+  std::memcpy(out, static_cast<const float *>(matrix) + row * cols, cols * sizeof(float));
+}
+
+void dequantize_f16(float *out, const void *matrix, size_t row, size_t cols) {
+  const uint16_t *halves = static_cast<const uint16_t *>(matrix) + row * cols;
+  for (size_t i = 0; i < cols; ++i) out[i] = fp16_to_f32(halves[i]);
+}
+
+void dequantize_q8_0(float *out, const void *matrix, size_t row, size_t cols) {
+  kernels::ref::dequantize_q8_0(out, plain_row<BlockQ8_0>(matrix, row, cols), cols);
+}
+
+void dequantize_q4_0(float *out, const void *matrix, size_t row, size_t cols) {
+  kernels::ref::dequantize_q4_0(out, plain_row<BlockQ4_0>(matrix, row, cols), cols);
+}
+
+void dequantize_q4_1(float *out, const void *matrix, size_t row, size_t cols) {
+  kernels::ref::dequantize_q4_1(out, plain_row<BlockQ4_1>(matrix, row, cols), cols);
+}
+
+void dequantize_q8_0x8(float *out, const void *matrix, size_t row, size_t cols) {
+  kernels::ref::dequantize_q8_0x8(out, interleaved_group<BlockQ8_0x8>(matrix, row, cols), row % 8, cols);
+}
+
+void dequantize_q4_0x8(float *out, const void *matrix, size_t row, size_t cols) {
+  kernels::ref::dequantize_q4_0x8(out, interleaved_group<BlockQ4_0x8>(matrix, row, cols), row % 8, cols);
+}
+
+void dequantize_q4_1x8(float *out, const void *matrix, size_t row, size_t cols) {
+  kernels::ref::dequantize_q4_1x8(out, interleaved_group<BlockQ4_1x8>(matrix, row, cols), row % 8, cols);
 }
 
 constexpr WeightType kWeightTypes[] = {
-    {DType::f32, ActivationFormat::f32, matmul_f32, dequantize_f32},
-    {DType::f16, ActivationFormat::f32, matmul_f16, dequantize_f16},
-    {DType::q8_0, ActivationFormat::q8, matmul_q8_0, dequantize_q8_0},
-    {DType::q4_0, ActivationFormat::q8, matmul_q4_0, dequantize_q4_0},
-    {DType::q4_1, ActivationFormat::q8, matmul_q4_1, dequantize_q4_1},
+    {DType::f32, ActivationFormat::f32, 1, matmul_f32, dequantize_f32},
+    {DType::f16, ActivationFormat::f32, 1, matmul_f16, dequantize_f16},
+    {DType::q8_0, ActivationFormat::q8, 1, matmul_q8_0, dequantize_q8_0},
+    {DType::q4_0, ActivationFormat::q8, 1, matmul_q4_0, dequantize_q4_0},
+    {DType::q4_1, ActivationFormat::q8, 1, matmul_q4_1, dequantize_q4_1},
+    {DType::q8_0x8, ActivationFormat::q8, 8, matmul_q8_0x8, dequantize_q8_0x8},
+    {DType::q4_0x8, ActivationFormat::q8, 8, matmul_q4_0x8, dequantize_q4_0x8},
+    {DType::q4_1x8, ActivationFormat::q8, 8, matmul_q4_1x8, dequantize_q4_1x8},
 };
 
 }  // namespace

@@ -24,11 +24,12 @@ struct MatmulInput {
 struct WeightType {
   format::DType dtype;
   ActivationFormat activation;
+  uint32_t row_group;  // rows stored together (8 for the interleaved x8 types): row splits align to it
   // out[t * out_stride + r] = row r of w . token t of x, for r < rows; w points at a row start.
   void (*matmul)(const kernels::KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x,
                  size_t rows, size_t cols, size_t n_tokens);
-  // One row of n elements as floats (embedding lookups); exact.
-  void (*dequantize_row)(float *out, const void *row, size_t n);
+  // Row `row` of a (rows, cols) matrix as floats (embedding lookups); exact.
+  void (*dequantize_row)(float *out, const void *matrix, size_t row, size_t cols);
 };
 
 // The row for a stored dtype, or null when this build has no kernels for it.

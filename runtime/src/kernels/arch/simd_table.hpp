@@ -8,6 +8,7 @@
 #include "kernels/elementwise.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/matmul_interleaved.hpp"
 #include "kernels/matmul_quant.hpp"
 #include "kernels/matvec.hpp"
 #include "kernels/norm.hpp"

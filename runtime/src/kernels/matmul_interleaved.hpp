@@ -1,0 +1,206 @@
+// Integer products over the row-interleaved x8 layouts (kernels/quant.hpp): one vector register
+// holds 4 quant bytes of each of 8 rows, so the integer lanes are the rows. A group block's
+// exact int32 sums for 8 rows come out in one register, and its scale step (convert, multiply by
+// d_w * d_x, add) is one instruction each for all 8 rows instead of once per row.
+#pragma once
+
+#include "kernels/matmul_quant.hpp"
+#include "kernels/quant.hpp"
+#include "kernels/ref.hpp"
+#include "kernels/simd.hpp"
+
+namespace mote::kernels::simd {
+
+#if defined(__AVX2__)
+// The activation block of one token: its quants, d and the sum of its quants.
+struct TokenBlock {
+  const int8_t *q;
+  float scale;
+  int32_t sum;
+};
+
+// Four activation bytes x[4k .. 4k + 3] in every 32-bit lane.
+inline __m256i broadcast_quad(const int8_t *q) {
+  int32_t quad;
+  __builtin_memcpy(&quad, q, sizeof quad);
+  return _mm256_set1_epi32(quad);
+}
+
+// Eight rows' sums of 4-element products, unsigned weights times signed activations.
+inline __m256i pair_sums(__m256i u, const int8_t *x) { return _mm256_maddubs_epi16(u, broadcast_quad(x)); }
+
+template <class Arch, class Block>
+struct InterleavedBlock;
+
+// q4_0x8 and q4_1x8: the nibbles unpacked once per group block (eight registers), then for
+// each token eight vpmaddubsw whose int16 sums cannot overflow (8 x 2 x 15 x 127 < 32768).
+template <class Block>
+struct Nibbles {
+  __m256i low[4], high[4];  // elements 4k .. 4k + 3 and 16 + 4k .. 16 + 4k + 3 of each row
+  __m256 d;
+  static Nibbles unpack(const Block &b) {
+    Nibbles n;
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    for (size_t k = 0; k < 4; ++k) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b.qs + 32 * k));
+      n.low[k] = _mm256_and_si256(v, mask);
+      n.high[k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+    }
+    n.d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.d)));
+    return n;
+  }
+  // Per row: sum over the block of nibble * x, exact.
+  __m256i dot(const int8_t *x) const {
+    __m256i sums = pair_sums(low[0], x);
+    for (size_t k = 1; k < 4; ++k) sums = _mm256_add_epi16(sums, pair_sums(low[k], x + 4 * k));
+    for (size_t k = 0; k < 4; ++k) sums = _mm256_add_epi16(sums, pair_sums(high[k], x + 16 + 4 * k));
+    return _mm256_madd_epi16(sums, _mm256_set1_epi16(1));
+  }
+};
+
+template <class Arch>
+struct InterleavedBlock<Arch, BlockQ4_0x8> {
+  static constexpr size_t kTokens = 4;
+  using Prepared = Nibbles<BlockQ4_0x8>;
+  static Prepared prepare(const BlockQ4_0x8 &b) { return Prepared::unpack(b); }
+  static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
+    // sum (n - 8) x = sum n x - 8 sum x, exactly.
+    const __m256i sums = _mm256_sub_epi32(w.dot(x.q), _mm256_set1_epi32(8 * x.sum));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(w.d, _mm256_set1_ps(x.scale)), acc);
+  }
+};
+
+template <class Arch>
+struct InterleavedBlock<Arch, BlockQ4_1x8> {
+  static constexpr size_t kTokens = 4;
+  struct Prepared {
+    Nibbles<BlockQ4_1x8> nibbles;
+    __m256 m;
+  };
+  static Prepared prepare(const BlockQ4_1x8 &b) {
+    return {Nibbles<BlockQ4_1x8>::unpack(b), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.m)))};
+  }
+  static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w.nibbles.dot(x.q)), _mm256_mul_ps(w.nibbles.d, _mm256_set1_ps(x.scale)),
+                          acc);
+    return _mm256_fmadd_ps(w.m, _mm256_set1_ps(x.scale * static_cast<float>(x.sum)), acc);
+  }
+};
+
+// q8_0x8: signed weights, so each 4-byte step is |w| times x with w's sign (vpmaddubsw wants
+// one unsigned operand), widened to int32 at once (int16 sums of these could overflow).
+template <class Arch>
+struct InterleavedBlock<Arch, BlockQ8_0x8> {
+  static constexpr size_t kTokens = 2;
+  struct Prepared {
+    __m256i q[8];
+    __m256 d;
+  };
+  static Prepared prepare(const BlockQ8_0x8 &b) {
+    Prepared p;
+    for (size_t k = 0; k < 8; ++k) p.q[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b.qs + 32 * k));
+    p.d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.d)));
+    return p;
+  }
+  static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i sums = _mm256_setzero_si256();
+    for (size_t k = 0; k < 8; ++k) {
+      const __m256i signed_x = _mm256_sign_epi8(broadcast_quad(x.q + 4 * k), w.q[k]);
+      sums = _mm256_add_epi32(sums, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w.q[k]), signed_x), ones));
+    }
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(w.d, _mm256_set1_ps(x.scale)), acc);
+  }
+};
+
+// One group of 8 rows against K tokens from token0, every block.
+template <class Arch, class Block, size_t K>
+inline void interleaved_tile(float *out, size_t out_stride, const Block *group, size_t n_blocks, const Q8Activations &x,
+                             size_t token0) {
+  using Ops = InterleavedBlock<Arch, Block>;
+  __m256 acc[K];
+#pragma GCC unroll 8
+  for (size_t t = 0; t < K; ++t) acc[t] = _mm256_setzero_ps();
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const typename Ops::Prepared w = Ops::prepare(group[b]);
+#pragma GCC unroll 8
+    for (size_t t = 0; t < K; ++t) {
+      const size_t xb = (token0 + t) * n_blocks + b;
+      acc[t] = Ops::accumulate(acc[t], w, TokenBlock{x.q + xb * kQuantBlock, x.scale[xb], x.block_sum[xb]});
+    }
+  }
+#pragma GCC unroll 8
+  for (size_t t = 0; t < K; ++t) _mm256_storeu_ps(out + (token0 + t) * out_stride, acc[t]);
+}
+
+// The last n_tokens < kTokens tokens as one tile of exactly that many (K counts down).
+template <class Arch, class Block, size_t K>
+inline void interleaved_rest(float *out, size_t out_stride, const Block *group, size_t n_blocks, const Q8Activations &x,
+                             size_t token0, size_t n_tokens) {
+  if (n_tokens == K) {
+    interleaved_tile<Arch, Block, K>(out, out_stride, group, n_blocks, x, token0);
+  } else if constexpr (K > 1) {
+    interleaved_rest<Arch, Block, K - 1>(out, out_stride, group, n_blocks, x, token0, n_tokens);
+  }
+}
+
+template <class Arch, class Block>
+inline void interleaved_matmul(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows,
+                               size_t cols, size_t n_tokens) {
+  constexpr size_t T = InterleavedBlock<Arch, Block>::kTokens;
+  const size_t n_blocks = cols / kQuantBlock, n_groups = rows / kInterleave;
+  // As matmul.hpp: a run of groups stays in L2 while every token tile passes over it.
+  const size_t group_bytes = n_blocks * sizeof(Block);
+  const size_t run = group_bytes < kRowBlockBytes ? kRowBlockBytes / group_bytes : 1;
+  for (size_t g0 = 0; g0 < n_groups; g0 += run) {
+    const size_t g_end = g0 + run < n_groups ? g0 + run : n_groups;
+    size_t t = 0;
+    for (; t + T <= n_tokens; t += T) {
+      for (size_t g = g0; g < g_end; ++g) {
+        interleaved_tile<Arch, Block, T>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t);
+      }
+    }
+    if (t < n_tokens) {
+      for (size_t g = g0; g < g_end; ++g) {
+        interleaved_rest<Arch, Block, T - 1>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t,
+                                             n_tokens - t);
+      }
+    }
+  }
+}
+
+template <class Arch>
+void matmul_q8_0x8(float *out, size_t out_stride, const BlockQ8_0x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void matmul_q4_0x8(float *out, size_t out_stride, const BlockQ4_0x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void matmul_q4_1x8(float *out, size_t out_stride, const BlockQ4_1x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+#else
+// NEON: not vectorized yet; the scalar twins (the same bits by definition).
+template <class Arch>
+void matmul_q8_0x8(float *out, size_t out_stride, const BlockQ8_0x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  ref::matmul_q8_0x8(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void matmul_q4_0x8(float *out, size_t out_stride, const BlockQ4_0x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  ref::matmul_q4_0x8(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void matmul_q4_1x8(float *out, size_t out_stride, const BlockQ4_1x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  ref::matmul_q4_1x8(out, out_stride, w, x, rows, cols, n_tokens);
+}
+#endif
+
+}  // namespace mote::kernels::simd
