@@ -4,9 +4,10 @@
 // d_w * d_x, add) is one instruction each for all 8 rows instead of once per row.
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/matmul_quant.hpp"
 #include "kernels/quant.hpp"
-#include "kernels/ref.hpp"
 #include "kernels/simd.hpp"
 
 namespace mote::kernels::simd {
@@ -169,38 +170,127 @@ inline void interleaved_matmul(float *out, size_t out_stride, const Block *w, co
   }
 }
 
+#elif defined(__ARM_NEON)
+// NEON: a q register holds 4 bytes of each of 4 rows, so a group block is two halves (rows
+// 0-3 and 4-7) of int32x4 row sums: sdot where the CPU has the dot-product extension, widening
+// multiplies and pairwise adds elsewhere.
+struct RowQuads {
+  int8x16_t half[2];  // rows 0-3 and 4-7, 4 bytes each
+};
+
+// acc[i] += sum_j w[4 i + j] * x[j] for the 4 rows of w, x one 4-byte quad.
 template <class Arch>
-void matmul_q8_0x8(float *out, size_t out_stride, const BlockQ8_0x8 *w, const Q8Activations &x, size_t rows,
-                   size_t cols, size_t n_tokens) {
-  interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
-}
-template <class Arch>
-void matmul_q4_0x8(float *out, size_t out_stride, const BlockQ4_0x8 *w, const Q8Activations &x, size_t rows,
-                   size_t cols, size_t n_tokens) {
-  interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
-}
-template <class Arch>
-void matmul_q4_1x8(float *out, size_t out_stride, const BlockQ4_1x8 *w, const Q8Activations &x, size_t rows,
-                   size_t cols, size_t n_tokens) {
-  interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
-}
+inline int32x4_t dot_quads(int32x4_t acc, int8x16_t w, const int8_t *x) {
+  int32_t quad;
+  __builtin_memcpy(&quad, x, sizeof quad);
+  const int8x16_t xq = vreinterpretq_s8_s32(vdupq_n_s32(quad));
+#if defined(__ARM_FEATURE_DOTPROD)
+  return vdotq_s32(acc, w, xq);
 #else
-// NEON: not vectorized yet; the scalar twins (the same bits by definition).
-template <class Arch>
-void matmul_q8_0x8(float *out, size_t out_stride, const BlockQ8_0x8 *w, const Q8Activations &x, size_t rows,
-                   size_t cols, size_t n_tokens) {
-  ref::matmul_q8_0x8(out, out_stride, w, x, rows, cols, n_tokens);
+  const int32x4_t low = vpaddlq_s16(vmull_s8(vget_low_s8(w), vget_low_s8(xq)));     // rows 0, 1: two pairs each
+  const int32x4_t high = vpaddlq_s16(vmull_s8(vget_high_s8(w), vget_high_s8(xq)));  // rows 2, 3
+  const int32x2_t rows01 = vpadd_s32(vget_low_s32(low), vget_high_s32(low));
+  const int32x2_t rows23 = vpadd_s32(vget_low_s32(high), vget_high_s32(high));
+  return vaddq_s32(acc, vcombine_s32(rows01, rows23));
+#endif
 }
-template <class Arch>
-void matmul_q4_0x8(float *out, size_t out_stride, const BlockQ4_0x8 *w, const Q8Activations &x, size_t rows,
-                   size_t cols, size_t n_tokens) {
-  ref::matmul_q4_0x8(out, out_stride, w, x, rows, cols, n_tokens);
+
+// The 32 quant values of 8 rows as signed bytes: quads[k] holds elements 4k .. 4k + 3.
+template <class Block>
+struct SignedQuads {
+  RowQuads quads[8];
+  float32x4_t d[2];
+};
+
+template <class Arch, class Block>
+inline void load_scales8(const uint16_t *halves, float32x4_t *out) {
+  for (size_t h = 0; h < 2; ++h) {
+    const float lanes[4] = {half_to_float(Arch{}, halves[4 * h]), half_to_float(Arch{}, halves[4 * h + 1]),
+                            half_to_float(Arch{}, halves[4 * h + 2]), half_to_float(Arch{}, halves[4 * h + 3])};
+    out[h] = vld1q_f32(lanes);
+  }
 }
-template <class Arch>
-void matmul_q4_1x8(float *out, size_t out_stride, const BlockQ4_1x8 *w, const Q8Activations &x, size_t rows,
-                   size_t cols, size_t n_tokens) {
-  ref::matmul_q4_1x8(out, out_stride, w, x, rows, cols, n_tokens);
+
+template <class Arch, class Block>
+inline SignedQuads<Block> signed_quads(const Block &b) {
+  SignedQuads<Block> w;
+  if constexpr (std::is_same_v<Block, BlockQ8_0x8>) {
+    for (size_t k = 0; k < 8; ++k) {
+      for (size_t h = 0; h < 2; ++h) w.quads[k].half[h] = vld1q_s8(b.qs + 32 * k + 16 * h);
+    }
+  } else {
+    // q4_0 keeps n - 8 (the same integers as x86's sum n x - 8 sum x); q4_1 keeps n.
+    const int8x16_t offset = vdupq_n_s8(std::is_same_v<Block, BlockQ4_0x8> ? 8 : 0);
+    for (size_t k = 0; k < 4; ++k) {
+      for (size_t h = 0; h < 2; ++h) {
+        const uint8x16_t packed = vld1q_u8(b.qs + 32 * k + 16 * h);
+        w.quads[k].half[h] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(0x0F))), offset);
+        w.quads[4 + k].half[h] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(packed, 4)), offset);
+      }
+    }
+  }
+  load_scales8<Arch, Block>(b.d, w.d);
+  return w;
+}
+
+template <class Arch, class Block, size_t K>
+inline void interleaved_tile(float *out, size_t out_stride, const Block *group, size_t n_blocks, const Q8Activations &x,
+                             size_t token0) {
+  using Isa = QuantIsa<Arch>;
+  constexpr bool kHasMin = std::is_same_v<Block, BlockQ4_1x8>;
+  float32x4_t acc[K][2];
+  for (size_t t = 0; t < K; ++t) acc[t][0] = acc[t][1] = vdupq_n_f32(0.0f);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    const SignedQuads<Block> w = signed_quads<Arch>(group[b]);
+    float32x4_t m[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+    if constexpr (kHasMin) load_scales8<Arch, Block>(group[b].m, m);
+    for (size_t t = 0; t < K; ++t) {
+      const size_t xb = (token0 + t) * n_blocks + b;
+      const int8_t *xq = x.q + xb * kQuantBlock;
+      for (size_t h = 0; h < 2; ++h) {
+        int32x4_t sums = vdupq_n_s32(0);
+        for (size_t k = 0; k < 8; ++k) sums = dot_quads<Arch>(sums, w.quads[k].half[h], xq + 4 * k);
+        acc[t][h] = Isa::fma(acc[t][h], vcvtq_f32_s32(sums), vmulq_f32(w.d[h], vdupq_n_f32(x.scale[xb])));
+        if constexpr (kHasMin) {
+          acc[t][h] = Isa::fma(acc[t][h], m[h], vdupq_n_f32(x.scale[xb] * static_cast<float>(x.block_sum[xb])));
+        }
+      }
+    }
+  }
+  for (size_t t = 0; t < K; ++t) {
+    vst1q_f32(out + (token0 + t) * out_stride, acc[t][0]);
+    vst1q_f32(out + (token0 + t) * out_stride + 4, acc[t][1]);
+  }
+}
+
+template <class Arch, class Block>
+inline void interleaved_matmul(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows,
+                               size_t cols, size_t n_tokens) {
+  const size_t n_blocks = cols / kQuantBlock;
+  for (size_t g = 0; g < rows / kInterleave; ++g) {
+    size_t t = 0;
+    for (; t + 2 <= n_tokens; t += 2)
+      interleaved_tile<Arch, Block, 2>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t);
+    if (t < n_tokens)
+      interleaved_tile<Arch, Block, 1>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t);
+  }
 }
 #endif
+
+template <class Arch>
+void matmul_q8_0x8(float *out, size_t out_stride, const BlockQ8_0x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void matmul_q4_0x8(float *out, size_t out_stride, const BlockQ4_0x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void matmul_q4_1x8(float *out, size_t out_stride, const BlockQ4_1x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
 
 }  // namespace mote::kernels::simd
