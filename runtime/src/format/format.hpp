@@ -22,7 +22,18 @@ enum ConfigFlags : uint32_t {
   kFlagTiedEmbeddings = 1u << 2,
 };
 
-enum class DType : uint32_t { f32 = 0, f16 = 1, bf16 = 2, q8_0 = 3, q4_0 = 4, q4_1 = 5 };
+// q8_0x8, q4_0x8 and q4_1x8 hold the plain quantized blocks of 8 rows interleaved (FORMAT.md).
+enum class DType : uint32_t {
+  f32 = 0,
+  f16 = 1,
+  bf16 = 2,
+  q8_0 = 3,
+  q4_0 = 4,
+  q4_1 = 5,
+  q8_0x8 = 6,
+  q4_0x8 = 7,
+  q4_1x8 = 8,
+};
 
 // What a tensor is; together with its layer this names it ("blk.3.attn_q").
 enum class Role : uint32_t {
@@ -134,11 +145,13 @@ struct BpeMerge {  // 16 bytes
 };
 static_assert(sizeof(BpeMerge) == 16, "BpeMerge is 16 bytes");
 
-// Bytes per element block and elements per block, per dtype.
+// Bytes per element block and elements per block, per dtype (per row: an x8 type's bytes per row
+// are its plain type's), and the rows stored together (a matrix's rows are a multiple of it).
 struct DTypeTraits {
   const char *name;
   uint32_t block_elements;
   uint32_t block_bytes;
+  uint32_t interleaved_rows;  // 1, or 8 for the x8 types
 };
 const DTypeTraits *dtype_traits(uint32_t dtype);  // null for unknown
 const char *role_name(uint32_t role);             // "attn_q", or null for unknown
