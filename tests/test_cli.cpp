@@ -17,6 +17,7 @@ TEST_CASE("cli: usage errors exit 2") {
   const Result help = run_cli("--help");
   CHECK(help.code == 0);
   CHECK(help.out.find("usage: mote") != std::string::npos);
+  CHECK(help.out.find("[--layout interleaved|gguf]") != std::string::npos);
 
   const std::string model = quote(tiny_model());
   expect_error("frobnicate", 2, "unknown command 'frobnicate'");

@@ -2,12 +2,13 @@
 // input, and the mapping of the `llama` architecture onto a .mote model.
 //
 // Decisions (the next engineer should know):
-// - By default every matrix is kept as stored: F32, F16, Q8_0, Q4_0 and Q4_1 tensors are copied
-//   byte for byte (the .mote block layouts are GGUF's), BF16 and K-quants (which .mote lacks)
-//   are dequantized to f16. options.dtype stores every matrix as that dtype instead (dequantized,
-//   then re-quantized for q8_0/q4_0/q4_1; a tensor already in that type is copied). Norm vectors
-//   are always f32. Supported GGUF types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K;
-//   other ggml types are validated as a container but rejected by the importer.
+// - By default every matrix is kept as stored: F32, F16, Q8_0, Q4_0 and Q4_1 tensors keep their
+//   bytes (the .mote block layouts are GGUF's; quantized ones interleaved, below), BF16 and
+//   K-quants (which .mote lacks) are dequantized to f16. options.dtype stores every matrix as
+//   that dtype instead (dequantized, then re-quantized for q8_0/q4_0/q4_1; a tensor already in
+//   that type is copied). Norm vectors are always f32. Supported GGUF types: F32, F16, BF16,
+//   Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K; other ggml types are validated as a container but
+//   rejected by the importer.
 // - Quantized matrices whose rows are a multiple of 8 are stored row-interleaved (q8_0x8, q4_0x8,
 //   q4_1x8: the same bytes reordered) unless options.layout is BlockLayout::gguf, which keeps
 //   GGUF's block order byte for byte.
