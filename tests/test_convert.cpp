@@ -1372,8 +1372,8 @@ TEST_CASE("cli: mote convert picks the importer by content") {
   CliResult r = run_cli("convert " + gguf + " -o '" + out + "'");
   CHECK(r.code == 0);
   CHECK(r.err.find("wrote") != std::string::npos);
-  // GGUF's default keeps each tensor as stored: tiny_llama.gguf's Q4_1 classifier stays q4_1.
-  CHECK(r.err.find("q4_1") != std::string::npos);
+  // GGUF's default keeps each tensor's blocks, 8 rows interleaved where the rows allow it.
+  CHECK(r.err.find("tensors: 10 f32, 9 f16, 1 q8_0, 1 q4_1, 3 q8_0x8, 3 q4_0x8, 3 q4_1x8)") != std::string::npos);
   CHECK(r.err.find("converting tensors") == std::string::npos);  // stderr is not a terminal
   CHECK(mote_test::file_exists(out));
   r = run_cli("convert '" + mote_test::golden_path("tiny_hf") + "' -o '" + out + "' --dtype f32");
@@ -1381,7 +1381,13 @@ TEST_CASE("cli: mote convert picks the importer by content") {
   CHECK(r.err.find("f32") != std::string::npos);
   r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q4_0");
   CHECK(r.code == 0);
-  CHECK(r.err.find("tensors: 7 f32, 23 q4_0)") != std::string::npos);  // norms stay f32
+  CHECK(r.err.find("tensors: 7 f32, 2 q4_0, 21 q4_0x8)") != std::string::npos);  // norms stay f32
+  r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q4_0 --layout gguf");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("tensors: 7 f32, 23 q4_0)") != std::string::npos);
+  r = run_cli("convert " + gguf + " -o '" + out + "' --layout ggml");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--layout must be interleaved or gguf") != std::string::npos);
   r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q5_0");
   CHECK(r.code == 2);
   CHECK(r.err.find("--dtype must be f32, f16, q8_0, q4_0 or q4_1") != std::string::npos);

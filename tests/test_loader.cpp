@@ -543,8 +543,8 @@ TEST_CASE("loader: tensor table") {
   expect_rejected("n_dims 3", with_entry(Role::attn_v, 0, [](TensorEntry &e) { e.n_dims = 3; }), "has shape");
   expect_rejected("vector as matrix", with_entry(Role::attn_norm, 0, [](TensorEntry &e) { e.n_dims = 2; }),
                   "tensor 'blk.0.attn_norm' has shape");
-  expect_rejected("unknown dtype", with_entry(Role::attn_q, 0, [](TensorEntry &e) { e.dtype = 6; }),
-                  "tensor 'blk.0.attn_q' has unknown dtype 6");
+  expect_rejected("unknown dtype", with_entry(Role::attn_q, 0, [](TensorEntry &e) { e.dtype = 9; }),
+                  "tensor 'blk.0.attn_q' has unknown dtype 9");
   expect_rejected("unknown dtype huge",
                   with_entry(Role::token_embedding, G, [](TensorEntry &e) { e.dtype = 0xFFFFFFFFu; }),
                   "unknown dtype 4294967295");
@@ -552,6 +552,15 @@ TEST_CASE("loader: tensor table") {
                   "rows of 48 elements do not fill q8_0 blocks of 32");
   expect_rejected("vector stored as f16", with_entry(Role::attn_norm, 1, [](TensorEntry &e) { e.dtype = 1; }),
                   "tensor 'blk.1.attn_norm' is a vector stored as f16");
+  static_assert(kVocab % 8 != 0, "the x8 row check below needs an embedding whose rows are not a multiple of 8");
+  expect_rejected(
+      "x8 rows not a multiple of 8", with_entry(Role::token_embedding, G, [](TensorEntry &e) { e.dtype = 6; }),
+      ("tensor 'token_embd' has " + std::to_string(kVocab) + " rows; q8_0x8 interleaves rows in groups of 8").c_str());
+  expect_rejected("x8 vector", with_entry(Role::attn_norm, 0, [](TensorEntry &e) { e.dtype = 7; }),
+                  "tensor 'blk.0.attn_norm' is a vector stored as q4_0x8; vectors must be f32");
+  expect_rejected("x8 rows in groups of 8, size checked per row",
+                  with_entry(Role::attn_k, 0, [](TensorEntry &e) { e.dtype = 8; }),
+                  "tensor 'blk.0.attn_k' says 2048 bytes, its shape and dtype need 320");
   expect_rejected("dtype disagrees with size", with_entry(Role::attn_k, 0, [](TensorEntry &e) { e.dtype = 1; }),
                   "tensor 'blk.0.attn_k' says 2048 bytes, its shape and dtype need 1024");
   expect_rejected("unknown role 0", with_entry(Role::attn_k, 0, [](TensorEntry &e) { e.role = 0; }),

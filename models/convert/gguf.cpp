@@ -921,7 +921,7 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
                ", which mote convert cannot import (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)";
       return false;
     }
-    if (!add_tensor(w, {file.bytes + t.offset, t.type}, options.dtype, &m, error)) return false;
+    if (!add_tensor(w, {file.bytes + t.offset, t.type}, options.dtype, options.layout, &m, error)) return false;
     if (options.progress) options.progress(k + 1, wanted.size());
   }
   return true;

@@ -2,12 +2,16 @@
 // input, and the mapping of the `llama` architecture onto a .mote model.
 //
 // Decisions (the next engineer should know):
-// - By default every matrix is kept as stored: F32, F16, Q8_0, Q4_0 and Q4_1 tensors are copied
-//   byte for byte (the .mote block layouts are GGUF's), BF16 and K-quants (which .mote lacks)
-//   are dequantized to f16. options.dtype stores every matrix as that dtype instead (dequantized,
-//   then re-quantized for q8_0/q4_0/q4_1; a tensor already in that type is copied). Norm vectors
-//   are always f32. Supported GGUF types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K;
-//   other ggml types are validated as a container but rejected by the importer.
+// - By default every matrix is kept as stored: F32, F16, Q8_0, Q4_0 and Q4_1 tensors keep their
+//   bytes (the .mote block layouts are GGUF's; quantized ones interleaved, below), BF16 and
+//   K-quants (which .mote lacks) are dequantized to f16. options.dtype stores every matrix as
+//   that dtype instead (dequantized, then re-quantized for q8_0/q4_0/q4_1; a tensor already in
+//   that type is copied). Norm vectors are always f32. Supported GGUF types: F32, F16, BF16,
+//   Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K; other ggml types are validated as a container but
+//   rejected by the importer.
+// - Quantized matrices whose rows are a multiple of 8 are stored row-interleaved (q8_0x8, q4_0x8,
+//   q4_1x8: the same bytes reordered) unless options.layout is BlockLayout::gguf, which keeps
+//   GGUF's block order byte for byte.
 // - A tensor name the llama mapping does not know (e.g. `rope_freqs.weight`, which changes the
 //   positions) is an error, not silently dropped: an ignored tensor could change the model.
 // - GGUF's llama Q/K weights are already permuted for interleaved RoPE: rope_layout = interleaved.
@@ -95,6 +99,8 @@ bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *erro
 struct GgufOptions {
   // For matrices: f32, f16, q8_0, q4_0 or q4_1; none keeps each as stored (see above).
   std::optional<format::DType> dtype;
+  // Quantized matrices: rows interleaved in x8 types (the default), or GGUF's own block order.
+  BlockLayout layout = BlockLayout::interleaved;
   // Called after each tensor is converted (done of total), e.g. for a progress line.
   std::function<void(size_t done, size_t total)> progress;
 };

@@ -8,6 +8,7 @@
 #include "core/fp16.hpp"
 #include "dequant.hpp"
 #include "quantize.hpp"
+#include "repack.hpp"
 
 namespace mote::convert {
 namespace {
@@ -145,32 +146,39 @@ std::string tensor_display_name(const TensorSlot &slot) {
 
 }  // namespace
 
-format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested) {
+format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested,
+                           BlockLayout layout) {
   if (slot.cols == 0) return format::DType::f32;  // the format keeps vectors in f32
-  if (requested) return *requested;
-  return same_layout_dtype(ggml_type).value_or(format::DType::f16);
+  const format::DType blocks = requested ? *requested : same_layout_dtype(ggml_type).value_or(format::DType::f16);
+  const std::optional<format::DType> interleaved = interleaved_dtype(blocks);
+  if (layout == BlockLayout::interleaved && interleaved &&
+      slot.rows % format::dtype_traits(static_cast<uint32_t>(*interleaved))->interleaved_rows == 0) {
+    return *interleaved;
+  }
+  return blocks;
 }
 
 bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optional<format::DType> requested,
-                ModelData *model, std::string *error) {
+                BlockLayout layout, ModelData *model, std::string *error) {
   const bool vector = slot.cols == 0;
   TensorData t;
   t.role = slot.role;
   t.layer = slot.layer;
-  t.dtype = output_dtype(slot, source.ggml_type, requested);
+  t.dtype = output_dtype(slot, source.ggml_type, requested, layout);
   t.n_dims = vector ? 1 : 2;
   t.rows = static_cast<uint32_t>(slot.rows);
   t.cols = vector ? 1 : static_cast<uint32_t>(slot.cols);
   const size_t n = static_cast<size_t>(slot.rows) * t.cols;
-  const format::DTypeTraits *traits = format::dtype_traits(static_cast<uint32_t>(t.dtype));
+  const format::DType blocks = plain_dtype(t.dtype);  // the blocks before any interleaving
+  const format::DTypeTraits *traits = format::dtype_traits(static_cast<uint32_t>(blocks));
   if (t.cols % traits->block_elements != 0) {
     *error = "tensor '" + tensor_display_name(slot) + "' cannot be stored as " + traits->name + ": its rows hold " +
              std::to_string(t.cols) + " values, not whole " + std::to_string(traits->block_elements) +
              "-value blocks (store it as f16 or f32)";
     return false;
   }
-  if (same_layout_dtype(source.ggml_type) == t.dtype) {
-    // Already in the output's layout: copied as stored, so a GGUF Q4_1 tensor stays bit-identical.
+  if (same_layout_dtype(source.ggml_type) == blocks) {
+    // Already in the output's blocks: copied as stored, so a GGUF Q4_1 tensor keeps its bytes.
     const size_t n_bytes = n / traits->block_elements * traits->block_bytes;
     t.bytes.assign(source.bytes, source.bytes + n_bytes);
   } else {
@@ -179,8 +187,9 @@ bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optiona
       *error = "tensor '" + tensor_display_name(slot) + "' has a source type mote cannot read";
       return false;
     }
-    t.bytes = is_quantized(t.dtype) ? quantize(values.data(), n, t.dtype) : encode_floats(values.data(), n, t.dtype);
+    t.bytes = is_quantized(blocks) ? quantize(values.data(), n, blocks) : encode_floats(values.data(), n, blocks);
   }
+  if (t.dtype != blocks) t.bytes = interleave_rows(t.bytes, blocks, t.rows, t.cols);
   model->tensors.push_back(std::move(t));
   return true;
 }

@@ -60,17 +60,28 @@ struct SourceTensor {
 // The dtypes matrices can be stored as: f32, f16, q8_0, q4_0, q4_1. False with a message otherwise.
 bool check_matrix_dtype(format::DType dtype, std::string *error);
 
+// How quantized matrices order their blocks.
+enum class BlockLayout {
+  // The default: q8_0 / q4_0 / q4_1 matrices whose rows are a multiple of 8 become q8_0x8 /
+  // q4_0x8 / q4_1x8 (8 rows interleaved, so the integer kernels keep one row per vector lane).
+  interleaved,
+  gguf,  // GGUF's plain row-major blocks: a GGUF tensor stays byte-identical
+};
+
 // The dtype the tensor for slot is written as. Vectors (norms) are always f32. A matrix takes the
 // requested dtype; with none requested it keeps the source's own type when .mote has it (F32,
-// F16, Q8_0, Q4_0, Q4_1: GGUF's "as stored"), else (BF16, K-quants) becomes f16.
-format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested);
+// F16, Q8_0, Q4_0, Q4_1: GGUF's "as stored"), else (BF16, K-quants) becomes f16. With the
+// interleaved layout a quantized matrix whose rows are a multiple of 8 takes the x8 twin.
+format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested,
+                           BlockLayout layout);
 
 // Appends the tensor for slot, read from source, to model as output_dtype(): copied byte for
-// byte when the source already holds it in that dtype (no requantization), else dequantized
-// and encoded (f32, f16) or quantized (q8_0, q4_0, q4_1). Quantized rows must hold whole
-// 32-element blocks: false, with a one-line message naming the tensor, when they do not.
+// byte when the source already holds its blocks (no requantization), else dequantized and
+// encoded (f32, f16) or quantized (q8_0, q4_0, q4_1); then, for an x8 dtype, rows interleaved.
+// Quantized rows must hold whole 32-element blocks: false, with a one-line message naming the
+// tensor, when they do not.
 bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optional<format::DType> requested,
-                ModelData *model, std::string *error);
+                BlockLayout layout, ModelData *model, std::string *error);
 
 // The config every Llama-family converter starts from (RMSNorm, RoPE, SwiGLU, no biases).
 format::ModelConfig llama_config();

@@ -651,7 +651,7 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
     }
     const GgmlType type = t.dtype == "F32" ? GgmlType::f32 : t.dtype == "F16" ? GgmlType::f16 : GgmlType::bf16;
     const SourceTensor source = {contents[at.file].data() + t.offset, static_cast<uint32_t>(type)};
-    if (!add_tensor(w, source, options.dtype, &m, error)) {
+    if (!add_tensor(w, source, options.dtype, options.layout, &m, error)) {
       *error = "'" + where + "': " + *error;
       return false;
     }

@@ -41,7 +41,7 @@ bool parse_dtype(const std::string &name, format::DType *out) {
   return false;
 }
 
-// "61 f32, 1 q8_0, 210 q4_1": how many tensors the file holds in each dtype.
+// "61 f32, 1 q8_0x8, 210 q4_1x8": how many tensors the file holds in each dtype.
 std::string dtype_counts(const convert::ModelData &model) {
   std::map<uint32_t, size_t> counts;
   for (const convert::TensorData &t : model.tensors) ++counts[static_cast<uint32_t>(t.dtype)];
@@ -65,13 +65,12 @@ std::function<void(size_t, size_t)> progress_printer() {
 }  // namespace
 
 int command_convert(int argc, char **argv) {
-  std::string output, tokenizer, dtype, rope;
+  std::string output, tokenizer, dtype, rope, layout;
   bool rope_given = false;
   const std::vector<Option> options = {
-      {"--output", "-o", Option::kString, &output},
-      {"--tokenizer", nullptr, Option::kString, &tokenizer},
-      {"--dtype", nullptr, Option::kString, &dtype},
-      {"--rope", nullptr, Option::kString, &rope, &rope_given},
+      {"--output", "-o", Option::kString, &output},    {"--tokenizer", nullptr, Option::kString, &tokenizer},
+      {"--dtype", nullptr, Option::kString, &dtype},   {"--rope", nullptr, Option::kString, &rope, &rope_given},
+      {"--layout", nullptr, Option::kString, &layout},
   };
   std::vector<std::string> positional;
   std::string error;
@@ -81,8 +80,9 @@ int command_convert(int argc, char **argv) {
   const std::string &input = positional[0];
   const InputKind kind = input_kind(input);
 
-  // With no --dtype, GGUF matrices stay as stored (Q8_0/Q4_0/Q4_1 copied byte for byte),
-  // Hugging Face ones become f16 (their weights are 16-bit) and llama2.c's floats stay f32.
+  // With no --dtype, GGUF matrices keep their stored blocks (Q8_0/Q4_0/Q4_1 copied, then
+  // interleaved unless --layout gguf), Hugging Face ones become f16 (their weights are 16-bit) and llama2.c's floats
+  // stay f32.
   std::optional<format::DType> stored;
   if (!dtype.empty()) {
     format::DType parsed;
@@ -90,6 +90,13 @@ int command_convert(int argc, char **argv) {
       return report("convert", "--dtype must be f32, f16, q8_0, q4_0 or q4_1", kExitUsage);
     }
     stored = parsed;
+  }
+  // Interleaved unless asked otherwise: quantized matrices of 8k rows become x8 types.
+  convert::BlockLayout block_layout = convert::BlockLayout::interleaved;
+  if (layout == "gguf") {
+    block_layout = convert::BlockLayout::gguf;
+  } else if (!layout.empty() && layout != "interleaved") {
+    return report("convert", "--layout must be interleaved or gguf", kExitUsage);
   }
   const format::DType non_gguf_default = kind == InputKind::llama2c ? format::DType::f32 : format::DType::f16;
   if (rope_given && kind != InputKind::llama2c) {
@@ -105,11 +112,13 @@ int command_convert(int argc, char **argv) {
     }
     convert::GgufOptions gguf_options;
     gguf_options.dtype = stored;
+    gguf_options.layout = block_layout;
     gguf_options.progress = progress_printer();
     ok = convert::load_gguf(input, gguf_options, &model, &error);
   } else if (kind == InputKind::hugging_face) {
     convert::SafetensorsOptions hf_options;
     hf_options.dtype = stored.value_or(non_gguf_default);
+    hf_options.layout = block_layout;
     hf_options.tokenizer_path = tokenizer;
     hf_options.progress = progress_printer();
     ok = convert::load_hf_llama(input, hf_options, &model, &error);
@@ -119,6 +128,7 @@ int command_convert(int argc, char **argv) {
     }
     convert::Llama2cOptions llama2c_options;
     llama2c_options.dtype = stored.value_or(non_gguf_default);
+    llama2c_options.layout = block_layout;
     if (rope == "split")
       llama2c_options.rope_layout = format::RopeLayout::split_half;
     else if (!rope.empty() && rope != "interleaved")

@@ -145,11 +145,13 @@ struct BpeMerge {  // 16 bytes
 };
 static_assert(sizeof(BpeMerge) == 16, "BpeMerge is 16 bytes");
 
-// Bytes per element block and elements per block, per dtype.
+// Bytes per element block and elements per block, per dtype (per row: an x8 type's bytes per row
+// are its plain type's), and the rows stored together (a matrix's rows are a multiple of it).
 struct DTypeTraits {
   const char *name;
   uint32_t block_elements;
   uint32_t block_bytes;
+  uint32_t interleaved_rows;  // 1, or 8 for the x8 types
 };
 const DTypeTraits *dtype_traits(uint32_t dtype);  // null for unknown
 const char *role_name(uint32_t role);             // "attn_q", or null for unknown

@@ -127,6 +127,10 @@ Status check_tensor(const ModelView &view, const TensorEntry &t, uint64_t data_o
     return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' is a vector stored as %s; vectors must be f32", name,
                 traits->name);
   }
+  if (rows % traits->interleaved_rows != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' has %u rows; %s interleaves rows in groups of %u", name,
+                static_cast<unsigned>(rows), traits->name, static_cast<unsigned>(traits->interleaved_rows));
+  }
   uint64_t elements = 0, bytes = 0;
   if (!checked_mul(rows, n_dims == 2 ? cols : 1, &elements) ||
       !checked_mul(elements / traits->block_elements, traits->block_bytes, &bytes) || bytes != t.size) {
