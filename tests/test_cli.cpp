@@ -202,8 +202,8 @@ TEST_CASE("cli: chat with SmolLM2-135M-Instruct (run --chat and mote chat)") {
   const std::string gguf = mote_test::smollm2_gguf();
   if (gguf.empty()) return;
   const std::string model = workspace().path("smollm2.mote");
-  // As stored (Q4_1 and Q8_0) in GGUF's block order, until the runtime runs the x8 types.
-  const Result converted = run_cli("convert " + quote(gguf) + " -o " + quote(model) + " --layout gguf");
+  // The default model: Q4_1 and Q8_0 as stored, interleaved.
+  const Result converted = run_cli("convert " + quote(gguf) + " -o " + quote(model));
   INFO("convert stderr: " << converted.err);
   REQUIRE(converted.code == 0);
 

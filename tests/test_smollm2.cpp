@@ -159,11 +159,12 @@ TEST_CASE("smollm2: f32 logits and greedy tokens match transformers") {
 
 TEST_CASE("smollm2: Q4_1 as stored (the default model) matches transformers within the 8-bit activation error") {
   // transformers runs the GGUF's own dequantized weights, so the difference is mote's 8-bit
-  // activation blocks (and float rounding): measured max |error| 0.53 / 0.70 / 0.79 on these prompts
-  // (the reference logits span 37-41 with a standard deviation near 3.5), bound 1.0.
+  // activation blocks (and float rounding): measured max |error| 0.98 / 0.80 / 0.79 on these prompts
+  // interleaved (the default), 0.70 / 0.79 / 0.53 in GGUF's block order (another summation order),
+  // against reference logits that span 37-41 with a standard deviation near 3.5; bound 1.5.
   const Converted *m = smollm2(std::nullopt);
   if (m == nullptr) return;
-  check_against_transformers(m->model, 1.0f, false);
+  check_against_transformers(m->model, 1.5f, false);
 }
 
 TEST_CASE("smollm2: quantized logits are bit-identical for 1 and 2 threads and any prefill batch") {

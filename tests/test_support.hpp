@@ -126,9 +126,9 @@ inline std::unique_ptr<ConvertedModel> convert_and_open(
 }
 
 // SmolLM2-135M-Instruct (see smollm2_gguf) converted in memory by mote's GGUF importer and
-// opened, once per dtype and process (no dtype: every tensor as stored, the default model, in
-// GGUF's block order until the runtime runs the x8 types); null (the caller skips) when it was
-// never fetched.
+// opened, once per dtype and process (no dtype: the default conversion, the GGUF's quantized
+// tensors as stored, interleaved 8 rows at a time); null (the caller skips) when it was never
+// fetched.
 inline const ConvertedModel *smollm2_model(std::optional<mote::format::DType> dtype) {
   static std::map<std::optional<mote::format::DType>, std::unique_ptr<ConvertedModel>> cache;
   auto found = cache.find(dtype);
@@ -137,7 +137,6 @@ inline const ConvertedModel *smollm2_model(std::optional<mote::format::DType> dt
   if (path.empty()) return nullptr;
   mote::convert::GgufOptions options;
   options.dtype = dtype;
-  options.layout = mote::convert::BlockLayout::gguf;  // until the runtime runs the x8 types
   mote::convert::ModelData data;
   std::string error;
   REQUIRE_MESSAGE(mote::convert::load_gguf(path, options, &data, &error), error);

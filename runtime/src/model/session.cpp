@@ -26,7 +26,7 @@ Status check_supported(const format::ModelView &view, ErrorSink err) {
     if (weight_type(t.dtype) == nullptr) {
       char name[48];
       format::tensor_name(t, name, sizeof name);
-      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s; this build runs f32, f16, q8_0, q4_0 and q4_1 weights",
+      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s, which this build does not run",
                   name, format::dtype_traits(t.dtype)->name);
     }
   }
