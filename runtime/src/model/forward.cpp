@@ -160,7 +160,7 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
 }  // namespace
 
 void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
-  s.crew.run(s.n_threads, [&] { forward_pass(s, tokens, n_tokens, want_logits); });
+  s.crew.run(s.n_threads, n_tokens, [&] { forward_pass(s, tokens, n_tokens, want_logits); });
 }
 
 }  // namespace mote

@@ -57,6 +57,31 @@ void Crew::help() {
   }
 }
 
+void Crew::run_decode(uint32_t n_threads, void (*pass)(void *), void *context) {
+  PassTimes &times = decode_times_;
+  const bool probe = ++times.passes >= times.probe_every || times.seconds[!times.parallel] == 0.0;
+  if (probe) times.passes = 0;
+  const bool parallel = probe ? !times.parallel : times.parallel;
+  const double start = omp_get_wtime();
+  if (parallel) {
+    run_parallel(n_threads, pass, context);
+  } else {
+    pass(context);
+  }
+  const double seconds = omp_get_wtime() - start;
+  double &recent = times.seconds[parallel];
+  recent = recent == 0.0 || probe ? seconds : 0.75 * recent + 0.25 * seconds;
+  // Switch only for a clear gain, so noise does not flip the choice back and forth.
+  const double other = times.seconds[!parallel];
+  if (!probe || other == 0.0) return;
+  if (seconds < 0.9 * other) {
+    times.parallel = parallel;
+    times.probe_every = kProbeEvery;
+  } else if (times.probe_every < kProbeEveryMax) {
+    times.probe_every *= 2;
+  }
+}
+
 void Crew::run_parallel(uint32_t n_threads, void (*pass)(void *), void *context) {
   finished_.store(false, std::memory_order_relaxed);
   helpers_ = n_threads - 1;

@@ -6,6 +6,15 @@
 // pass stalling at a barrier for it (hundreds of barriers a token made -t 2 collapse under
 // load). The leader waits only for chunks already claimed, so chunks are kept small.
 //
+// When another process takes a core, a helper can still be descheduled holding a chunk, and
+// the leader then waits a time slice for it. So the crew also times its decoding passes (one
+// token each, alike from one to the next): every kProbeEvery passes it runs one pass the other
+// way (on the leader alone, or with helpers; less often while probes keep losing), and keeps
+// whichever was faster. On an idle machine
+// that keeps the threads; under load, or for a model too small to share, it falls back to one
+// thread instead of decoding slower than one thread would. Prefill passes (many tokens, few
+// passes: too few to probe) always share their steps.
+//
 // Each chunk is computed by exactly one thread with the same code whoever runs it, so results
 // do not depend on the number of threads (DESIGN.md invariant 6). One OpenMP parallel region
 // spans the pass; between steps the helpers spin on the counter with a pause hint (no OS calls
@@ -25,6 +34,11 @@ namespace mote {
 // than handing it out costs), and roughly the work of one chunk.
 constexpr size_t kMinParallelWork = 32 * 1024;
 constexpr size_t kChunkWork = 24 * 1024;
+// One decoding pass in this many runs the other way (serial or parallel) to see which is
+// faster now; each probe that loses doubles the interval (a parallel probe on a busy machine
+// is a slow pass), up to kProbeEveryMax.
+constexpr uint32_t kProbeEvery = 32;
+constexpr uint32_t kProbeEveryMax = 512;
 
 class Crew {
  public:
@@ -33,7 +47,8 @@ class Crew {
   void parallel_for(size_t n, size_t work, Fn &&fn) {
 #if defined(MOTE_OPENMP)
     if (helpers_ > 0 && n > 1 && work >= kMinParallelWork) {
-      publish(n, [](void *context, size_t i) { (*static_cast<Fn *>(context))(i); }, &fn);
+      publish(
+          n, [](void *context, size_t i) { (*static_cast<Fn *>(context))(i); }, &fn);
       return;
     }
 #endif
@@ -54,22 +69,30 @@ class Crew {
     });
   }
 
-  // Runs pass() on the calling thread with n_threads - 1 helpers joining its steps.
+  // Runs pass() (a forward pass over n_tokens tokens) on the calling thread, with up to
+  // n_threads - 1 helpers joining its steps when that has proven faster.
   template <class Pass>
-  void run(uint32_t n_threads, Pass &&pass) {
+  void run(uint32_t n_threads, size_t n_tokens, Pass &&pass) {
 #if defined(MOTE_OPENMP)
     if (n_threads > 1) {
-      run_parallel(n_threads, [](void *context) { (*static_cast<Pass *>(context))(); }, &pass);
+      const auto call = [](void *context) { (*static_cast<Pass *>(context))(); };
+      if (n_tokens == 1) {
+        run_decode(n_threads, call, &pass);
+      } else {
+        run_parallel(n_threads, call, &pass);
+      }
       return;
     }
 #endif
     (void)n_threads;
+    (void)n_tokens;
     pass();
   }
 
  private:
 #if defined(MOTE_OPENMP)
   using ChunkFn = void (*)(void *context, size_t i);
+  void run_decode(uint32_t n_threads, void (*pass)(void *), void *context);
   void publish(size_t n, ChunkFn fn, void *context);
   void run_parallel(uint32_t n_threads, void (*pass)(void *), void *context);
   void help();
@@ -82,6 +105,15 @@ class Crew {
   std::atomic<bool> finished_{false};
   ChunkFn fn_ = nullptr;
   void *context_ = nullptr;
+
+  // Seconds of recent decoding passes run each way.
+  struct PassTimes {
+    double seconds[2] = {0.0, 0.0};  // [serial, parallel]; 0 = not measured yet
+    bool parallel = true;            // the way passes run now
+    uint32_t passes = 0;             // since the last probe
+    uint32_t probe_every = kProbeEvery;
+  };
+  PassTimes decode_times_;
 #endif
   uint32_t helpers_ = 0;  // threads other than the leader inside the current pass
 };
