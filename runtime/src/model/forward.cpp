@@ -160,7 +160,16 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
 }  // namespace
 
 void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
-  s.crew.run(s.n_threads, n_tokens, [&] { forward_pass(s, tokens, n_tokens, want_logits); });
+  // The largest step decides whether threads are worth starting at all (tiny models: never).
+  const format::ModelConfig &c = s.model.view.config;
+  const size_t q_dim = static_cast<size_t>(c.n_heads) * c.head_dim;
+  size_t largest = n_tokens * c.ffn_dim * c.dim;
+  if (n_tokens * q_dim * c.dim > largest) largest = n_tokens * q_dim * c.dim;
+  if (want_logits && static_cast<size_t>(c.vocab_size) * c.dim > largest)
+    largest = static_cast<size_t>(c.vocab_size) * c.dim;
+  const size_t attention = q_dim * n_tokens * (s.position + n_tokens);
+  if (attention > largest) largest = attention;
+  s.crew.run(s.n_threads, n_tokens, largest, [&] { forward_pass(s, tokens, n_tokens, want_logits); });
 }
 
 }  // namespace mote

@@ -70,15 +70,19 @@ void Crew::run_decode(uint32_t n_threads, void (*pass)(void *), void *context) {
   }
   const double seconds = omp_get_wtime() - start;
   double &recent = times.seconds[parallel];
-  recent = recent == 0.0 || probe ? seconds : 0.75 * recent + 0.25 * seconds;
-  // Switch only for a clear gain, so noise does not flip the choice back and forth.
-  const double other = times.seconds[!parallel];
-  if (!probe || other == 0.0) return;
-  if (seconds < 0.9 * other) {
-    times.parallel = parallel;
+  const bool first = recent == 0.0;
+  recent = first || probe ? seconds : 0.75 * recent + 0.25 * seconds;
+  // Choose at each probe, and as soon as both ways have a first time; switch only for a clear
+  // gain, so noise does not flip the choice back and forth.
+  const double serial_seconds = times.seconds[0], parallel_seconds = times.seconds[1];
+  if (!(probe || first) || serial_seconds == 0.0 || parallel_seconds == 0.0) return;
+  const bool was_parallel = times.parallel;
+  if (parallel_seconds < 0.9 * serial_seconds) times.parallel = true;
+  if (serial_seconds < 0.9 * parallel_seconds) times.parallel = false;
+  if (times.parallel != was_parallel) {
     times.probe_every = kProbeEvery;
-  } else if (times.probe_every < kProbeEveryMax) {
-    times.probe_every *= 2;
+  } else if (probe && times.probe_every < kProbeEveryMax) {
+    times.probe_every *= 2;  // the probe lost
   }
 }
 

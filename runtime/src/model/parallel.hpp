@@ -30,9 +30,10 @@
 
 namespace mote {
 
-// Multiply-accumulates below which a step runs on the leader alone (a few microseconds: less
-// than handing it out costs), and roughly the work of one chunk.
-constexpr size_t kMinParallelWork = 32 * 1024;
+// Multiply-accumulates below which a step runs on the leader alone (tens of microseconds: for
+// less, handing it out and moving its data between cores cost more than the second core gives),
+// and roughly the work of one chunk.
+constexpr size_t kMinParallelWork = 256 * 1024;
 constexpr size_t kChunkWork = 24 * 1024;
 // One decoding pass in this many runs the other way (serial or parallel) to see which is
 // faster now; each probe that loses doubles the interval (a parallel probe on a busy machine
@@ -69,12 +70,13 @@ class Crew {
     });
   }
 
-  // Runs pass() (a forward pass over n_tokens tokens) on the calling thread, with up to
-  // n_threads - 1 helpers joining its steps when that has proven faster.
+  // Runs pass() (a forward pass over n_tokens tokens whose largest step is largest_step
+  // multiply-adds) on the calling thread, with up to n_threads - 1 helpers joining its steps when
+  // some step is worth sharing and sharing has proven faster.
   template <class Pass>
-  void run(uint32_t n_threads, size_t n_tokens, Pass &&pass) {
+  void run(uint32_t n_threads, size_t n_tokens, size_t largest_step, Pass &&pass) {
 #if defined(MOTE_OPENMP)
-    if (n_threads > 1) {
+    if (n_threads > 1 && largest_step >= kMinParallelWork) {
       const auto call = [](void *context) { (*static_cast<Pass *>(context))(); };
       if (n_tokens == 1) {
         run_decode(n_threads, call, &pass);
@@ -86,6 +88,7 @@ class Crew {
 #endif
     (void)n_threads;
     (void)n_tokens;
+    (void)largest_step;
     pass();
   }
 
