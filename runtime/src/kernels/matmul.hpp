@@ -2,10 +2,10 @@
 // by each weight matrix, so a tile of rows x tokens shares every weight load (and f16
 // conversion) across its tokens and every x load across its rows.
 //
-// Each (row, token) result follows matvec.hpp's fixed order exactly: even and odd accumulators
-// take alternate SIMD blocks, a last odd block goes to even, even + odd is reduced, then the
-// tail columns are added in order (finish_row). So it is bit-identical to matvec's result for
-// that row and token, whatever the tile, the row split or the number of tokens.
+// Each (row, token) result follows matvec.hpp's fixed order exactly: one accumulator takes the
+// SIMD blocks in order, it is reduced, then the tail columns are added in order (finish_row).
+// So it is bit-identical to matvec's result for that row and token, whatever the tile, the row
+// split or the number of tokens.
 #pragma once
 
 #include "kernels/matvec.hpp"
@@ -24,20 +24,20 @@ constexpr size_t vector_registers() {
 #endif
 }
 
-// Registers a tile of r rows x k tokens needs: 2 * r * k accumulators, plus r weight batches
-// and one spare on x86 (the x load folds into the FMA), plus both blocks' r + k operands on ARM
-// (no memory operands, and GCC schedules the even and odd loads together).
+// Registers a tile of r rows x k tokens needs: r * k accumulators, plus r weight batches and
+// one spare on x86 (the x load folds into the FMA), plus the r + k operands on ARM (no memory
+// operands).
 template <class Arch>
 constexpr size_t tile_registers(size_t r, size_t k) {
 #if defined(__x86_64__) || defined(__i386__)
-  return 2 * r * k + r + 1;
+  return r * k + r + 1;
 #else
-  return 2 * r * k + 2 * (r + k);
+  return r * k + r + k;
 #endif
 }
 
 // Rows per tile of k tokens: as many as fit, up to 4 (matvec's dot_4_rows when k is 1).
-// AVX2: 4 x 1, 3 x 2, 2 x 3; AVX-512: 4 x 1..3, 3 x 4; AArch64: 4 x 1..2, 3 x 3, 2 x 4.
+// AVX2: 4 x 1..2, 3 x 3..4; AVX-512: 4 x 1..6; AArch64: 4 x 1..5; 32-bit ARM: 4 x 1..2, 3 x 3.
 template <class Arch>
 constexpr size_t tile_rows(size_t k_tokens) {
   size_t r = 4;
@@ -45,14 +45,14 @@ constexpr size_t tile_rows(size_t k_tokens) {
   return r;
 }
 
-// Tokens per full tile (on AVX-512, 2 x 6 measured no faster than 3 x 4: both run near the
-// FMA peak once x stays in L1). 32-bit ARM's 16 registers take 2 x 2.
+// Tokens per full tile: each weight batch loaded (and converted, for f16) serves this many.
+// AVX2 3 x 4 fills its 16 registers; 32-register ISAs take 4 x 6; 32-bit ARM 3 x 3.
 template <class Arch>
 constexpr size_t tile_tokens() {
 #if defined(__x86_64__) || defined(__i386__)
-  return vector_registers<Arch>() >= 32 ? 4 : 3;
+  return vector_registers<Arch>() >= 32 ? 6 : 4;
 #else
-  return vector_registers<Arch>() >= 32 ? 4 : 2;
+  return vector_registers<Arch>() >= 32 ? 5 : 3;
 #endif
 }
 
@@ -65,16 +65,15 @@ template <class Arch, size_t R, size_t T, class Weight>
 inline void dot_tile(float *out, size_t out_stride, const Weight *w, size_t row_stride, const float *x, size_t cols) {
   using Batch = Floats<Arch>;
   constexpr size_t width = Batch::size;
-  const size_t paired_end = cols - cols % (2 * width);
   const size_t simd_end = cols - cols % width;
-  Batch even[R][T], odd[R][T], weights[R];
+  Batch acc[R][T], weights[R];
 #pragma GCC unroll 16
   for (size_t r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-    for (size_t t = 0; t < T; ++t) even[r][t] = odd[r][t] = Batch(0.0f);
+    for (size_t t = 0; t < T; ++t) acc[r][t] = Batch(0.0f);
   }
   // acc[r][t] += weights[r] * x[t][c .. c + width), each weight block loaded once for T tokens.
-  const auto accumulate = [&](Batch(&acc)[R][T], size_t c) {
+  for (size_t c = 0; c < simd_end; c += width) {
 #pragma GCC unroll 16
     for (size_t r = 0; r < R; ++r) weights[r] = load_floats<Arch>(w + r * row_stride + c);
 #pragma GCC unroll 16
@@ -83,18 +82,12 @@ inline void dot_tile(float *out, size_t out_stride, const Weight *w, size_t row_
 #pragma GCC unroll 16
       for (size_t r = 0; r < R; ++r) acc[r][t] = xsimd::fma(weights[r], xt, acc[r][t]);
     }
-  };
-  for (size_t c = 0; c < paired_end; c += 2 * width) {
-    accumulate(even, c);
-    accumulate(odd, c + width);
   }
-  if (simd_end > paired_end) accumulate(even, paired_end);
 #pragma GCC unroll 16
   for (size_t r = 0; r < R; ++r) {
 #pragma GCC unroll 16
     for (size_t t = 0; t < T; ++t) {
-      out[t * out_stride + r] =
-          finish_row<Arch>(even[r][t] + odd[r][t], w + r * row_stride, x + t * cols, simd_end, cols);
+      out[t * out_stride + r] = finish_row<Arch>(acc[r][t], w + r * row_stride, x + t * cols, simd_end, cols);
     }
   }
 }
