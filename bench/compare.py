@@ -3,8 +3,9 @@
 
 Both runtimes read the same weights in the same storage type: the fetched Q4_1 GGUF is turned
 into F32, F16, Q8_0, Q4_0 and Q4_1 GGUFs with llama.cpp's llama-quantize, and each GGUF is
-converted for mote as stored (`mote convert X.gguf`: every tensor byte-identical to the GGUF's,
-so both runtimes read the very same blocks, Q8_0 embeddings included). `mote bench` and `llama-bench` then run
+converted for mote as stored (`mote convert X.gguf`: the GGUF's own blocks, quantized ones
+interleaved 8 rows at a time, so both runtimes read the very same numbers, Q8_0 embeddings
+included). `mote bench` and `llama-bench` then run
 interleaved (mote, llama.cpp, mote, llama.cpp, ...) at each thread count and prompt length, so
 slow drifts of a shared machine hit both alike. Before every run the machine's load is sampled
 and recorded next to the figure.
@@ -177,7 +178,7 @@ def inspect_model(tools, model, context=None):
     argv = [str(tools.mote), "inspect", str(model)] + (["--ctx", str(context)] if context else [])
     text = run_command(argv)
     tensors = {}
-    for m in re.finditer(r"^(\S+)\s+(f32|f16|bf16|q8_0|q4_0|q4_1)\s+\(([\d, ]+)\)\s+(\d+)$", text, re.M):
+    for m in re.finditer(r"^(\S+)\s+(f32|f16|bf16|q8_0|q4_0|q4_1|q8_0x8|q4_0x8|q4_1x8)\s+\(([\d, ]+)\)\s+(\d+)$", text, re.M):
         tensors[m.group(1)] = {"dtype": m.group(2), "shape": [int(x) for x in m.group(3).split(",")],
                                "bytes": int(m.group(4))}
     arena = re.search(r"^arena bytes\s+(\d+) \(context (\d+), f32 KV", text, re.M)
