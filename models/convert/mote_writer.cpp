@@ -149,7 +149,14 @@ std::string tensor_display_name(const TensorSlot &slot) {
 format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested,
                            BlockLayout layout) {
   if (slot.cols == 0) return format::DType::f32;  // the format keeps vectors in f32
-  const format::DType blocks = requested ? *requested : same_layout_dtype(ggml_type).value_or(format::DType::f16);
+  format::DType blocks = requested ? *requested : same_layout_dtype(ggml_type).value_or(format::DType::f16);
+  // As llama-quantize does: 4-bit requests keep the token embedding and the classifier in 8 bits.
+  // The classifier's errors reach every logit: SmolLM2 re-quantized from its Q4_1 GGUF scored
+  // +25% perplexity over f16 on a GPL-3 slice with a q4_0 classifier, +18% with a q8_0 one.
+  const bool embedding_or_classifier = slot.role == format::Role::token_embedding || slot.role == format::Role::output;
+  if (requested && (blocks == format::DType::q4_0 || blocks == format::DType::q4_1) && embedding_or_classifier) {
+    blocks = format::DType::q8_0;
+  }
   const std::optional<format::DType> interleaved = interleaved_dtype(blocks);
   if (layout == BlockLayout::interleaved && interleaved &&
       slot.rows % format::dtype_traits(static_cast<uint32_t>(*interleaved))->interleaved_rows == 0) {
