@@ -80,7 +80,9 @@ void Crew::run_decode(uint32_t n_threads, void (*pass)(void *), void *context) {
   if (parallel_seconds < 0.9 * serial_seconds) times.parallel = true;
   if (serial_seconds < 0.9 * parallel_seconds) times.parallel = false;
   if (times.parallel != was_parallel) {
-    times.probe_every = kProbeEvery;
+    // Helpers lost to one thread, most likely to another process: a parallel probe then costs
+    // a slow pass, so the next one waits longer.
+    times.probe_every = times.parallel ? kProbeEvery : 4 * kProbeEvery;
   } else if (probe && times.probe_every < kProbeEveryMax) {
     times.probe_every *= 2;  // the probe lost
   }
