@@ -120,8 +120,10 @@ template <class Arch, class Weight>
 inline void matmul(float *out, size_t out_stride, const Weight *w, const float *x, size_t rows, size_t cols,
                    size_t n_tokens) {
   constexpr size_t T = tile_tokens<Arch>();
+  // Blocks of whole tiles: a leftover row per block would run as a 1-row tile, 3-4x slower.
+  constexpr size_t R = tile_rows<Arch>(T);
   const size_t row_bytes = cols * sizeof(Weight);
-  const size_t block_rows = row_bytes < kRowBlockBytes / 4 ? kRowBlockBytes / row_bytes / 4 * 4 : 4;  // 4 rows or more
+  const size_t block_rows = row_bytes < kRowBlockBytes / R ? kRowBlockBytes / row_bytes / R * R : R;
   for (size_t r0 = 0; r0 < rows; r0 += block_rows) {
     const size_t n_rows = rows - r0 < block_rows ? rows - r0 : block_rows;
     float *block_out = out + r0;

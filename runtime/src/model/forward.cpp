@@ -21,14 +21,14 @@ MatmulInput prepare_input(const Session &s, const float *x, size_t cols, size_t 
 }
 
 // out[t] = W x[t] for the batch's n_tokens vectors (token-major), rows shared out in chunks of
-// whole 4-row tiles (8-row groups for the interleaved types). The kernels give each (token, row) the same bits whatever
-// the batch or chunk.
+// whole kernel tiles (8-row groups for the interleaved types). The kernels give each (token, row) the same bits
+// whatever the batch or chunk.
 void matmul(Session &s, float *out, const Matrix &w, const MatmulInput &x, size_t n_tokens) {
-  const size_t align = w.type->row_group > 4 ? w.type->row_group : 4;
-  s.crew.parallel_ranges(w.rows, static_cast<size_t>(w.cols) * n_tokens, align, [&](size_t begin, size_t end) {
-    const void *rows = static_cast<const uint8_t *>(w.data) + begin * w.row_bytes;
-    w.type->matmul(*s.kernels, out + begin, w.rows, rows, x, end - begin, w.cols, n_tokens);
-  });
+  s.crew.parallel_ranges(w.rows, static_cast<size_t>(w.cols) * n_tokens, w.type->chunk_rows,
+                         [&](size_t begin, size_t end) {
+                           const void *rows = static_cast<const uint8_t *>(w.data) + begin * w.row_bytes;
+                           w.type->matmul(*s.kernels, out + begin, w.rows, rows, x, end - begin, w.cols, n_tokens);
+                         });
 }
 
 void embed(float *out, const Matrix &embedding, int32_t token) {

@@ -114,11 +114,11 @@ void dequantize_q4_1x8(float *out, const void *matrix, size_t row, size_t cols) 
 }
 
 constexpr WeightType kWeightTypes[] = {
-    {DType::f32, ActivationFormat::f32, 1, matmul_f32, dequantize_f32},
-    {DType::f16, ActivationFormat::f32, 1, matmul_f16, dequantize_f16},
-    {DType::q8_0, ActivationFormat::q8, 1, matmul_q8_0, dequantize_q8_0},
-    {DType::q4_0, ActivationFormat::q8, 1, matmul_q4_0, dequantize_q4_0},
-    {DType::q4_1, ActivationFormat::q8, 1, matmul_q4_1, dequantize_q4_1},
+    {DType::f32, ActivationFormat::f32, 12, matmul_f32, dequantize_f32},
+    {DType::f16, ActivationFormat::f32, 12, matmul_f16, dequantize_f16},
+    {DType::q8_0, ActivationFormat::q8, 4, matmul_q8_0, dequantize_q8_0},
+    {DType::q4_0, ActivationFormat::q8, 4, matmul_q4_0, dequantize_q4_0},
+    {DType::q4_1, ActivationFormat::q8, 4, matmul_q4_1, dequantize_q4_1},
     {DType::q8_0x8, ActivationFormat::q8, 8, matmul_q8_0x8, dequantize_q8_0x8},
     {DType::q4_0x8, ActivationFormat::q8, 8, matmul_q4_0x8, dequantize_q4_0x8},
     {DType::q4_1x8, ActivationFormat::q8, 8, matmul_q4_1x8, dequantize_q4_1x8},

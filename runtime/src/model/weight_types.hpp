@@ -24,7 +24,10 @@ struct MatmulInput {
 struct WeightType {
   format::DType dtype;
   ActivationFormat activation;
-  uint32_t row_group;  // rows stored together (8 for the interleaved x8 types): row splits align to it
+  // Threads split a matrix at multiples of this many rows: whole 8-row groups for the x8 types,
+  // whole kernel tiles otherwise (float tiles are 3 or 4 rows, quantized ones 2 or 4), so no
+  // chunk leaves a row to a slow 1-row tile.
+  uint32_t chunk_rows;
   // out[t * out_stride + r] = row r of w . token t of x, for r < rows; w points at a row start.
   void (*matmul)(const kernels::KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x,
                  size_t rows, size_t cols, size_t n_tokens);
