@@ -113,7 +113,7 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
 
     // Each query head attends over positions [0, pos + t] of its key/value head; one thread
     // takes a head through every token of the batch, reusing that head's score row.
-    const size_t attention_work = c.n_heads * n_tokens * (pos + n_tokens) * head_dim;
+    const size_t attention_work = 2 * c.n_heads * n_tokens * (pos + n_tokens) * head_dim;  // q.k, then p.v
     s.crew.parallel_for(c.n_heads, attention_work, [&](size_t h) {
       const size_t kv_offset = layer_base + (h / heads_per_kv) * head_dim;
       float *scores = st.att + h * s.context_length;
@@ -167,7 +167,7 @@ void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logit
   if (n_tokens * q_dim * c.dim > largest) largest = n_tokens * q_dim * c.dim;
   if (want_logits && static_cast<size_t>(c.vocab_size) * c.dim > largest)
     largest = static_cast<size_t>(c.vocab_size) * c.dim;
-  const size_t attention = q_dim * n_tokens * (s.position + n_tokens);
+  const size_t attention = 2 * q_dim * n_tokens * (s.position + n_tokens);
   if (attention > largest) largest = attention;
   s.crew.run(s.n_threads, n_tokens, largest, [&] { forward_pass(s, tokens, n_tokens, want_logits); });
 }

@@ -30,10 +30,11 @@
 
 namespace mote {
 
-// Multiply-accumulates below which a step runs on the leader alone (tens of microseconds: for
-// less, handing it out and moving its data between cores cost more than the second core gives),
-// and roughly the work of one chunk.
-constexpr size_t kMinParallelWork = 256 * 1024;
+// Multiply-accumulates below which a step runs on the leader alone (for less, handing it out and
+// moving its data between cores cost more than the second core gives), the largest step below
+// which a pass starts no threads at all (tiny models), and roughly the work of one chunk.
+constexpr size_t kMinParallelWork = 64 * 1024;
+constexpr size_t kMinPassWork = 256 * 1024;
 constexpr size_t kChunkWork = 24 * 1024;
 // One decoding pass in this many runs the other way (serial or parallel) to see which is
 // faster now; each probe that loses doubles the interval (a parallel probe on a busy machine
@@ -76,7 +77,7 @@ class Crew {
   template <class Pass>
   void run(uint32_t n_threads, size_t n_tokens, size_t largest_step, Pass &&pass) {
 #if defined(MOTE_OPENMP)
-    if (n_threads > 1 && largest_step >= kMinParallelWork) {
+    if (n_threads > 1 && largest_step >= kMinPassWork) {
       const auto call = [](void *context) { (*static_cast<Pass *>(context))(); };
       if (n_tokens == 1) {
         run_decode(n_threads, call, &pass);
