@@ -666,11 +666,15 @@ std::vector<float> random_activations(size_t n, std::mt19937 &rng) {
 template <class Block>
 using QuantMatmul = void (*)(float *, size_t, const Block *, const Q8Activations &, size_t, size_t, size_t);
 
+// The table's product kernel for a block type, plain or interleaved.
 template <class Block>
 QuantMatmul<Block> quant_matmul(const KernelTable &t) {
   if constexpr (std::is_same_v<Block, BlockQ8_0>) return t.matmul_q8_0;
   if constexpr (std::is_same_v<Block, BlockQ4_0>) return t.matmul_q4_0;
   if constexpr (std::is_same_v<Block, BlockQ4_1>) return t.matmul_q4_1;
+  if constexpr (std::is_same_v<Block, mote::kernels::BlockQ8_0x8>) return t.matmul_q8_0x8;
+  if constexpr (std::is_same_v<Block, mote::kernels::BlockQ4_0x8>) return t.matmul_q4_0x8;
+  if constexpr (std::is_same_v<Block, mote::kernels::BlockQ4_1x8>) return t.matmul_q4_1x8;
 }
 
 template <class Block>
@@ -735,7 +739,7 @@ void check_simd_quant_matmul() {
           const std::string what = label(*t, quant_name<Block>(), rows, cols) + " tokens " + std::to_string(n_tokens);
           std::vector<float> expected(rows * n_tokens), actual(rows * n_tokens, -1.0f);
           quant_matmul<Block>(ref)(expected.data(), rows, w.data(), xq.view(), rows, cols, n_tokens);
-          quant_matmul<Block>(*t)(actual.data(), rows, w.data(), xq.view(), rows, cols, n_tokens);
+          quant_matmul<Block> (*t)(actual.data(), rows, w.data(), xq.view(), rows, cols, n_tokens);
           CHECK_MESSAGE(same_bits(actual, expected), what);
           // One token at a time and the rows in two calls give the same bits.
           std::vector<float> pieces(rows * n_tokens, -1.0f);
@@ -748,8 +752,8 @@ void check_simd_quant_matmul() {
             one.lane_sum_scaled += tok * cols / 4;
             one.block_sum += tok * n_blocks;
             float *row_out = pieces.data() + tok * rows;
-            quant_matmul<Block>(*t)(row_out, rows, w.data(), one, split, cols, 1);
-            quant_matmul<Block>(*t)(row_out + split, rows, w.data() + split * n_blocks, one, rows - split, cols, 1);
+            quant_matmul<Block> (*t)(row_out, rows, w.data(), one, split, cols, 1);
+            quant_matmul<Block> (*t)(row_out + split, rows, w.data() + split * n_blocks, one, rows - split, cols, 1);
           }
           CHECK_MESSAGE(same_bits(pieces, expected), what << " split");
         }
@@ -764,7 +768,7 @@ TEST_CASE("scalar quantize_q8 follows its definition") {
   const KernelTable &ref = mote::kernels::scalar_kernels();
   float x[64];
   for (size_t i = 0; i < 32; ++i) x[i] = static_cast<float>(i) - 10.5f;  // amax 21.5 at i = 31
-  x[5] = -25.4f;                                                          // the largest magnitude
+  x[5] = -25.4f;                                                         // the largest magnitude
   for (size_t i = 32; i < 64; ++i) x[i] = 0.0f;
   Activations xq(32, 2);
   ref.quantize_q8(xq.view(), x, 32, 2);
@@ -846,16 +850,6 @@ std::vector<Interleaved> interleave(const std::vector<Plain> &plain, size_t rows
   return out;
 }
 
-template <class Interleaved>
-using InterleavedMatmul = void (*)(float *, size_t, const Interleaved *, const Q8Activations &, size_t, size_t, size_t);
-
-template <class Interleaved>
-InterleavedMatmul<Interleaved> interleaved_matmul(const KernelTable &t) {
-  if constexpr (std::is_same_v<Interleaved, BlockQ8_0x8>) return t.matmul_q8_0x8;
-  if constexpr (std::is_same_v<Interleaved, BlockQ4_0x8>) return t.matmul_q4_0x8;
-  if constexpr (std::is_same_v<Interleaved, BlockQ4_1x8>) return t.matmul_q4_1x8;
-}
-
 // The scalar twin against the exact dot product of the same weights in plain blocks; every
 // SIMD table against the scalar twin bit for bit, whole, per token and with the rows split at
 // a group boundary.
@@ -876,7 +870,7 @@ void check_interleaved_matmul(const char *name) {
         const std::string what = std::string(name) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
                                  " tokens " + std::to_string(n_tokens);
         std::vector<float> expected(rows * n_tokens);
-        interleaved_matmul<Interleaved>(ref)(expected.data(), rows, w.data(), xq.view(), rows, cols, n_tokens);
+        quant_matmul<Interleaved>(ref)(expected.data(), rows, w.data(), xq.view(), rows, cols, n_tokens);
         for (size_t t = 0; t < n_tokens; ++t) {
           for (size_t r = 0; r < rows; ++r) {
             double exact = 0.0, magnitude = 0.0;
@@ -891,7 +885,7 @@ void check_interleaved_matmul(const char *name) {
         }
         for (const KernelTable *table : tables) {
           std::vector<float> actual(rows * n_tokens, -1.0f), pieces(rows * n_tokens, -1.0f);
-          interleaved_matmul<Interleaved>(*table)(actual.data(), rows, w.data(), xq.view(), rows, cols, n_tokens);
+          quant_matmul<Interleaved> (*table)(actual.data(), rows, w.data(), xq.view(), rows, cols, n_tokens);
           CHECK_MESSAGE(same_bits(actual, expected), table->isa_name << " " << what);
           const size_t split = rows / 16 * 8;  // a group boundary (0 for one group)
           for (size_t tok = 0; tok < n_tokens; ++tok) {
@@ -900,9 +894,9 @@ void check_interleaved_matmul(const char *name) {
             one.scale += tok * n_blocks;
             one.block_sum += tok * n_blocks;
             float *row_out = pieces.data() + tok * rows;
-            interleaved_matmul<Interleaved>(*table)(row_out, rows, w.data(), one, split, cols, 1);
-            interleaved_matmul<Interleaved>(*table)(row_out + split, rows, w.data() + split / 8 * n_blocks, one,
-                                                    rows - split, cols, 1);
+            quant_matmul<Interleaved> (*table)(row_out, rows, w.data(), one, split, cols, 1);
+            quant_matmul<Interleaved> (*table)(row_out + split, rows, w.data() + split / 8 * n_blocks, one,
+                                               rows - split, cols, 1);
           }
           CHECK_MESSAGE(same_bits(pieces, expected), table->isa_name << " " << what << " split");
         }

@@ -38,34 +38,11 @@ void matmul_f16(const KernelTable &k, float *out, size_t out_stride, const void 
   }
 }
 
-void matmul_q8_0(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
-                 size_t cols, size_t n_tokens) {
-  k.matmul_q8_0(out, out_stride, static_cast<const BlockQ8_0 *>(w), x.q8, rows, cols, n_tokens);
-}
-
-void matmul_q4_0(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
-                 size_t cols, size_t n_tokens) {
-  k.matmul_q4_0(out, out_stride, static_cast<const BlockQ4_0 *>(w), x.q8, rows, cols, n_tokens);
-}
-
-void matmul_q4_1(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
-                 size_t cols, size_t n_tokens) {
-  k.matmul_q4_1(out, out_stride, static_cast<const BlockQ4_1 *>(w), x.q8, rows, cols, n_tokens);
-}
-
-void matmul_q8_0x8(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x,
-                   size_t rows, size_t cols, size_t n_tokens) {
-  k.matmul_q8_0x8(out, out_stride, static_cast<const BlockQ8_0x8 *>(w), x.q8, rows, cols, n_tokens);
-}
-
-void matmul_q4_0x8(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x,
-                   size_t rows, size_t cols, size_t n_tokens) {
-  k.matmul_q4_0x8(out, out_stride, static_cast<const BlockQ4_0x8 *>(w), x.q8, rows, cols, n_tokens);
-}
-
-void matmul_q4_1x8(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x,
-                   size_t rows, size_t cols, size_t n_tokens) {
-  k.matmul_q4_1x8(out, out_stride, static_cast<const BlockQ4_1x8 *>(w), x.q8, rows, cols, n_tokens);
+// Quantized weights take 8-bit activation blocks; one kernel serves one token or many.
+template <class Block, auto kKernel>
+void matmul_quantized(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x,
+                      size_t rows, size_t cols, size_t n_tokens) {
+  (k.*kKernel)(out, out_stride, static_cast<const Block *>(w), x.q8, rows, cols, n_tokens);
 }
 
 // Row `row` of a plain matrix: rows follow each other, row_bytes apart.
@@ -116,12 +93,15 @@ void dequantize_q4_1x8(float *out, const void *matrix, size_t row, size_t cols) 
 constexpr WeightType kWeightTypes[] = {
     {DType::f32, ActivationFormat::f32, 12, matmul_f32, dequantize_f32},
     {DType::f16, ActivationFormat::f32, 12, matmul_f16, dequantize_f16},
-    {DType::q8_0, ActivationFormat::q8, 4, matmul_q8_0, dequantize_q8_0},
-    {DType::q4_0, ActivationFormat::q8, 4, matmul_q4_0, dequantize_q4_0},
-    {DType::q4_1, ActivationFormat::q8, 4, matmul_q4_1, dequantize_q4_1},
-    {DType::q8_0x8, ActivationFormat::q8, 8, matmul_q8_0x8, dequantize_q8_0x8},
-    {DType::q4_0x8, ActivationFormat::q8, 8, matmul_q4_0x8, dequantize_q4_0x8},
-    {DType::q4_1x8, ActivationFormat::q8, 8, matmul_q4_1x8, dequantize_q4_1x8},
+    {DType::q8_0, ActivationFormat::q8, 4, matmul_quantized<BlockQ8_0, &KernelTable::matmul_q8_0>, dequantize_q8_0},
+    {DType::q4_0, ActivationFormat::q8, 4, matmul_quantized<BlockQ4_0, &KernelTable::matmul_q4_0>, dequantize_q4_0},
+    {DType::q4_1, ActivationFormat::q8, 4, matmul_quantized<BlockQ4_1, &KernelTable::matmul_q4_1>, dequantize_q4_1},
+    {DType::q8_0x8, ActivationFormat::q8, 8, matmul_quantized<BlockQ8_0x8, &KernelTable::matmul_q8_0x8>,
+     dequantize_q8_0x8},
+    {DType::q4_0x8, ActivationFormat::q8, 8, matmul_quantized<BlockQ4_0x8, &KernelTable::matmul_q4_0x8>,
+     dequantize_q4_0x8},
+    {DType::q4_1x8, ActivationFormat::q8, 8, matmul_quantized<BlockQ4_1x8, &KernelTable::matmul_q4_1x8>,
+     dequantize_q4_1x8},
 };
 
 }  // namespace
