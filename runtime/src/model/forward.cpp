@@ -20,15 +20,40 @@ MatmulInput prepare_input(const Session &s, const float *x, size_t cols, size_t 
   return input;
 }
 
-// out[t] = W x[t] for the batch's n_tokens vectors (token-major), rows shared out in chunks of
-// whole kernel tiles (8-row groups for the interleaved types). The kernels give each (token, row) the same bits
+// One matrix product of a step: the weights and where the outputs go.
+struct Product {
+  float *out;
+  const Matrix &w;
+};
+
+// out[t] = W x[t] for the batch's n_tokens vectors (token-major), for every product of one
+// input (q, k and v; gate and up) as one shared step: chunks of whole kernel tiles (8-row
+// groups for the interleaved types) from every matrix, claimed from one counter, so the threads
+// meet once per input, not once per matrix. The kernels give each (token, row) the same bits
 // whatever the batch or chunk.
+template <size_t N>
+void matmuls(Session &s, const Product (&products)[N], const MatmulInput &x, size_t n_tokens) {
+  size_t per_chunk[N], first_chunk[N + 1] = {0}, work = 0;
+  for (size_t i = 0; i < N; ++i) {
+    const Matrix &w = products[i].w;
+    per_chunk[i] = Crew::items_per_chunk(w.rows, static_cast<size_t>(w.cols) * n_tokens, w.type->chunk_rows);
+    first_chunk[i + 1] = first_chunk[i] + (w.rows + per_chunk[i] - 1) / per_chunk[i];
+    work += static_cast<size_t>(w.rows) * w.cols * n_tokens;
+  }
+  s.crew.parallel_for(first_chunk[N], work, [&](size_t chunk) {
+    size_t i = 0;
+    while (chunk >= first_chunk[i + 1]) ++i;
+    const Matrix &w = products[i].w;
+    const size_t begin = (chunk - first_chunk[i]) * per_chunk[i];
+    const size_t end = begin + per_chunk[i] < w.rows ? begin + per_chunk[i] : w.rows;
+    const void *rows = static_cast<const uint8_t *>(w.data) + begin * w.row_bytes;
+    w.type->matmul(*s.kernels, products[i].out + begin, w.rows, rows, x, end - begin, w.cols, n_tokens);
+  });
+}
+
 void matmul(Session &s, float *out, const Matrix &w, const MatmulInput &x, size_t n_tokens) {
-  s.crew.parallel_ranges(w.rows, static_cast<size_t>(w.cols) * n_tokens, w.type->chunk_rows,
-                         [&](size_t begin, size_t end) {
-                           const void *rows = static_cast<const uint8_t *>(w.data) + begin * w.row_bytes;
-                           w.type->matmul(*s.kernels, out + begin, w.rows, rows, x, end - begin, w.cols, n_tokens);
-                         });
+  const Product product[] = {{out, w}};
+  matmuls(s, product, x, n_tokens);
 }
 
 void embed(float *out, const Matrix &embedding, int32_t token) {
@@ -96,9 +121,8 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
     // Attention: normalize, project, rotate, append the batch's keys and values to the cache.
     for (size_t t = 0; t < n_tokens; ++t) k.rmsnorm(st.xb + t * dim, st.x + t * dim, lw.attn_norm, dim, c.norm_eps);
     const MatmulInput attn_in = prepare_input(s, st.xb, dim, n_tokens);
-    matmul(s, st.q, lw.wq, attn_in, n_tokens);
-    matmul(s, st.k, lw.wk, attn_in, n_tokens);
-    matmul(s, st.v, lw.wv, attn_in, n_tokens);
+    const Product qkv[] = {{st.q, lw.wq}, {st.k, lw.wk}, {st.v, lw.wv}};
+    matmuls(s, qkv, attn_in, n_tokens);
     const size_t layer_base = static_cast<size_t>(l) * s.context_length * kv_dim;
     for (size_t t = 0; t < n_tokens; ++t) {
       const float *cos = st.rope_cos + t * half_head, *sin = st.rope_sin + t * half_head;
@@ -141,8 +165,8 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
     // Feed-forward: w2(silu(w1 x) * w3 x).
     for (size_t t = 0; t < n_tokens; ++t) k.rmsnorm(st.xb + t * dim, st.x + t * dim, lw.ffn_norm, dim, c.norm_eps);
     const MatmulInput ffn_in = prepare_input(s, st.xb, dim, n_tokens);
-    matmul(s, st.hb, lw.w1, ffn_in, n_tokens);
-    matmul(s, st.hb2, lw.w3, ffn_in, n_tokens);
+    const Product gate_up[] = {{st.hb, lw.w1}, {st.hb2, lw.w3}};
+    matmuls(s, gate_up, ffn_in, n_tokens);
     k.swiglu(st.hb, st.hb2, n_tokens * ffn_dim);
     matmul(s, st.xb2, lw.w2, prepare_input(s, st.hb, ffn_dim, n_tokens), n_tokens);
     k.add(st.x, st.xb2, n_tokens * dim);

@@ -58,17 +58,10 @@ class Crew {
     for (size_t i = 0; i < n; ++i) fn(i);
   }
 
-  // Splits [0, total) into chunks of about kChunkWork (work_per_item each) and runs
-  // fn(begin, end) for each; chunk boundaries are multiples of align.
-  template <class Fn>
-  void parallel_ranges(size_t total, size_t work_per_item, size_t align, Fn &&fn) {
-    size_t per_chunk = work_per_item == 0 ? total : (kChunkWork + work_per_item - 1) / work_per_item;
-    per_chunk = (per_chunk + align - 1) / align * align;
-    const size_t n_chunks = (total + per_chunk - 1) / per_chunk;
-    parallel_for(n_chunks, total * work_per_item, [&](size_t chunk) {
-      const size_t begin = chunk * per_chunk;
-      fn(begin, begin + per_chunk < total ? begin + per_chunk : total);
-    });
+  // Items per chunk of about kChunkWork, a multiple of align (all of them when work is free).
+  static size_t items_per_chunk(size_t total, size_t work_per_item, size_t align) {
+    const size_t items = work_per_item == 0 ? total : (kChunkWork + work_per_item - 1) / work_per_item;
+    return (items + align - 1) / align * align;
   }
 
   // Runs pass() (a forward pass over n_tokens tokens whose largest step is largest_step
