@@ -8,6 +8,8 @@
 // emit the same symbol (see simd.hpp).
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/matmul.hpp"
 #include "kernels/quant.hpp"
 #include "kernels/simd.hpp"
@@ -61,7 +63,8 @@ struct QuantIsa {
 
   // Lanes j < n of eight values; lanes past n repeat value n - 1 (always readable) and are zeroed.
   static __m256 keep_first(__m256 v, size_t n) {
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i mask =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     return _mm256_and_ps(v, _mm256_castsi256_ps(mask));
   }
 
@@ -182,7 +185,8 @@ inline void quantize_block(const Q8Activations &out, size_t b, const float *x) {
   // Packing works within 128-bit halves; the permute restores element order.
   const __m256i q16 = _mm256_packs_epi32(q32[0], q32[1]);
   const __m256i q16b = _mm256_packs_epi32(q32[2], q32[3]);
-  const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16, q16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  const __m256i q8 =
+      _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16, q16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i *>(out.q + b * kQuantBlock), q8);
   const __m256i lane_sums = QuantIsa<Arch>::dot_lanes(_mm256_set1_epi8(1), q8);
   _mm256_storeu_si256(reinterpret_cast<__m256i *>(out.lane_offset + b * kQuantLanes), _mm256_slli_epi32(lane_sums, 3));
@@ -190,7 +194,8 @@ inline void quantize_block(const Q8Activations &out, size_t b, const float *x) {
                      _mm256_extract_epi32(lane_sums, 2) + _mm256_extract_epi32(lane_sums, 3) +
                      _mm256_extract_epi32(lane_sums, 4) + _mm256_extract_epi32(lane_sums, 5) +
                      _mm256_extract_epi32(lane_sums, 6) + _mm256_extract_epi32(lane_sums, 7);
-  _mm256_storeu_ps(out.lane_sum_scaled + b * kQuantLanes, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lane_sums)));
+  _mm256_storeu_ps(out.lane_sum_scaled + b * kQuantLanes,
+                   _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(lane_sums)));
   out.scale[b] = d;
 }
 #endif  // __AVX2__
@@ -297,16 +302,20 @@ struct QuantBlock<Arch, BlockQ8_0> {
   }
 };
 
+// q4 nibbles as signed bytes: n - 8 for q4_0 (the same integers as x86's lanes), n for q4_1.
+template <class Arch, class Block>
+inline NeonPrepared signed_nibbles(const Block &b) {
+  NeonPrepared p;
+  QuantIsa<Arch>::unpack_nibbles(b.qs, &p.lo, &p.hi, std::is_same_v<Block, BlockQ4_0> ? 8 : 0);
+  return p;
+}
+
 template <class Arch>
 struct QuantBlock<Arch, BlockQ4_0> {
   using Isa = QuantIsa<Arch>;
   static constexpr bool kHasMin = false;
   using Prepared = NeonPrepared;
-  static Prepared prepare(const BlockQ4_0 &b) {
-    Prepared p;
-    Isa::unpack_nibbles(b.qs, &p.lo, &p.hi, 8);  // signed n - 8: the same integers as x86's lanes
-    return p;
-  }
+  static Prepared prepare(const BlockQ4_0 &b) { return signed_nibbles<Arch>(b); }
   static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x, const float *scale,
                               const float *) {
     return Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), scale);
@@ -318,11 +327,7 @@ struct QuantBlock<Arch, BlockQ4_1> {
   using Isa = QuantIsa<Arch>;
   static constexpr bool kHasMin = true;
   using Prepared = NeonPrepared;
-  static Prepared prepare(const BlockQ4_1 &b) {
-    Prepared p;
-    Isa::unpack_nibbles(b.qs, &p.lo, &p.hi, 0);
-    return p;
-  }
+  static Prepared prepare(const BlockQ4_1 &b) { return signed_nibbles<Arch>(b); }
   static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x, const float *scale,
                               const float *min) {
     acc = Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), scale);
@@ -401,7 +406,8 @@ inline void quant_tile(float *out, size_t out_stride, const Block *w, size_t n_b
       for (size_t t = 0; t < T; ++t) {
         const ActivationBlock xb = activation_block(x, (token0 + t) * n_blocks + g + j);
 #pragma GCC unroll 16
-        for (size_t r = 0; r < R; ++r) acc[r][t] = Ops::accumulate(acc[r][t], weights[r], xb, &scales[r][t][j], &mins[r][j]);
+        for (size_t r = 0; r < R; ++r)
+          acc[r][t] = Ops::accumulate(acc[r][t], weights[r], xb, &scales[r][t][j], &mins[r][j]);
       }
     }
   }
@@ -425,7 +431,8 @@ inline void quant_token_tile(float *out, size_t out_stride, const Block *w, size
                              const Q8Activations &x, size_t token0) {
   constexpr size_t R = quant_tile_rows<K>();
   size_t r = 0;
-  for (; r + R <= rows; r += R) quant_tile<Arch, Block, R, K>(out + r, out_stride, w + r * n_blocks, n_blocks, x, token0);
+  for (; r + R <= rows; r += R)
+    quant_tile<Arch, Block, R, K>(out + r, out_stride, w + r * n_blocks, n_blocks, x, token0);
   for (; r < rows; ++r) quant_tile<Arch, Block, 1, K>(out + r, out_stride, w + r * n_blocks, n_blocks, x, token0);
 }
 

@@ -18,23 +18,14 @@ using kernels::BlockQ8_0x8;
 using kernels::KernelTable;
 
 // Float weights take float activations; one token is a matrix-vector product.
-void matmul_f32(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
-                size_t cols, size_t n_tokens) {
-  const float *weights = static_cast<const float *>(w);
+template <class Weight, auto kMatvec, auto kMatmul>
+void matmul_float(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
+                  size_t cols, size_t n_tokens) {
+  const Weight *weights = static_cast<const Weight *>(w);
   if (n_tokens == 1) {
-    k.matvec_f32(out, weights, x.values, rows, cols);
+    (k.*kMatvec)(out, weights, x.values, rows, cols);
   } else {
-    k.matmul_f32(out, out_stride, weights, x.values, rows, cols, n_tokens);
-  }
-}
-
-void matmul_f16(const KernelTable &k, float *out, size_t out_stride, const void *w, const MatmulInput &x, size_t rows,
-                size_t cols, size_t n_tokens) {
-  const uint16_t *weights = static_cast<const uint16_t *>(w);
-  if (n_tokens == 1) {
-    k.matvec_f16(out, weights, x.values, rows, cols);
-  } else {
-    k.matmul_f16(out, out_stride, weights, x.values, rows, cols, n_tokens);
+    (k.*kMatmul)(out, out_stride, weights, x.values, rows, cols, n_tokens);
   }
 }
 
@@ -91,8 +82,10 @@ void dequantize_q4_1x8(float *out, const void *matrix, size_t row, size_t cols) 
 }
 
 constexpr WeightType kWeightTypes[] = {
-    {DType::f32, ActivationFormat::f32, 12, matmul_f32, dequantize_f32},
-    {DType::f16, ActivationFormat::f32, 12, matmul_f16, dequantize_f16},
+    {DType::f32, ActivationFormat::f32, 12, matmul_float<float, &KernelTable::matvec_f32, &KernelTable::matmul_f32>,
+     dequantize_f32},
+    {DType::f16, ActivationFormat::f32, 12, matmul_float<uint16_t, &KernelTable::matvec_f16, &KernelTable::matmul_f16>,
+     dequantize_f16},
     {DType::q8_0, ActivationFormat::q8, 4, matmul_quantized<BlockQ8_0, &KernelTable::matmul_q8_0>, dequantize_q8_0},
     {DType::q4_0, ActivationFormat::q8, 4, matmul_quantized<BlockQ4_0, &KernelTable::matmul_q4_0>, dequantize_q4_0},
     {DType::q4_1, ActivationFormat::q8, 4, matmul_quantized<BlockQ4_1, &KernelTable::matmul_q4_1>, dequantize_q4_1},
