@@ -16,17 +16,37 @@ const char *position_name(uint32_t kind, uint32_t layout) {
   return kind == static_cast<uint32_t>(format::PositionKind::learned) ? "learned" : "sinusoidal";
 }
 
+// `--arena-bytes`: only the number mote_arena_size() returns for these options, e.g. for a build
+// that sizes a static arena (ports/baremetal generates its firmware's arena size this way).
+int print_arena_bytes(const mote_model &model, uint32_t context, uint32_t batch, const std::string &kv) {
+  mote_session_options options = mote_session_options_default();
+  std::string error;
+  if (!parse_kv_dtype(kv, &options.kv_dtype, &error)) return report("inspect", error, kExitUsage);
+  options.context_length = context;
+  if (batch != 0) options.batch_size = batch;
+  const size_t bytes = mote_arena_size(&model, &options);
+  if (bytes == 0) return report("inspect", "invalid --ctx or --batch for this model", kExitUsage);
+  std::printf("%zu\n", bytes);
+  return 0;
+}
+
 }  // namespace
 
 int command_inspect(int argc, char **argv) {
-  uint32_t context = 0;
-  const std::vector<Option> options = {{"--ctx", nullptr, Option::kU32, &context}};
+  uint32_t context = 0, arena_batch = 0;
+  bool arena_only = false;
+  std::string kv = "f32";
+  const std::vector<Option> options = {{"--ctx", nullptr, Option::kU32, &context},
+                                       {"--arena-bytes", nullptr, Option::kSwitch, &arena_only},
+                                       {"--batch", "-b", Option::kU32, &arena_batch},
+                                       {"--kv", nullptr, Option::kString, &kv}};
   std::vector<std::string> positional;
   std::string error;
   if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("inspect", error, kExitUsage);
   if (positional.size() != 1) return report("inspect", "give exactly one model file", kExitUsage);
   auto loaded = load_model(positional[0], &error);
   if (!loaded) return report("inspect", error, kExitError);
+  if (arena_only) return print_arena_bytes(loaded->model, context, arena_batch, kv);
 
   const format::ModelView &view = reinterpret_cast<const Model *>(loaded->model.opaque_)->view;
   const format::ModelConfig &c = view.config;

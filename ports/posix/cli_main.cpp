@@ -19,6 +19,7 @@ const char kUsage[] =
     "  chat     [-m MODEL] [--system TEXT] [same options as run]\n"
     "           talk with an instruct model, one message per line; Ctrl-D ends (temp 0.2, top-p 0.9)\n"
     "  inspect  MODEL [--ctx N]   print the config, the tensor table and the arena size\n"
+    "           --arena-bytes [--ctx N] [-b BATCH] [--kv f32|f16|q8_0]: print only the session's arena bytes\n"
     "  convert  INPUT -o OUTPUT [--dtype f32|f16|q8_0|q4_0|q4_1] [--layout interleaved|gguf] [--tokenizer FILE]\n"
     "           [--rope interleaved|split]\n"
     "           convert a GGUF file, a Hugging Face checkpoint folder (safetensors) or a llama2.c\n"
