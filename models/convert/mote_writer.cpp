@@ -157,6 +157,13 @@ format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::opti
   if (requested && (blocks == format::DType::q4_0 || blocks == format::DType::q4_1) && embedding_or_classifier) {
     blocks = format::DType::q8_0;
   }
+  // As llama-quantize falls back for rows its blocks cannot tile: a requested quantized type
+  // stores a matrix whose rows are not whole 32-value blocks in f16 (aidreams260K's FFN rows
+  // hold 172 values; the rest of the model still quantizes).
+  if (requested && is_quantized(blocks) &&
+      slot.cols % format::dtype_traits(static_cast<uint32_t>(blocks))->block_elements != 0) {
+    return format::DType::f16;
+  }
   const std::optional<format::DType> interleaved = interleaved_dtype(blocks);
   if (layout == BlockLayout::interleaved && interleaved &&
       slot.rows % format::dtype_traits(static_cast<uint32_t>(*interleaved))->interleaved_rows == 0) {

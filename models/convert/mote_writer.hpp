@@ -70,8 +70,9 @@ enum class BlockLayout {
 
 // The dtype the tensor for slot is written as. Vectors (norms) are always f32. A matrix takes the
 // requested dtype; with none requested it keeps the source's own type when .mote has it (F32,
-// F16, Q8_0, Q4_0, Q4_1: GGUF's "as stored"), else (BF16, K-quants) becomes f16. With the
-// interleaved layout a quantized matrix whose rows are a multiple of 8 takes the x8 twin.
+// F16, Q8_0, Q4_0, Q4_1: GGUF's "as stored"), else (BF16, K-quants) becomes f16. A requested
+// quantized type falls back to f16 for a matrix whose rows are not whole 32-value blocks. With
+// the interleaved layout a quantized matrix whose rows are a multiple of 8 takes the x8 twin.
 format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested,
                            BlockLayout layout);
 

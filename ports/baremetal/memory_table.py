@@ -96,10 +96,10 @@ def measure(build, check, errors):
     lib = section_sizes(os.path.join(build, "libmote.a"))
     rows = [(core, "libmote.a (runtime alone)", "", lib, None, None, None)]
     fw_dir = os.path.join(build, FIRMWARE_DIR)
-    images = sorted(f for f in os.listdir(fw_dir) if f.startswith("firmware") and f.endswith(".elf"))
-    for image in images:
-        elf = os.path.join(fw_dir, image)
-        name = image[: -len(".elf")]
+    with open(os.path.join(fw_dir, "firmware_images.txt")) as f:  # this configuration's images
+        names = sorted(line.strip() for line in f if line.strip())
+    for name in names:
+        elf = os.path.join(fw_dir, name + ".elf")
         sizes = section_sizes(elf)
         syms = symbols(elf)
         model = syms["mote_fw_model_end"][0] - syms["mote_fw_model"][0]
