@@ -43,16 +43,11 @@ int on_token(void *user, int32_t token, const char *, size_t) {
 }  // namespace
 
 int main() {
-  char err[160];
-  const size_t model_bytes = static_cast<size_t>(mote_fw_model_end - mote_fw_model);
   mote_model model;
-  if (mote_model_open(mote_fw_model, model_bytes, &model, err, sizeof err) != MOTE_OK) return mote_fw::fail("model", err);
+  mote_session session;
+  if (const int failed = mote_fw::open_model_and_session(&model, &session, g_arena, sizeof g_arena)) return failed;
   mote_model_info info;
   mote_model_info_get(&model, &info);
-
-  // Decode one token at a time (batch 1: the smallest arena); the model's whole context.
-  mote_session session;
-  if (const int failed = mote_fw::open_session(model, model_bytes, &session, g_arena, sizeof g_arena)) return failed;
 
   const size_t vocab = info.vocab_size;
   const size_t golden_bytes = static_cast<size_t>(mote_fw_data_end - mote_fw_data);

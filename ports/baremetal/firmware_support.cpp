@@ -36,18 +36,19 @@ int fail(const char *what, const char *detail) {
   return 1;
 }
 
-int open_session(const mote_model &model, size_t model_bytes, mote_session *session, unsigned char *arena,
-                 size_t arena_bytes) {
+int open_model_and_session(mote_model *model, mote_session *session, unsigned char *arena, size_t arena_bytes) {
+  char err[160];
+  const size_t model_bytes = static_cast<size_t>(mote_fw_model_end - mote_fw_model);
+  if (mote_model_open(mote_fw_model, model_bytes, model, err, sizeof err) != MOTE_OK) return fail("model", err);
   mote_session_options options = mote_session_options_default();
   options.batch_size = 1;
-  const size_t needed = mote_arena_size(&model, &options);
-  char err[160];
+  const size_t needed = mote_arena_size(model, &options);
   if (needed == 0 || needed > arena_bytes) {
     std::snprintf(err, sizeof err, "the session needs %u bytes, the build computed %u", static_cast<unsigned>(needed),
                   static_cast<unsigned>(arena_bytes));
     return fail("arena", err);
   }
-  if (mote_session_init(session, &model, &options, arena, arena_bytes, err, sizeof err) != MOTE_OK)
+  if (mote_session_init(session, model, &options, arena, arena_bytes, err, sizeof err) != MOTE_OK)
     return fail("session", err);
   std::printf("mote firmware: %s, model %u B in flash @0x%08x (read in place), arena %u B static in RAM "
               "(the session uses %u)\n",

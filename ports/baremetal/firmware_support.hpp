@@ -39,13 +39,13 @@ inline double cycles_to_ms(uint64_t cycles) { return static_cast<double>(cycles)
 // Prints "mote firmware: FAIL what: detail" and returns 1 (the exit status for a failure).
 int fail(const char *what, const char *detail);
 
-// Opens a session in the static arena with the options the build sized it for (batch 1: the
-// smallest arena; the model's full context; f32 KV cache) and prints where everything lives.
+// Opens the embedded model in place and a session in the static arena with the options the build
+// sized it for (batch 1: the smallest arena; the model's full context; f32 KV cache), and prints
+// where everything lives.
 // The build's figure comes from the host tool, whose pointers are 8 bytes: a 32-bit core needs
 // as many bytes or a few hundred fewer (the session's own tables hold pointers), never more; more
 // would fail here, naming both sizes. Returns 0, or the exit status of a failure.
-int open_session(const mote_model &model, size_t model_bytes, mote_session *session, unsigned char *arena,
-                 size_t arena_bytes);
+int open_model_and_session(mote_model *model, mote_session *session, unsigned char *arena, size_t arena_bytes);
 // "stack high-water N of M B (painted at reset)" on one line.
 void print_stack();
 

@@ -37,15 +37,11 @@ int print_piece(void *, int32_t, const char *piece, size_t n) {
 }  // namespace
 
 int main() {
-  char err[160];
-  const size_t model_bytes = static_cast<size_t>(mote_fw_model_end - mote_fw_model);
   mote_model model;
-  if (mote_model_open(mote_fw_model, model_bytes, &model, err, sizeof err) != MOTE_OK) return mote_fw::fail("model", err);
+  mote_session session;
+  if (const int failed = mote_fw::open_model_and_session(&model, &session, g_arena, sizeof g_arena)) return failed;
   mote_model_info info;
   mote_model_info_get(&model, &info);
-
-  mote_session session;
-  if (const int failed = mote_fw::open_session(model, model_bytes, &session, g_arena, sizeof g_arena)) return failed;
 
   // Tokenize on the device, with BOS when the model expects one (as the host tool does).
   const char *prompt = reinterpret_cast<const char *>(mote_fw_data);
