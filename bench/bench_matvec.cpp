@@ -107,7 +107,7 @@ void register_product(const KernelTable *table, DType dtype, Shape shape, size_t
 }
 
 void register_all() {
-  constexpr Isa kIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon};
+  constexpr Isa kIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon, Isa::mve};
   for (Isa isa : kIsas) {
     const KernelTable *table = mote::kernels::kernels_for(isa);
     if (table == nullptr) continue;  // not in this build or not on this CPU

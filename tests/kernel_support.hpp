@@ -21,7 +21,8 @@ struct IsaCase {
   Isa isa;
   const char *name;
 };
-inline constexpr IsaCase kSimdIsas[] = {{Isa::avx2, "avx2"}, {Isa::avx512, "avx512"}, {Isa::neon, "neon"}};
+inline constexpr IsaCase kSimdIsas[] = {
+    {Isa::avx2, "avx2"}, {Isa::avx512, "avx512"}, {Isa::neon, "neon"}, {Isa::mve, "mve"}};
 
 // The SIMD tables this build and CPU can run, saying which are skipped and why.
 inline std::vector<const KernelTable *> simd_tables() {

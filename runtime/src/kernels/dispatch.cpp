@@ -1,5 +1,5 @@
-// Chooses a kernel table: x86 asks the CPU once at run time, ARM decides at compile time, and
-// everything else (e.g. Cortex-M) runs the scalar twins.
+// Chooses a kernel table: x86 asks the CPU once at run time, ARM decides at compile time (NEON;
+// Helium on a Cortex-M55), and everything else (e.g. a Cortex-M4) runs the scalar twins.
 #include "kernels/arch/arch_tables.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/ref.hpp"
@@ -74,13 +74,19 @@ const KernelTable *kernels_for(Isa isa) {
 #else
       return nullptr;
 #endif
+    case Isa::mve:
+#if defined(MOTE_HAVE_MVE)
+      return &mve_kernels();
+#else
+      return nullptr;
+#endif
   }
   return nullptr;
 }
 
 const KernelTable &best_kernels() {
   static const KernelTable *const best = [] {
-    constexpr Isa kFastestFirst[] = {Isa::avx512, Isa::avx2, Isa::neon};
+    constexpr Isa kFastestFirst[] = {Isa::avx512, Isa::avx2, Isa::neon, Isa::mve};
     for (Isa isa : kFastestFirst) {
       if (const KernelTable *table = kernels_for(isa)) return table;
     }

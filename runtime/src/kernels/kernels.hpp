@@ -9,7 +9,7 @@
 
 namespace mote::kernels {
 
-enum class Isa { scalar, avx2, avx512, neon };
+enum class Isa { scalar, avx2, avx512, neon, mve };
 
 struct KernelTable {
   Isa isa;

@@ -1,5 +1,6 @@
 // The per-ISA kernel tables, each defined in its own translation unit compiled with that ISA's
-// flags (kernels_avx2.cpp, kernels_avx512.cpp, kernels_neon.cpp). Only dispatch.cpp calls these,
+// flags (kernels_avx2.cpp, kernels_avx512.cpp, kernels_neon.cpp,
+// kernels_mve.cpp). Only dispatch.cpp calls these,
 // and only after checking that the CPU can run them. Deliberately free of xsimd.
 #pragma once
 
@@ -15,6 +16,9 @@ const KernelTable &avx512_kernels();
 #endif
 #if defined(MOTE_HAVE_NEON)
 const KernelTable &neon_kernels();
+#endif
+#if defined(MOTE_HAVE_MVE)
+const KernelTable &mve_kernels();
 #endif
 
 }  // namespace mote::kernels
