@@ -443,8 +443,8 @@ TEST_CASE("a quantized request stores matrices whose rows are not whole 32-eleme
     options.dtype = q.dtype;
     ModelData m;
     std::string error;
-    REQUIRE(mote::convert::load_llama2c(mote_test::golden_path("tiny_odd.bin"), mote_test::golden_path("tiny_tok67.bin"),
-                                        options, &m, &error));
+    REQUIRE(mote::convert::load_llama2c(mote_test::golden_path("tiny_odd.bin"),
+                                        mote_test::golden_path("tiny_tok67.bin"), options, &m, &error));
     CHECK(check_block_fallback(m) == std::make_pair(size_t{15}, size_t{0}));
   }
   // aidreams260K (dim 64, FFN 172): the four FFN down projections fall back, the rest quantize.

@@ -26,7 +26,7 @@ uint32_t next_random() {
   g_random = g_random * 1664525u + 1013904223u;
   return g_random >> 8;
 }
-float random_float() { return static_cast<float>(next_random() % 20001u) / 10000.0f - 1.0f; }  // [-1, 1]
+float random_float() { return static_cast<float>(next_random() % 20001u) / 10000.0f - 1.0f; }    // [-1, 1]
 int8_t random_q() { return static_cast<int8_t>(static_cast<int>(next_random() % 256u) - 128); }  // -128 too
 uint16_t random_scale() { return mote::f32_to_fp16(0.001f + static_cast<float>(next_random() % 1000u) * 1e-4f); }
 

@@ -1,8 +1,8 @@
 // mote on a bare-metal Cortex-M, checked against PyTorch: the model is a const array in flash,
 // used in place; the only writable memory the runtime touches is one static arena whose size the
 // build computed with the host tool (`mote inspect --arena-bytes`; the firmware stops, naming
-// the right size, if it differs). Runs the PyTorch golden token sequence, checks every position's logits, greedy-generates a
-// few tokens and reports over semihosting; the exit status is 0 on pass, 1 on failure.
+// the right size, if it differs). Runs the PyTorch golden token sequence, checks every position's logits,
+// greedy-generates a few tokens and reports over semihosting; the exit status is 0 on pass, 1 on failure.
 #include <mote/mote.h>
 
 #include <cmath>
@@ -65,7 +65,8 @@ int main() {
   float worst = 0.0f;
   for (size_t p = 0; p < kTokenCount; ++p) {
     const float *logits = nullptr;
-    if (mote_decode(&session, kTokens[p], &logits) != MOTE_OK) return mote_fw::fail("decode", mote_session_error(&session));
+    if (mote_decode(&session, kTokens[p], &logits) != MOTE_OK)
+      return mote_fw::fail("decode", mote_session_error(&session));
     for (size_t i = 0; i < vocab; ++i) {
       float expected;
       std::memcpy(&expected, mote_fw_data + (p * vocab + i) * sizeof(float), sizeof expected);

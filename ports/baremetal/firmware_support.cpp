@@ -50,11 +50,12 @@ int open_model_and_session(mote_model *model, mote_session *session, unsigned ch
   }
   if (mote_session_init(session, model, &options, arena, arena_bytes, err, sizeof err) != MOTE_OK)
     return fail("session", err);
-  std::printf("mote firmware: %s, model %u B in flash @0x%08x (read in place), arena %u B static in RAM "
-              "(the session uses %u)\n",
-              MOTE_FIRMWARE_BOARD, static_cast<unsigned>(model_bytes),
-              static_cast<unsigned>(reinterpret_cast<uintptr_t>(mote_fw_model)), static_cast<unsigned>(arena_bytes),
-              static_cast<unsigned>(needed));
+  std::printf(
+      "mote firmware: %s, model %u B in flash @0x%08x (read in place), arena %u B static in RAM "
+      "(the session uses %u)\n",
+      MOTE_FIRMWARE_BOARD, static_cast<unsigned>(model_bytes),
+      static_cast<unsigned>(reinterpret_cast<uintptr_t>(mote_fw_model)), static_cast<unsigned>(arena_bytes),
+      static_cast<unsigned>(needed));
   return 0;
 }
 

@@ -48,7 +48,8 @@ int main() {
   const size_t prompt_bytes = static_cast<size_t>(mote_fw_data_end - mote_fw_data);
   const uint32_t flags = info.add_bos ? MOTE_TOKENIZE_ADD_BOS : 0u;
   size_t n_prompt = 0;
-  const mote_status tokenized = mote_tokenize(&model, prompt, prompt_bytes, flags, g_prompt, kPromptCapacity, &n_prompt);
+  const mote_status tokenized =
+      mote_tokenize(&model, prompt, prompt_bytes, flags, g_prompt, kPromptCapacity, &n_prompt);
   if (tokenized != MOTE_OK) return mote_fw::fail("tokenize", mote_status_name(tokenized));
   if (n_prompt == 0) return mote_fw::fail("tokenize", "the prompt is empty and the model has no BOS token");
   if (n_prompt > mote_session_context_length(&session)) return mote_fw::fail("prompt", "longer than the context");
@@ -67,12 +68,14 @@ int main() {
 
   mote_fw::cycles_start();
   const uint64_t t0 = mote_fw::cycles_now();
-  if (mote_prefill(&session, g_prompt, n_prompt) != MOTE_OK) return mote_fw::fail("prefill", mote_session_error(&session));
+  if (mote_prefill(&session, g_prompt, n_prompt) != MOTE_OK)
+    return mote_fw::fail("prefill", mote_session_error(&session));
   const uint64_t t1 = mote_fw::cycles_now();
   mote_sampler_options sampler = mote_sampler_options_default();
   sampler.temperature = 0.0f;
   uint32_t generated = 0;
-  const mote_status status = mote_generate(&session, nullptr, 0, kMaxTokens, &sampler, print_piece, nullptr, &generated);
+  const mote_status status =
+      mote_generate(&session, nullptr, 0, kMaxTokens, &sampler, print_piece, nullptr, &generated);
   const uint64_t t2 = mote_fw::cycles_now();
   std::printf("\nmote-text>>>\n");
   if (status == MOTE_ERR_CONTEXT_FULL) {
@@ -83,10 +86,11 @@ int main() {
   }
 
   const double prefill_ms = mote_fw::cycles_to_ms(t1 - t0), decode_ms = mote_fw::cycles_to_ms(t2 - t1);
-  std::printf("mote firmware: prompt %u tokens in %.1f ms, %u tokens generated in %.1f ms: %.1f tok/s "
-              "(QEMU's emulated clock, for reference only)\n",
-              static_cast<unsigned>(n_prompt), prefill_ms, static_cast<unsigned>(generated), decode_ms,
-              decode_ms > 0 ? generated * 1000.0 / decode_ms : 0.0);
+  std::printf(
+      "mote firmware: prompt %u tokens in %.1f ms, %u tokens generated in %.1f ms: %.1f tok/s "
+      "(QEMU's emulated clock, for reference only)\n",
+      static_cast<unsigned>(n_prompt), prefill_ms, static_cast<unsigned>(generated), decode_ms,
+      decode_ms > 0 ? generated * 1000.0 / decode_ms : 0.0);
   mote_fw::print_stack();
   return 0;
 }

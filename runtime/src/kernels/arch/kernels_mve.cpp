@@ -81,8 +81,8 @@ void matmul_q8_0(float *out, size_t out_stride, const BlockQ8_0 *w, const Q8Acti
       }
       // ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7))
       const float32x4_t s = vaddq_f32(acc_lo, acc_hi);
-      out[t * out_stride + r] = (vgetq_lane_f32(s, 0) + vgetq_lane_f32(s, 2)) +
-                                (vgetq_lane_f32(s, 1) + vgetq_lane_f32(s, 3));
+      out[t * out_stride + r] =
+          (vgetq_lane_f32(s, 0) + vgetq_lane_f32(s, 2)) + (vgetq_lane_f32(s, 1) + vgetq_lane_f32(s, 3));
     }
   }
 }
