@@ -1,7 +1,7 @@
 // The per-ISA kernel tables, each defined in its own translation unit compiled with that ISA's
-// flags (kernels_avx2.cpp, kernels_avx512.cpp, kernels_neon.cpp,
-// kernels_mve.cpp). Only dispatch.cpp calls these,
-// and only after checking that the CPU can run them. Deliberately free of xsimd.
+// flags (kernels_avx2.cpp, kernels_avx512.cpp, kernels_neon.cpp, kernels_mve.cpp). Only
+// dispatch.cpp calls these, and only after checking that the CPU can run them. Deliberately free
+// of xsimd.
 #pragma once
 
 #include "kernels/kernels.hpp"
