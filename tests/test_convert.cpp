@@ -384,7 +384,7 @@ TEST_CASE("gguf: a valid tiny llama converts and opens") {
   CHECK(m.config.ffn_dim == kFfn);
   CHECK(m.config.vocab_size == 262);
   CHECK(m.config.max_seq_len == 64);
-  CHECK(m.config.rope_layout == static_cast<uint32_t>(mote::format::RopeLayout::interleaved));
+  CHECK(m.config.rope_layout == mote::format::RopeLayout::interleaved);
   CHECK((m.config.flags & mote::format::kFlagTiedEmbeddings) != 0);
   CHECK(m.tensors.size() == 11);
   CHECK(m.tokenizer.kind == mote::format::TokenizerKind::byte_level_bpe);
@@ -899,7 +899,7 @@ TEST_CASE("gguf golden: tiny_llama.gguf against gguf.quants.dequantize") {
   CHECK(c.max_seq_len == value("ctx"));
   CHECK(c.rope_theta == 50000.0f);
   CHECK(c.norm_eps == 1e-6f);
-  CHECK(c.rope_layout == static_cast<uint32_t>(mote::format::RopeLayout::interleaved));
+  CHECK(c.rope_layout == mote::format::RopeLayout::interleaved);
   CHECK(((c.flags & mote::format::kFlagTiedEmbeddings) != 0) == (value("tied") != 0));
   CHECK(c.bos_id == value("bos"));
   CHECK(c.eos_id == value("eos"));
@@ -1090,7 +1090,7 @@ TEST_CASE("safetensors golden: tiny_hf against transformers and tokenizers") {
   CHECK(c.max_seq_len == 128);
   CHECK(c.norm_eps == 1e-5f);
   CHECK(c.rope_theta == 20000.0f);
-  CHECK(c.rope_layout == static_cast<uint32_t>(mote::format::RopeLayout::split_half));
+  CHECK(c.rope_layout == mote::format::RopeLayout::split_half);
   CHECK((c.flags & mote::format::kFlagTiedEmbeddings) == 0);
   CHECK(c.bos_id == 1);
   CHECK(c.eos_id == 2);

@@ -859,7 +859,7 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
   c = llama_config({dim, layers, heads, kv_heads, head_dim, ffn, vocab, context});
   c.norm_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
-  c.rope_layout = static_cast<uint32_t>(format::RopeLayout::interleaved);
+  c.rope_layout = format::RopeLayout::interleaved;
 
   if (!map_tokenizer(file, meta, c.vocab_size, &m, error)) return false;
 

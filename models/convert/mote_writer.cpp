@@ -203,13 +203,13 @@ bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optiona
 
 format::ModelConfig llama_config() {
   format::ModelConfig c{};
-  c.family = static_cast<uint32_t>(format::Family::llama);
-  c.norm_kind = static_cast<uint32_t>(format::NormKind::rmsnorm);
+  c.family = format::Family::llama;
+  c.norm_kind = format::NormKind::rmsnorm;
   c.norm_eps = 1e-5f;
-  c.position_kind = static_cast<uint32_t>(format::PositionKind::rope);
+  c.position_kind = format::PositionKind::rope;
   c.rope_theta = 10000.0f;
-  c.rope_layout = static_cast<uint32_t>(format::RopeLayout::interleaved);
-  c.activation = static_cast<uint32_t>(format::Activation::swiglu);
+  c.rope_layout = format::RopeLayout::interleaved;
+  c.activation = format::Activation::swiglu;
   c.bos_id = -1;
   c.eos_id = -1;
   return c;

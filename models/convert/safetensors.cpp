@@ -370,7 +370,7 @@ bool hf_llama_config(const JsonValue &json, format::ModelConfig *out, bool *tied
   c = llama_config({dim, layers, heads, kv_heads, head_dim, ffn, vocab, context});
   c.norm_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
-  c.rope_layout = static_cast<uint32_t>(format::RopeLayout::split_half);
+  c.rope_layout = format::RopeLayout::split_half;
   c.flags = *tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
   c.bos_id = static_cast<int32_t>(bos);
   c.eos_id = static_cast<int32_t>(eos);

@@ -73,6 +73,10 @@ typedef struct mote_session_options {
   /* Prompt tokens run through the weights together (1..MOTE_MAX_BATCH; 0 = 16). Larger batches prefill
    * faster and take more arena; the logits do not depend on it. */
   uint32_t batch_size;
+  /* 0: causal attention (a decoder: each token sees itself and the tokens before it). 1: encoder
+   * mode, no causal mask: each token also sees the later tokens of its own prefill step (prefill
+   * a text in one step, batch_size >= its length, for every token to see the whole text). */
+  uint32_t bidirectional;
 } mote_session_options;
 
 /* The default options: the model's full context, f32 KV cache, one thread, batches of 16. */
