@@ -1038,7 +1038,7 @@ struct HfCopy {
     std::string error;
     mote::convert::SafetensorsOptions options;
     options.dtype = DType::f32;
-    return mote::convert::load_hf_llama(dir, options, out != nullptr ? out : &scratch, &error) ? "" : error;
+    return mote::convert::load_hf_checkpoint(dir, options, out != nullptr ? out : &scratch, &error) ? "" : error;
   }
 };
 
@@ -1078,7 +1078,7 @@ TEST_CASE("safetensors golden: tiny_hf against transformers and tokenizers") {
   options.progress = [&](size_t, size_t) { ++calls; };
   ModelData m;
   std::string error;
-  REQUIRE_MESSAGE(mote::convert::load_hf_llama(dir, options, &m, &error), error);
+  REQUIRE_MESSAGE(mote::convert::load_hf_checkpoint(dir, options, &m, &error), error);
   const mote::format::ModelConfig &c = m.config;
   CHECK(c.dim == 32);
   CHECK(c.n_layers == 2);
@@ -1144,11 +1144,11 @@ TEST_CASE("safetensors golden: tiny_hf against transformers and tokenizers") {
   options.dtype = DType::f16;
   options.progress = nullptr;
   ModelData h;
-  REQUIRE_MESSAGE(mote::convert::load_hf_llama(dir + "/config.json", options, &h, &error), error);
+  REQUIRE_MESSAGE(mote::convert::load_hf_checkpoint(dir + "/config.json", options, &h, &error), error);
   CHECK(h.tensors.size() == m.tensors.size());
   CHECK(h.tensors[1].dtype == DType::f32);  // attn_norm
   CHECK(h.tensors[2].dtype == DType::f16);  // attn_q
-  REQUIRE_MESSAGE(mote::convert::load_hf_llama(dir + "/model.safetensors", options, &h, &error), error);
+  REQUIRE_MESSAGE(mote::convert::load_hf_checkpoint(dir + "/model.safetensors", options, &h, &error), error);
   CHECK(open_error(h) == "");
 }
 

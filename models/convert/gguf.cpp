@@ -892,7 +892,7 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
   const bool tied = slot_of(Role::output, format::kNoLayer) == SIZE_MAX;
   c.flags = tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
 
-  const std::vector<TensorSlot> wanted = llama_tensor_slots(c);
+  const std::vector<TensorSlot> wanted = tensor_slots(c);
 
   for (const TensorSlot &w : wanted) {
     if (slot_of(w.role, w.layer) == SIZE_MAX) {

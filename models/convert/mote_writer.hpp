@@ -38,16 +38,17 @@ struct ModelData {
   TokenizerData tokenizer;
 };
 
-// One tensor a Llama-family model needs, shaped by its config (cols = 0 for a vector).
+// One tensor a model needs, shaped by its config (cols = 0 for a vector).
 struct TensorSlot {
   format::Role role;
   uint32_t layer;  // format::kNoLayer for global tensors
   uint64_t rows, cols;
 };
 
-// Every tensor of a Llama-family config in file order: the embedding, each layer's, the final
-// norm, then the classifier unless the config ties it to the embedding.
-std::vector<TensorSlot> llama_tensor_slots(const format::ModelConfig &config);
+// Every tensor of a config in file order, as its block spec needs them (format::role_needed):
+// the embedding (and learned positions), each layer's, the final norm, then the classifier
+// unless the config ties it to the embedding.
+std::vector<TensorSlot> tensor_slots(const format::ModelConfig &config);
 
 // A tensor's bytes as its source file holds them, typed by ggml's type ids (GgmlType in
 // dequant.hpp), which cover every importer: llama2.c's floats are F32, safetensors' F32, F16 or

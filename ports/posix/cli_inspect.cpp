@@ -53,8 +53,12 @@ int command_inspect(int argc, char **argv) {
   std::printf("norm            %s%s, eps %g, %s\n", spec.norm == format::NormKind::rmsnorm ? "rmsnorm" : "layernorm",
               spec.norm_bias ? " with bias" : "", static_cast<double>(c.norm_eps),
               spec.post_norm ? "post-norm" : "pre-norm");
-  std::printf("positions       %s, theta %g\n", position_name(c.position_kind, c.rope_layout),
-              static_cast<double>(c.rope_theta));
+  if (c.position_kind == format::PositionKind::rope) {
+    std::printf("positions       %s, theta %g\n", position_name(c.position_kind, c.rope_layout),
+                static_cast<double>(c.rope_theta));
+  } else {
+    std::printf("positions       %s\n", position_name(c.position_kind, c.rope_layout));
+  }
   std::printf("activation      %s\n", activation_name(c.activation));
   std::printf("attention       %s q/k/v%s%s\n", spec.fused_qkv ? "fused" : "separate",
               spec.attention_bias ? ", biases" : "", spec.ffn_bias ? "; ffn biases" : "");

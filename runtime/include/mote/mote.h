@@ -142,6 +142,23 @@ mote_status mote_decode(mote_session *session, int32_t token, const float **logi
 /* The logits after the last prefilled or decoded token (null before any). */
 const float *mote_logits(const mote_session *session);
 
+/* ---- Embeddings -------------------------------------------------------------------------- */
+
+typedef enum mote_pool {
+  MOTE_POOL_MEAN = 0, /* the mean over the tokens */
+  MOTE_POOL_LAST = 1, /* the last token's */
+  MOTE_POOL_CLS = 2   /* the first token's (BERT's [CLS] position) */
+} mote_pool;
+
+/* Forgets the session's tokens, runs tokens (1..batch_size of the session's options) through the
+ * model in one step and writes their final hidden states (after the final norm, where the model
+ * has one), pooled, into out (dim floats; MOTE_ERR_BUFFER_TOO_SMALL below that). normalize != 0
+ * scales the vector to unit length. Open the session with bidirectional = 1 for encoder
+ * embeddings (every token sees the whole text), 0 for a decoder's causal ones. The KV cache holds
+ * the tokens afterwards; there are no logits. */
+mote_status mote_embed(mote_session *session, const int32_t *tokens, size_t n_tokens, mote_pool pool, int normalize,
+                       float *out, size_t out_n);
+
 typedef struct mote_sampler_options {
   float temperature;        /* 0 = greedy (argmax) */
   int32_t top_k;            /* 0 = off */

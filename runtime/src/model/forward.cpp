@@ -259,4 +259,18 @@ void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logit
   s.crew.run(s.n_threads, n_tokens, largest, [&] { forward_pass(s, tokens, n_tokens, want_logits); });
 }
 
+void pool_hidden(Session &s, size_t n_tokens, mote_pool pool, float *out) {
+  const size_t dim = s.model.view.config.dim;
+  if (!s.spec.post_norm) normalize(s, s.state.x, s.state.x, s.weights.output_norm, dim, n_tokens);
+  if (pool != MOTE_POOL_MEAN) {
+    std::memcpy(out, s.state.x + (pool == MOTE_POOL_LAST ? n_tokens - 1 : 0) * dim, dim * sizeof(float));
+    return;
+  }
+  for (size_t i = 0; i < dim; ++i) {
+    float sum = 0.0f;
+    for (size_t t = 0; t < n_tokens; ++t) sum += s.state.x[t * dim + i];
+    out[i] = sum / static_cast<float>(n_tokens);
+  }
+}
+
 }  // namespace mote

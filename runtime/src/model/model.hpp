@@ -122,6 +122,10 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
 // Binds the weights to the model bytes and fills the constant tables; after plan_session.
 void bind_session(Session &s, const Model &model, const mote_session_options &options);
 
+// After forward(s, tokens, n_tokens, false): the batch's final hidden states (final norm applied
+// in place, where the spec has one) pooled into out (dim floats).
+void pool_hidden(Session &s, size_t n_tokens, mote_pool pool, float *out);
+
 // PE(pos, 2i) = sin(pos / 10000^(2i / dim)), PE(pos, 2i + 1) = cos(...) for pos < n_pos, into
 // table (n_pos, dim); dim even. Computed in double, stored as float.
 void sinusoidal_positions(float *table, size_t n_pos, size_t dim);

@@ -1,0 +1,200 @@
+#!/usr/bin/python3
+"""Writes tests/golden/tiny_gpt2/: tiny random GPT-2 checkpoints and their logits, for
+tests/test_gpt2.cpp (which converts each with mote's safetensors importer and compares).
+
+Each variant is a folder <name>/ with a config.json and a model.safetensors in Hugging Face's
+GPT-2 layout (Conv1D weights stored (in, out), c_attn the fused q|k|v). All variants share the
+byte-level BPE tokenizer of tests/golden/tiny_hf (300 tokens; the model's 304 rows pad it).
+Matrices are stored F16 (their values exactly representable, so f32 and f16 conversions have the
+same weights), vectors F32. LayerNorm parameters and biases are perturbed away from 1 and 0 so a
+missing or swapped one is caught.
+
+  prenorm_gelu_tanh   GPT2LMHeadModel: activation gelu_new (tanh approximation), tied
+  prenorm_gelu_erf    GPT2LMHeadModel: activation gelu (erf), untied lm_head
+  prenorm_relu        GPT2LMHeadModel: activation relu, tied
+  postnorm_sinusoidal not expressible in transformers: post-norm blocks (x = LN(x + f(x)), no final
+                      LayerNorm) and sinusoidal positions; config.json carries mote's two
+                      extension keys "mote_norm_placement": "post" and
+                      "mote_position_embedding": "sinusoidal", and there is no wpe tensor.
+
+The oracle is an independent PyTorch model built from torch.nn.LayerNorm,
+torch.nn.MultiheadAttention (causal mask) and torch.nn.functional.gelu / relu with the weights
+copied in; for the first three it is checked against transformers' GPT2LMHeadModel (max abs
+logit difference below 1e-5) before anything is written. Per variant:
+  <name>/logits.bin   float32 little-endian logits (len(TOKENS), 304) at every position
+  <name>/greedy.txt   the reference's greedy continuation of PROMPT (ids), one line
+For prenorm_gelu_tanh also:
+  <name>/encoder_logits.bin  in encoder mode (no causal mask): logits at every position
+  <name>/encoder_mean.bin    in encoder mode: the final LayerNorm's outputs mean-pooled (dim floats)
+  <name>/embed.txt           EMBED_TEXT's token ids (tokenizers), one line
+  <name>/embed_mean.bin      EMBED_TEXT's final LayerNorm outputs (causal) mean-pooled
+
+Run with /usr/bin/python3 (torch 1.13, transformers 4.40.2, safetensors) from any directory.
+"""
+import json
+import math
+import os
+import shutil
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+from tokenizers import Tokenizer
+from transformers import GPT2Config, GPT2LMHeadModel
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "tiny_gpt2")
+DIM, LAYERS, HEADS, VOCAB, CONTEXT, EPS = 32, 2, 4, 304, 64, 1e-5
+TOKENS = [5, 17, 250, 3, 99, 42, 42, 7, 280, 120, 64, 11]
+PROMPT, GREEDY_STEPS = TOKENS[:6], 8
+EMBED_TEXT = "the quick brown fox jumps over the lazy dog"
+
+VARIANTS = [
+    # name, activation, tied, post_norm, sinusoidal
+    ("prenorm_gelu_tanh", "gelu_new", True, False, False),
+    ("prenorm_gelu_erf", "gelu", False, False, False),
+    ("prenorm_relu", "relu", True, False, False),
+    ("postnorm_sinusoidal", "gelu_new", True, True, True),
+]
+
+
+def sinusoids(n_pos, dim):
+    """PE(pos, 2i) = sin(pos / 10000^(2i/dim)), PE(pos, 2i+1) = cos(pos / 10000^(2i/dim))."""
+    table = np.zeros((n_pos, dim), dtype=np.float64)
+    for pos in range(n_pos):
+        for i in range(dim // 2):
+            angle = pos / 10000.0 ** (2 * i / dim)
+            table[pos, 2 * i], table[pos, 2 * i + 1] = math.sin(angle), math.cos(angle)
+    return torch.tensor(table, dtype=torch.float32)
+
+
+class Reference(torch.nn.Module):
+    """GPT-2 blocks from torch.nn building blocks, weights copied from a GPT-2 state dict."""
+
+    def __init__(self, state, activation, post_norm, sinusoidal):
+        super().__init__()
+        self.activation, self.post_norm = activation, post_norm
+        self.wte = state["transformer.wte.weight"]
+        self.wpe = sinusoids(CONTEXT, DIM) if sinusoidal else state["transformer.wpe.weight"]
+        self.lm_head = state.get("lm_head.weight", self.wte)
+        self.blocks = []
+        for l in range(LAYERS):
+            p = lambda name: state[f"transformer.h.{l}.{name}"]
+            ln1, ln2 = torch.nn.LayerNorm(DIM, eps=EPS), torch.nn.LayerNorm(DIM, eps=EPS)
+            attn = torch.nn.MultiheadAttention(DIM, HEADS, bias=True, batch_first=True)
+            with torch.no_grad():
+                ln1.weight.copy_(p("ln_1.weight")), ln1.bias.copy_(p("ln_1.bias"))
+                ln2.weight.copy_(p("ln_2.weight")), ln2.bias.copy_(p("ln_2.bias"))
+                attn.in_proj_weight.copy_(p("attn.c_attn.weight").T)  # Conv1D is (in, out)
+                attn.in_proj_bias.copy_(p("attn.c_attn.bias"))
+                attn.out_proj.weight.copy_(p("attn.c_proj.weight").T)
+                attn.out_proj.bias.copy_(p("attn.c_proj.bias"))
+            fc = (p("mlp.c_fc.weight").T, p("mlp.c_fc.bias"), p("mlp.c_proj.weight").T, p("mlp.c_proj.bias"))
+            self.blocks.append((ln1, attn, ln2, fc))
+        self.ln_f = None
+        if not post_norm:
+            self.ln_f = torch.nn.LayerNorm(DIM, eps=EPS)
+            with torch.no_grad():
+                self.ln_f.weight.copy_(state["transformer.ln_f.weight"])
+                self.ln_f.bias.copy_(state["transformer.ln_f.bias"])
+
+    def act(self, h):
+        if self.activation == "relu":
+            return F.relu(h)
+        return F.gelu(h, approximate="tanh" if self.activation == "gelu_new" else "none")
+
+    def hidden(self, tokens, causal=True):
+        n = len(tokens)
+        x = (self.wte[tokens] + self.wpe[:n]).unsqueeze(0)
+        mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1) if causal else None
+        for ln1, attn, ln2, (w_fc, b_fc, w_proj, b_proj) in self.blocks:
+            mlp = lambda h: F.linear(self.act(F.linear(h, w_fc, b_fc)), w_proj, b_proj)
+            if self.post_norm:
+                x = ln1(x + attn(x, x, x, attn_mask=mask, need_weights=False)[0])
+                x = ln2(x + mlp(x))
+            else:
+                h = ln1(x)
+                x = x + attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+                x = x + mlp(ln2(x))
+        return (self.ln_f(x) if self.ln_f is not None else x)[0]
+
+    def logits(self, tokens, causal=True):
+        return self.hidden(tokens, causal) @ self.lm_head.T
+
+
+def random_state(activation, tied, seed):
+    torch.manual_seed(seed)
+    config = GPT2Config(vocab_size=VOCAB, n_positions=CONTEXT, n_embd=DIM, n_layer=LAYERS, n_head=HEADS,
+                        activation_function=activation, layer_norm_epsilon=EPS, tie_word_embeddings=tied,
+                        bos_token_id=0, eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model = GPT2LMHeadModel(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:  # LayerNorm gains and betas, biases: away from 1 and 0
+                p.add_(0.1 * torch.randn_like(p))
+            else:  # larger weights than the 0.02 init, so the blocks matter to the logits
+                p.normal_(0.0, 0.2)
+            if p.dim() == 2:  # matrices exactly representable in f16
+                p.copy_(p.half().float())
+    return config, model
+
+
+def main():
+    if os.path.isdir(OUT):
+        shutil.rmtree(OUT)
+    os.makedirs(OUT)
+    for extra in ["tokenizer.json", "tokenizer_config.json"]:
+        shutil.copy(os.path.join(HERE, "tiny_hf", extra), os.path.join(OUT, extra))
+    for seed, (name, activation, tied, post_norm, sinusoidal) in enumerate(VARIANTS):
+        folder = os.path.join(OUT, name)
+        os.makedirs(folder)
+        config, model = random_state(activation, tied, 20261201 + seed)
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if tied:
+            state.pop("lm_head.weight", None)
+        if sinusoidal:
+            state.pop("transformer.wpe.weight")
+        if post_norm:  # no final LayerNorm
+            state.pop("transformer.ln_f.weight")
+            state.pop("transformer.ln_f.bias")
+        ref = Reference(state, activation, post_norm, sinusoidal).eval()
+        with torch.no_grad():
+            logits = ref.logits(TOKENS)
+            if not (post_norm or sinusoidal):
+                hf = model(torch.tensor([TOKENS])).logits[0]
+                diff = (hf - logits).abs().max().item()
+                assert diff < 1e-5, f"{name}: reference and GPT2LMHeadModel differ by {diff}"
+                print(f"{name}: reference vs transformers max |diff| {diff:.2e}")
+            ids = list(PROMPT)
+            for _ in range(GREEDY_STEPS):
+                ids.append(int(ref.logits(ids)[-1].argmax()))
+        config_json = config.to_diff_dict()
+        for key in ["transformers_version", "_name_or_path"]:
+            config_json.pop(key, None)
+        if post_norm:
+            config_json["mote_norm_placement"] = "post"
+        if sinusoidal:
+            config_json["mote_position_embedding"] = "sinusoidal"
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump(config_json, f, indent=2, sort_keys=True)
+        stored = {k: (v.half() if v.dim() == 2 else v.float()).contiguous() for k, v in state.items()}
+        save_file(stored, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+        logits.numpy().astype("<f4").tofile(os.path.join(folder, "logits.bin"))
+        with open(os.path.join(folder, "greedy.txt"), "w") as f:
+            f.write(" ".join(str(i) for i in ids[len(PROMPT):]) + "\n")
+        if name == "prenorm_gelu_tanh":
+            with torch.no_grad():
+                ref.logits(TOKENS, causal=False).numpy().astype("<f4").tofile(
+                    os.path.join(folder, "encoder_logits.bin"))
+                ref.hidden(TOKENS, causal=False).mean(0).numpy().astype("<f4").tofile(
+                    os.path.join(folder, "encoder_mean.bin"))
+                text_ids = Tokenizer.from_file(os.path.join(OUT, "tokenizer.json")).encode(EMBED_TEXT).ids
+                ref.hidden(text_ids).mean(0).numpy().astype("<f4").tofile(os.path.join(folder, "embed_mean.bin"))
+            with open(os.path.join(folder, "embed.txt"), "w") as f:
+                f.write(" ".join(str(i) for i in text_ids) + "\n")
+        print(f"wrote {folder}: greedy {ids[len(PROMPT):]}")
+
+
+if __name__ == "__main__":
+    main()
