@@ -402,6 +402,11 @@ TEST_CASE("gguf: a valid tiny llama converts and opens") {
   CHECK(m.config.bos_id == 1);
   CHECK(m.config.eos_id == 2);
   CHECK(open_error(m) == "");
+  // llama.cpp's "gpt2" pre-tokenizer keeps number runs whole (no digit split).
+  Gguf pre = valid_gguf();
+  pre.set_string("tokenizer.ggml.pre", "gpt2");
+  REQUIRE(convert_gguf(pre.build(), &m) == "");
+  CHECK(m.tokenizer.flags == mote::format::kTokNoDigitSplit);
   // With a separate classifier and f16 storage.
   Gguf g = valid_gguf();
   g.tensors.push_back({"output.weight", {kDim, 262}, kGgmlQ4_0, Bytes(262 * 18, 0x11)});
@@ -1097,6 +1102,7 @@ TEST_CASE("safetensors golden: tiny_hf against transformers and tokenizers") {
   CHECK(calls == m.tensors.size());
   const mote::convert::TokenizerData &tok = m.tokenizer;
   CHECK(tok.kind == mote::format::TokenizerKind::byte_level_bpe);
+  CHECK(tok.flags == mote::format::kTokNoDigitSplit);  // a plain ByteLevel pre-tokenizer: GPT-2's
   CHECK(tok.chat_template == mote::format::ChatTemplate::chatml);
   CHECK(tok.pieces.size() == 304);
   CHECK(tok.types[0] == mote::kTokenControl);

@@ -212,6 +212,19 @@ TEST_CASE("gpt2: the causal mask hides later tokens; encoder mode does not") {
   CHECK(mote_arena_size(&m->model, &bad) == 0);
 }
 
+TEST_CASE("gpt2: the byte-level tokenizer keeps number runs whole, as GPT-2's pre-tokenizer does") {
+  auto m = convert_variant("prenorm_gelu_tanh", mote::format::DType::f32);
+  const std::string text = "in 2026 there were  1234567 tokens,  42x and 3.14";  // the generator's DIGIT_TEXT
+  const std::vector<int32_t> expected = read_ids(mote_test::golden_path("tiny_gpt2/digits.txt"));
+  std::vector<int32_t> ids(text.size() + 2);
+  size_t n = 0;
+  REQUIRE(mote_tokenize(&m->model, text.data(), text.size(), 0, ids.data(), ids.size(), &n) == MOTE_OK);
+  ids.resize(n);
+  CHECK(ids == expected);
+  const mote::Model &model = *reinterpret_cast<const mote::Model *>(m->model.opaque_);
+  CHECK_FALSE(model.view.tokenizer.split_digits);
+}
+
 TEST_CASE("gpt2: the importer rejects what the architecture has no place for") {
   const std::string dir = mote_cli_test::workspace().path("gpt2_broken");
   std::filesystem::create_directories(dir);

@@ -750,8 +750,12 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
       }
     }
     if (!build_byte_level_vocab(tokens, types, merges, "GGUF", &tok, error)) return false;
-    if (!meta.boolean("tokenizer.ggml.add_bos_token", false, &add_bos)) return false;
-    tok.flags = add_bos ? uint32_t{format::kTokAddBos} : 0u;
+    std::string pre;
+    if (!meta.boolean("tokenizer.ggml.add_bos_token", false, &add_bos) ||
+        !meta.string("tokenizer.ggml.pre", false, &pre))
+      return false;
+    // llama.cpp's "gpt2" pre-tokenizer is GPT-2's regex alone; the others mote reads split digits.
+    tok.flags = (add_bos ? uint32_t{format::kTokAddBos} : 0u) | (pre == "gpt2" ? uint32_t{format::kTokNoDigitSplit} : 0u);
   } else {
     *error = "GGUF tokenizer model '" + printable(model) + "' is not supported (only llama and gpt2)";
     return false;

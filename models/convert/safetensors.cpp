@@ -257,6 +257,24 @@ bool has_byte_level(const JsonValue *pre) {
   return false;
 }
 
+// Whether the pre-tokenizer splits every digit off (Digits with individual_digits, SmolLM2's);
+// GPT-2's plain ByteLevel does not.
+bool splits_digits(const JsonValue *pre) {
+  if (pre == nullptr) return false;
+  const JsonValue *type = pre->get("type");
+  if (type == nullptr || !type->is_string()) return false;
+  if (type->text == "Digits") {
+    const JsonValue *individual = pre->get("individual_digits");
+    return individual != nullptr && individual->kind == JsonValue::Kind::boolean && individual->boolean;
+  }
+  const JsonValue *list = pre->get("pretokenizers");
+  if (type->text != "Sequence" || list == nullptr || list->kind != JsonValue::Kind::array) return false;
+  for (const JsonValue &p : list->items) {
+    if (splits_digits(&p)) return true;
+  }
+  return false;
+}
+
 // A special token's text in tokenizer_config.json: "<s>" or {"content": "<s>", ...}.
 std::string token_text(const JsonValue *v) {
   if (v == nullptr) return "";
@@ -610,7 +628,7 @@ bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenize
   tok->unk_id = unk != nullptr && unk->is_string() ? find_id(unk->text) : -1;
   tok->bos_id = keep_bos;
   tok->eos_id = keep_eos;
-  tok->flags = 0;
+  tok->flags = splits_digits(json.get("pre_tokenizer")) ? 0u : uint32_t{format::kTokNoDigitSplit};
   tok->chat_template = format::ChatTemplate::none;
   if (!tokenizer_config_json.empty()) {
     JsonValue cfg;

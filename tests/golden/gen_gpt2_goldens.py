@@ -28,6 +28,8 @@ For prenorm_gelu_tanh also:
   <name>/encoder_mean.bin    in encoder mode: the final LayerNorm's outputs mean-pooled (dim floats)
   <name>/embed.txt           EMBED_TEXT's token ids (tokenizers), one line
   <name>/embed_mean.bin      EMBED_TEXT's final LayerNorm outputs (causal) mean-pooled
+And tiny_gpt2/digits.txt: DIGIT_TEXT's ids by tokenizers (a plain ByteLevel pre-tokenizer: no
+digit split), one line.
 
 Run with /usr/bin/python3 (torch 1.13, transformers 4.40.2, safetensors) from any directory.
 """
@@ -49,6 +51,7 @@ DIM, LAYERS, HEADS, VOCAB, CONTEXT, EPS = 32, 2, 4, 304, 64, 1e-5
 TOKENS = [5, 17, 250, 3, 99, 42, 42, 7, 280, 120, 64, 11]
 PROMPT, GREEDY_STEPS = TOKENS[:6], 8
 EMBED_TEXT = "the quick brown fox jumps over the lazy dog"
+DIGIT_TEXT = "in 2026 there were  1234567 tokens,  42x and 3.14"  # GPT-2 keeps number runs whole
 
 VARIANTS = [
     # name, activation, tied, post_norm, sinusoidal
@@ -146,6 +149,9 @@ def main():
     os.makedirs(OUT)
     for extra in ["tokenizer.json", "tokenizer_config.json"]:
         shutil.copy(os.path.join(HERE, "tiny_hf", extra), os.path.join(OUT, extra))
+    digit_ids = Tokenizer.from_file(os.path.join(OUT, "tokenizer.json")).encode(DIGIT_TEXT).ids
+    with open(os.path.join(OUT, "digits.txt"), "w") as f:
+        f.write(" ".join(str(i) for i in digit_ids) + "\n")
     for seed, (name, activation, tied, post_norm, sinusoidal) in enumerate(VARIANTS):
         folder = os.path.join(OUT, name)
         os.makedirs(folder)

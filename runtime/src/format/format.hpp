@@ -84,7 +84,9 @@ constexpr uint32_t kNoLayer = 0xFFFFFFFFu;  // layer field of global tensors
 
 enum class TokenizerKind : uint32_t { sentencepiece_bpe = 1, byte_level_bpe = 2 };
 enum class ChatTemplate : uint32_t { none = 0, chatml = 1, llama2 = 2 };
-enum TokenizerFlags : uint32_t { kTokAddSpacePrefix = 1u << 0, kTokAddBos = 1u << 1 };
+// kTokNoDigitSplit: byte-level BPE pre-tokenizes as GPT-2 does (a number run is one regex word)
+// instead of splitting every digit off first (SmolLM2's Digits(individual_digits)).
+enum TokenizerFlags : uint32_t { kTokAddSpacePrefix = 1u << 0, kTokAddBos = 1u << 1, kTokNoDigitSplit = 1u << 2 };
 
 struct FileHeader {  // at offset 0, 128 bytes
   uint8_t magic[4];

@@ -202,7 +202,7 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
     return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer has %u tokens but the vocabulary size is %u",
                 static_cast<unsigned>(h.n_tokens), static_cast<unsigned>(view->config.vocab_size));
   }
-  if ((h.flags & ~(kTokAddSpacePrefix | kTokAddBos)) != 0) {
+  if ((h.flags & ~(kTokAddSpacePrefix | kTokAddBos | kTokNoDigitSplit)) != 0) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown tokenizer flags 0x%x", static_cast<unsigned>(h.flags));
   }
   if (h.kind == static_cast<uint32_t>(TokenizerKind::sentencepiece_bpe) && h.n_merges != 0) {
@@ -283,6 +283,7 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
   tok.unk_id = h.unk_id;
   tok.add_space_prefix = (h.flags & kTokAddSpacePrefix) != 0;
   tok.add_bos = (h.flags & kTokAddBos) != 0;
+  tok.split_digits = (h.flags & kTokNoDigitSplit) == 0;
   // Strictly ascending (bytes, id) with every id in range proves sorted_ids is a permutation,
   // which binary search relies on.
   for (uint32_t i = 0; i < h.n_tokens; ++i) {
