@@ -682,7 +682,7 @@ TEST_CASE("gguf: llama files that do not fit the architecture") {
   {
     Gguf g = valid;
     g.set_string("general.architecture", "qwen2");
-    expect_gguf_error(g, "GGUF architecture 'qwen2' is not supported (only llama)");
+    expect_gguf_error(g, "GGUF architecture 'qwen2' is not supported (only llama and gpt2)");
     g = valid;
     g.set_string("llama.block_count", "one");
     expect_gguf_error(g, "'llama.block_count' has type string, expected an integer");

@@ -28,6 +28,9 @@ For prenorm_gelu_tanh also:
   <name>/encoder_mean.bin    in encoder mode: the final LayerNorm's outputs mean-pooled (dim floats)
   <name>/embed.txt           EMBED_TEXT's token ids (tokenizers), one line
   <name>/embed_mean.bin      EMBED_TEXT's final LayerNorm outputs (causal) mean-pooled
+  <name>.gguf               the same weights as llama.cpp's convert_hf_to_gguf writes a GPT-2
+                            (architecture gpt2, Linear-shaped F16 matrices, F32 vectors, the
+                            tokenizer as tokenizer.ggml.* with pre "gpt2"), written by gguf 0.10
 And tiny_gpt2/digits.txt: DIGIT_TEXT's ids by tokenizers (a plain ByteLevel pre-tokenizer: no
 digit split), one line.
 
@@ -143,6 +146,57 @@ def random_state(activation, tied, seed):
     return config, model
 
 
+GGUF_NAMES = {  # GPT-2 state dict name (after "transformer.h.N.") -> GGUF stem
+    "ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output", "ln_2": "ffn_norm",
+    "mlp.c_fc": "ffn_up", "mlp.c_proj": "ffn_down",
+}
+
+
+def write_gguf(path, state):
+    import gguf  # only for this file
+    tok = json.load(open(os.path.join(OUT, "tokenizer.json")))
+    vocab = dict(tok["model"]["vocab"])
+    for a in tok["added_tokens"]:
+        vocab[a["content"]] = a["id"]
+    by_id = {i: t for t, i in vocab.items()}
+    special = {a["id"] for a in tok["added_tokens"] if a["special"]}
+    tokens = [by_id.get(i, f"[PAD{i}]") for i in range(VOCAB)]
+    types = [3 if i in special else (1 if i in by_id else 5) for i in range(VOCAB)]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    w = gguf.GGUFWriter(path, "gpt2")
+    w.add_context_length(CONTEXT)
+    w.add_embedding_length(DIM)
+    w.add_block_count(LAYERS)
+    w.add_feed_forward_length(4 * DIM)
+    w.add_head_count(HEADS)
+    w.add_layer_norm_eps(EPS)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("gpt2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(0)
+    w.add_eos_token_id(0)
+
+    def add(name, t):
+        a = t.detach().numpy()
+        w.add_tensor(name, a.astype(np.float16) if a.ndim == 2 else a.astype(np.float32))
+
+    add("token_embd.weight", state["transformer.wte.weight"])
+    add("position_embd.weight", state["transformer.wpe.weight"])
+    for l in range(LAYERS):
+        for hf, stem in GGUF_NAMES.items():
+            weight = state[f"transformer.h.{l}.{hf}.weight"]
+            add(f"blk.{l}.{stem}.weight", weight if stem.endswith("norm") else weight.T.contiguous())
+            add(f"blk.{l}.{stem}.bias", state[f"transformer.h.{l}.{hf}.bias"])
+    add("output_norm.weight", state["transformer.ln_f.weight"])
+    add("output_norm.bias", state["transformer.ln_f.bias"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
@@ -190,6 +244,7 @@ def main():
         with open(os.path.join(folder, "greedy.txt"), "w") as f:
             f.write(" ".join(str(i) for i in ids[len(PROMPT):]) + "\n")
         if name == "prenorm_gelu_tanh":
+            write_gguf(os.path.join(OUT, name + ".gguf"), state)
             with torch.no_grad():
                 ref.logits(TOKENS, causal=False).numpy().astype("<f4").tofile(
                     os.path.join(folder, "encoder_logits.bin"))
