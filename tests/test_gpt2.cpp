@@ -299,6 +299,36 @@ TEST_CASE("gpt2: the importer rejects what the architecture has no place for") {
   CHECK(error.find("activation_function 'swish' is not supported") != std::string::npos);
 }
 
+TEST_CASE("multi-head attention alone matches torch.nn.MultiheadAttention, without and with biases") {
+  // The forward pass's steps for one block's attention on the best kernels: the fused in_proj as
+  // three row ranges, bias adds, causal attention per head over the sequence, the output projection.
+  constexpr size_t T = 7, D = kDim, H = 4, HD = D / H;
+  const std::vector<float> golden = mote_test::read_floats(mote_test::golden_path("tiny_gpt2/mha.bin"));
+  const size_t per_case = 3 * D * D + 3 * D + D * D + D + 2 * T * D;
+  REQUIRE(golden.size() == 2 * per_case);
+  const mote::kernels::KernelTable &k = mote::kernels::best_kernels();
+  for (int with_bias = 0; with_bias < 2; ++with_bias) {
+    const float *in_w = golden.data() + with_bias * per_case, *in_b = in_w + 3 * D * D, *out_w = in_b + 3 * D,
+                *out_b = out_w + D * D, *x = out_b + D, *expected = x + T * D;
+    std::vector<float> qkv[3], heads(T * D), y(T * D), scores(T);
+    for (int part = 0; part < 3; ++part) {
+      qkv[part].resize(T * D);
+      k.matmul_f32(qkv[part].data(), D, in_w + part * D * D, x, D, D, T);
+      for (size_t t = 0; t < T; ++t) k.add(&qkv[part][t * D], in_b + part * D, D);
+    }
+    for (size_t t = 0; t < T; ++t) {
+      for (size_t h = 0; h < H; ++h) {
+        k.attention_f32(&heads[t * D + h * HD], scores.data(), &qkv[0][t * D + h * HD], &qkv[1][h * HD],
+                        &qkv[2][h * HD], t + 1, HD, D, 1.0f / std::sqrt(static_cast<float>(HD)));
+      }
+    }
+    k.matmul_f32(y.data(), D, out_w, heads.data(), D, D, T);
+    for (size_t t = 0; t < T; ++t) k.add(&y[t * D], out_b, D);
+    CAPTURE(with_bias);
+    CHECK(max_abs_diff(y.data(), expected, T * D) <= 1e-5f);
+  }
+}
+
 TEST_CASE("sinusoidal positions: the formula, and a fixed rotation per offset") {
   constexpr size_t n_pos = 96, dim = 16;
   std::vector<float> table(n_pos * dim);

@@ -31,6 +31,10 @@ For prenorm_gelu_tanh also:
   <name>.gguf               the same weights as llama.cpp's convert_hf_to_gguf writes a GPT-2
                             (architecture gpt2, Linear-shaped F16 matrices, F32 vectors, the
                             tokenizer as tokenizer.ggml.* with pre "gpt2"), written by gguf 0.10
+And tiny_gpt2/mha.bin: torch.nn.MultiheadAttention alone (dim 32, 4 heads, 7 tokens, causal mask),
+without then with biases: per case in_proj_weight (96, 32), in_proj_bias (96), out_proj.weight
+(32, 32), out_proj.bias (32) (zeros without biases), the input (7, 32) and the output (7, 32),
+float32 little-endian back to back.
 And tiny_gpt2/digits.txt: DIGIT_TEXT's ids by tokenizers (a plain ByteLevel pre-tokenizer: no
 digit split), one line.
 
@@ -197,12 +201,32 @@ def write_gguf(path, state):
     w.close()
 
 
+def write_mha(path):
+    torch.manual_seed(7)
+    parts = []
+    for bias in (False, True):
+        attn = torch.nn.MultiheadAttention(DIM, HEADS, bias=bias, batch_first=True).eval()
+        if bias:  # initialized to zeros: make them count
+            with torch.no_grad():
+                attn.in_proj_bias.normal_(0.0, 0.3)
+                attn.out_proj.bias.normal_(0.0, 0.3)
+        x = torch.randn(1, 7, DIM)
+        mask = torch.triu(torch.ones(7, 7, dtype=torch.bool), diagonal=1)
+        with torch.no_grad():
+            y = attn(x, x, x, attn_mask=mask, need_weights=False)[0]
+        zeros = lambda n: torch.zeros(n)
+        parts += [attn.in_proj_weight, attn.in_proj_bias if bias else zeros(3 * DIM), attn.out_proj.weight,
+                  attn.out_proj.bias if bias else zeros(DIM), x[0], y[0]]
+    np.concatenate([p.detach().numpy().reshape(-1) for p in parts]).astype("<f4").tofile(path)
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
     os.makedirs(OUT)
     for extra in ["tokenizer.json", "tokenizer_config.json"]:
         shutil.copy(os.path.join(HERE, "tiny_hf", extra), os.path.join(OUT, extra))
+    write_mha(os.path.join(OUT, "mha.bin"))
     digit_ids = Tokenizer.from_file(os.path.join(OUT, "tokenizer.json")).encode(DIGIT_TEXT).ids
     with open(os.path.join(OUT, "digits.txt"), "w") as f:
         f.write(" ".join(str(i) for i in digit_ids) + "\n")
