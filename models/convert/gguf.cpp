@@ -825,19 +825,8 @@ bool gguf_gpt2_to_model(const GgufFile &file, const GgufOptions &options, ModelD
   ModelData &m = *out;
   m = ModelData{};
   format::ModelConfig &c = m.config;
-  c.family = format::Family::gpt2;
-  c.dim = static_cast<uint32_t>(dim);
-  c.n_layers = static_cast<uint32_t>(layers);
-  c.n_heads = c.n_kv_heads = static_cast<uint32_t>(heads);
-  c.head_dim = static_cast<uint32_t>(dim / heads);
-  c.ffn_dim = static_cast<uint32_t>(ffn);
-  c.vocab_size = static_cast<uint32_t>(tokens->array_count);
-  c.max_seq_len = static_cast<uint32_t>(context);
-  c.norm_kind = format::NormKind::layernorm;
-  c.norm_eps = static_cast<float>(eps);
-  c.position_kind = format::PositionKind::learned;
-  c.activation = format::Activation::gelu;
-  c.flags = format::kFlagAttentionBias | format::kFlagFfnBias | format::kFlagFusedQkv | format::kFlagNormBias;
+  const int64_t vocab = static_cast<int64_t>(tokens->array_count);
+  c = gpt2_config({dim, layers, heads, heads, dim / heads, ffn, vocab, context}, eps);
   if (!map_tokenizer(file, meta, c.vocab_size, &m, error)) return false;
   return import_tensors(file, options, "gpt2", &m, error);
 }

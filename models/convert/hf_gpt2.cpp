@@ -65,20 +65,11 @@ bool hf_gpt2_config(const JsonValue &json, format::ModelConfig *out, bool *tied,
     *error = "config.json layer_norm_epsilon must be in (0, 1) and bos/eos ids inside the vocabulary of " + num(vocab);
     return false;
   }
-  c.family = format::Family::gpt2;
-  c.dim = static_cast<uint32_t>(dim);
-  c.n_layers = static_cast<uint32_t>(layers);
-  c.n_heads = c.n_kv_heads = static_cast<uint32_t>(heads);
-  c.head_dim = static_cast<uint32_t>(dim / heads);
-  c.ffn_dim = static_cast<uint32_t>(inner);
-  c.vocab_size = static_cast<uint32_t>(vocab);
-  c.max_seq_len = static_cast<uint32_t>(context);
-  c.norm_kind = format::NormKind::layernorm;
-  c.norm_eps = static_cast<float>(eps);
+  const format::Activation act = c.activation;
+  c = gpt2_config({dim, layers, heads, heads, dim / heads, inner, vocab, context}, eps);
+  c.activation = act;
   c.position_kind = positions == "learned" ? format::PositionKind::learned : format::PositionKind::sinusoidal;
-  c.rope_layout = format::RopeLayout::none;
-  c.flags = format::kFlagAttentionBias | format::kFlagFfnBias | format::kFlagFusedQkv | format::kFlagNormBias |
-            (*tied ? format::kFlagTiedEmbeddings : 0u) | (placement == "post" ? format::kFlagPostNorm : 0u);
+  c.flags |= (*tied ? format::kFlagTiedEmbeddings : 0u) | (placement == "post" ? format::kFlagPostNorm : 0u);
   c.bos_id = static_cast<int32_t>(bos);
   c.eos_id = static_cast<int32_t>(eos);
   return true;

@@ -233,6 +233,19 @@ format::ModelConfig llama_config(const LlamaShape &s) {
   return c;
 }
 
+format::ModelConfig gpt2_config(const LlamaShape &s, double norm_eps) {
+  format::ModelConfig c = llama_config(s);
+  c.family = format::Family::gpt2;
+  c.norm_kind = format::NormKind::layernorm;
+  c.norm_eps = static_cast<float>(norm_eps);
+  c.position_kind = format::PositionKind::learned;
+  c.rope_theta = 0.0f;
+  c.rope_layout = format::RopeLayout::none;
+  c.activation = format::Activation::gelu;
+  c.flags = format::kFlagAttentionBias | format::kFlagFfnBias | format::kFlagFusedQkv | format::kFlagNormBias;
+  return c;
+}
+
 std::vector<uint8_t> encode_floats(const float *values, size_t n, format::DType dtype) {
   std::vector<uint8_t> out;
   if (dtype == format::DType::f16) {

@@ -94,6 +94,10 @@ struct LlamaShape {
 // llama_config() with these sizes; the context is capped at the format's 2^20 positions.
 format::ModelConfig llama_config(const LlamaShape &shape);
 
+// GPT-2's blocks with these sizes (n_kv_heads = n_heads, head_dim = dim / n_heads): LayerNorm
+// with bias, learned positions, GELU (tanh approximation), biases, fused QKV, pre-norm, untied.
+format::ModelConfig gpt2_config(const LlamaShape &shape, double norm_eps);
+
 // Stores floats as dtype (f32 or f16), row-major.
 std::vector<uint8_t> encode_floats(const float *values, size_t n, format::DType dtype);
 
