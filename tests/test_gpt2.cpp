@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cli_support.hpp"
-#include "model/model.hpp"
 #include "gguf.hpp"
+#include "model/model.hpp"
 #include "safetensors.hpp"
 #include "test_support.hpp"
 
@@ -21,7 +21,7 @@ using mote_test::AlignedBuffer;
 namespace {
 
 const std::vector<int32_t> kTokens = {5, 17, 250, 3, 99, 42, 42, 7, 280, 120, 64, 11};  // the generator's TOKENS
-constexpr size_t kPrompt = 6;  // PROMPT = TOKENS[:6]
+constexpr size_t kPrompt = 6;                                                           // PROMPT = TOKENS[:6]
 constexpr size_t kVocab = 304, kDim = 32;
 const char *const kVariants[] = {"prenorm_gelu_tanh", "prenorm_gelu_erf", "prenorm_relu", "postnorm_sinusoidal"};
 
@@ -103,7 +103,7 @@ TEST_CASE("gpt2: every variant matches the PyTorch reference at every position, 
       auto m = convert_variant(variant, dtype);
       const std::vector<float> logits = decode_all(m->model, kTokens);
       MESSAGE(std::string(variant) << (dtype == mote::format::DType::f32 ? " f32" : " f16") << ": max |logit error| "
-                      << max_abs_diff(logits.data(), expected.data(), logits.size()));
+                                   << max_abs_diff(logits.data(), expected.data(), logits.size()));
       for (size_t p = 0; p < kTokens.size(); ++p) {
         CAPTURE(p);
         CHECK(max_abs_diff(&logits[p * kVocab], &expected[p * kVocab], kVocab) <= 1e-4f);
@@ -136,7 +136,8 @@ TEST_CASE("gpt2: a GGUF of architecture gpt2 (llama.cpp's layout) gives the same
   mote::convert::ModelData data;
   std::string error;
   REQUIRE_MESSAGE(
-      mote::convert::load_gguf(mote_test::golden_path("tiny_gpt2/prenorm_gelu_tanh.gguf"), options, &data, &error), error);
+      mote::convert::load_gguf(mote_test::golden_path("tiny_gpt2/prenorm_gelu_tanh.gguf"), options, &data, &error),
+      error);
   CHECK(data.config.family == mote::format::Family::gpt2);
   CHECK(data.tokenizer.flags == mote::format::kTokNoDigitSplit);  // tokenizer.ggml.pre "gpt2"
   Gpt2Model m;
@@ -229,7 +230,8 @@ TEST_CASE("gpt2: the causal mask hides later tokens; encoder mode does not") {
   CHECK(max_abs_diff(cls(1, kTokens).data(), cls(1, changed).data(), kDim) > 1e-3f);
 
   // Encoder mode against the reference without a mask: the last position's logits and the mean.
-  const std::vector<float> encoder_logits = mote_test::read_floats(variant_path("prenorm_gelu_tanh", "encoder_logits.bin"));
+  const std::vector<float> encoder_logits =
+      mote_test::read_floats(variant_path("prenorm_gelu_tanh", "encoder_logits.bin"));
   const std::vector<float> encoder_mean = mote_test::read_floats(variant_path("prenorm_gelu_tanh", "encoder_mean.bin"));
   auto s = mote_test::open_session(m->model, options_with(1));
   REQUIRE(mote_prefill(&s->session, kTokens.data(), kTokens.size()) == MOTE_OK);

@@ -10,9 +10,9 @@ int command_embed(int argc, char **argv) {
   bool normalize = false, json = false, bidirectional = false;
   uint32_t threads = 1;
   const std::vector<Option> options = {
-      {"--model", "-m", Option::kString, &model_path},    {"--prompt", "-p", Option::kString, &prompt},
-      {"--pool", nullptr, Option::kString, &pool_name},   {"--normalize", nullptr, Option::kSwitch, &normalize},
-      {"--json", nullptr, Option::kSwitch, &json},        {"--bidirectional", nullptr, Option::kSwitch, &bidirectional},
+      {"--model", "-m", Option::kString, &model_path},  {"--prompt", "-p", Option::kString, &prompt},
+      {"--pool", nullptr, Option::kString, &pool_name}, {"--normalize", nullptr, Option::kSwitch, &normalize},
+      {"--json", nullptr, Option::kSwitch, &json},      {"--bidirectional", nullptr, Option::kSwitch, &bidirectional},
       {"--threads", "-t", Option::kU32, &threads},
   };
   std::vector<std::string> positional;
@@ -28,7 +28,8 @@ int command_embed(int argc, char **argv) {
   } else if (pool_name != "mean") {
     return report("embed", "--pool must be mean, last or cls", kExitUsage);
   }
-  if (threads == 0 || threads > kMaxThreads) return report("embed", "-t must be 1.." + std::to_string(kMaxThreads), kExitUsage);
+  if (threads == 0 || threads > kMaxThreads)
+    return report("embed", "-t must be 1.." + std::to_string(kMaxThreads), kExitUsage);
 
   auto loaded = load_model(model_path, &error);
   if (!loaded) return report("embed", error, kExitError);
@@ -36,8 +37,10 @@ int command_embed(int argc, char **argv) {
   if (!tokenize(loaded->model, prompt, &tokens, &error)) return report("embed", error, kExitError);
   if (tokens.empty()) return report("embed", "the text is empty and this model has no BOS token", kExitUsage);
   if (tokens.size() > MOTE_MAX_BATCH) {
-    return report("embed", "the text is " + std::to_string(tokens.size()) + " tokens; one step takes at most " +
-                               std::to_string(MOTE_MAX_BATCH), kExitError);
+    return report("embed",
+                  "the text is " + std::to_string(tokens.size()) + " tokens; one step takes at most " +
+                      std::to_string(MOTE_MAX_BATCH),
+                  kExitError);
   }
   // One step holds the whole text, so in bidirectional mode every token sees all the others.
   mote_session_options session_options = mote_session_options_default();

@@ -30,8 +30,8 @@ extern "C" mote_status mote_embed(mote_session *session, const int32_t *tokens, 
   }
   for (size_t i = 0; i < n_tokens; ++i) {
     if (tokens[i] < 0 || static_cast<uint32_t>(tokens[i]) >= c.vocab_size) {
-      return fail(err, MOTE_ERR_BAD_TOKEN, "token %d at %zu is outside the vocabulary of %u", static_cast<int>(tokens[i]),
-                  i, static_cast<unsigned>(c.vocab_size));
+      return fail(err, MOTE_ERR_BAD_TOKEN, "token %d at %zu is outside the vocabulary of %u",
+                  static_cast<int>(tokens[i]), i, static_cast<unsigned>(c.vocab_size));
     }
   }
   s->position = 0;
