@@ -486,6 +486,8 @@ TEST_CASE("loader: config fields") {
       {"unknown activation", [](ModelConfig &c) { c.activation = static_cast<mote::format::Activation>(0); }, "unknown activation 0"},
       {"unknown activation 9", [](ModelConfig &c) { c.activation = static_cast<mote::format::Activation>(9); }, "unknown activation 9"},
       {"unknown flags", [](ModelConfig &c) { c.flags |= 1u << 7; }, "unknown config flags 0x84"},
+      {"RMSNorm with biases", [](ModelConfig &c) { c.flags |= mote::format::kFlagNormBias; },
+       "norm biases are set but the norm is not LayerNorm"},
       {"bos = vocab", [](ModelConfig &c) { c.bos_id = static_cast<int32_t>(kVocab); }, "special token ids bos"},
       {"bos -2", [](ModelConfig &c) { c.bos_id = -2; }, "special token ids bos -2"},
       {"eos out of range", [](ModelConfig &c) { c.eos_id = 1 << 30; }, "outside the vocabulary of"},

@@ -85,6 +85,9 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
   if ((c.flags & ~kKnownConfigFlags) != 0) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown config flags 0x%x", static_cast<unsigned>(c.flags));
   }
+  if ((c.flags & kFlagNormBias) != 0 && c.norm_kind != NormKind::layernorm) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "norm biases are set but the norm is not LayerNorm");
+  }
   const int64_t vocab = c.vocab_size;
   if (c.bos_id < -1 || c.bos_id >= vocab || c.eos_id < -1 || c.eos_id >= vocab) {
     return fail(err, MOTE_ERR_BAD_MODEL, "special token ids bos %d / eos %d are outside the vocabulary of %u",
