@@ -104,6 +104,10 @@ TEST_CASE("gpt2: every variant matches the PyTorch reference at every position, 
       const std::vector<float> logits = decode_all(m->model, kTokens);
       MESSAGE(std::string(variant) << (dtype == mote::format::DType::f32 ? " f32" : " f16") << ": max |logit error| "
                                    << max_abs_diff(logits.data(), expected.data(), logits.size()));
+      // transformers' GPT2LMHeadModel itself, where it can express the variant.
+      const std::vector<float> hf = mote_test::read_floats(variant_path(variant, "hf_logits.bin"));
+      if (!hf.empty()) CHECK(max_abs_diff(logits.data(), hf.data(), logits.size()) <= 1e-4f);
+      CHECK(hf.empty() == (std::string(variant) == "postnorm_sinusoidal"));
       for (size_t p = 0; p < kTokens.size(); ++p) {
         CAPTURE(p);
         CHECK(max_abs_diff(&logits[p * kVocab], &expected[p * kVocab], kVocab) <= 1e-4f);

@@ -23,6 +23,7 @@ copied in; for the first three it is checked against transformers' GPT2LMHeadMod
 logit difference below 1e-5) before anything is written. Per variant:
   <name>/logits.bin   float32 little-endian logits (len(TOKENS), 304) at every position
   <name>/greedy.txt   the reference's greedy continuation of PROMPT (ids), one line
+  <name>/hf_logits.bin  GPT2LMHeadModel's own logits, likewise (the three variants it can express)
 For prenorm_gelu_tanh also:
   <name>/encoder_logits.bin  in encoder mode (no causal mask): logits at every position
   <name>/encoder_mean.bin    in encoder mode: the final LayerNorm's outputs mean-pooled (dim floats)
@@ -250,6 +251,7 @@ def main():
                 diff = (hf - logits).abs().max().item()
                 assert diff < 1e-5, f"{name}: reference and GPT2LMHeadModel differ by {diff}"
                 print(f"{name}: reference vs transformers max |diff| {diff:.2e}")
+                hf.numpy().astype("<f4").tofile(os.path.join(folder, "hf_logits.bin"))
             ids = list(PROMPT)
             for _ in range(GREEDY_STEPS):
                 ids.append(int(ref.logits(ids)[-1].argmax()))
