@@ -936,8 +936,8 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
   };
   for (size_t i = 0; i < file.tensors.size(); ++i) {
     const GgufTensorInfo &t = file.tensors[i];
-    Role role;
-    uint32_t layer;
+    Role role = Role::token_embedding;
+    uint32_t layer = format::kNoLayer;
     if (!parse_tensor_name(t.name, &role, &layer)) {
       *error = "GGUF tensor '" + printable(t.name) + "' is not part of the " + arch + " architecture as mote knows it";
       return false;

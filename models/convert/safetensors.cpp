@@ -612,8 +612,8 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
     return slot[(layer == format::kNoLayer ? L : layer) * format::kRoleCount + static_cast<uint32_t>(role)];
   };
   for (const auto &entry : by_name) {
-    Role role;
-    uint32_t layer;
+    Role role = Role::token_embedding;
+    uint32_t layer = format::kNoLayer;
     if ((family.ignored[0] != nullptr && ends_with(entry.first, family.ignored[0])) ||
         (family.ignored[1] != nullptr && ends_with(entry.first, family.ignored[1])))
       continue;  // derived data (RoPE frequencies, causal masks), not weights
