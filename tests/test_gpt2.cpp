@@ -335,6 +335,20 @@ TEST_CASE("multi-head attention alone matches torch.nn.MultiheadAttention, witho
   }
 }
 
+TEST_CASE("sinusoidal positions: the table lives in the arena, counted by mote_arena_size") {
+  // The two variants have the same sizes; only the sinusoidal one holds a (context, dim) table.
+  auto sinusoidal = convert_variant("postnorm_sinusoidal", mote::format::DType::f32);
+  auto learned = convert_variant("prenorm_gelu_tanh", mote::format::DType::f32);
+  auto arena = [](const mote_model &model, uint32_t context) {
+    mote_session_options o = mote_session_options_default();
+    o.context_length = context;
+    return static_cast<long long>(mote_arena_size(&model, &o));
+  };
+  const long long growth_sinusoidal = arena(sinusoidal->model, 64) - arena(sinusoidal->model, 32);
+  const long long growth_learned = arena(learned->model, 64) - arena(learned->model, 32);
+  CHECK(growth_sinusoidal - growth_learned == 32 * static_cast<long long>(kDim) * 4);
+}
+
 TEST_CASE("sinusoidal positions: the formula, and a fixed rotation per offset") {
   constexpr size_t n_pos = 96, dim = 16;
   std::vector<float> table(n_pos * dim);
