@@ -19,14 +19,15 @@ Status check_supported(const format::ModelView &view, ErrorSink err) {
       return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s, which this build does not run",
                   name, format::dtype_traits(t.dtype)->name);
     }
-    // A fused QKV matrix is used as three row ranges: each must start on a whole row group.
+    // A fused QKV matrix is used as three row ranges: each must be whole row groups.
     const uint32_t group = format::dtype_traits(t.dtype)->interleaved_rows;
-    if (t.role == static_cast<uint32_t>(Role::attn_qkv) && (c.n_heads * c.head_dim) % group != 0) {
+    const uint32_t q_rows = c.n_heads * c.head_dim, kv_rows = c.n_kv_heads * c.head_dim;
+    if (t.role == static_cast<uint32_t>(Role::attn_qkv) && (q_rows % group != 0 || kv_rows % group != 0)) {
       char name[48];
       format::tensor_name(t, name, sizeof name);
-      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s: its q rows (%u) are not whole groups of %u", name,
-                  format::dtype_traits(t.dtype)->name, static_cast<unsigned>(c.n_heads * c.head_dim),
-                  static_cast<unsigned>(group));
+      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s: its q and k rows (%u, %u) are not whole groups of %u",
+                  name, format::dtype_traits(t.dtype)->name, static_cast<unsigned>(q_rows),
+                  static_cast<unsigned>(kv_rows), static_cast<unsigned>(group));
     }
   }
   return MOTE_OK;
