@@ -384,7 +384,7 @@ TEST_CASE("gguf: a valid tiny llama converts and opens") {
   CHECK(m.config.ffn_dim == kFfn);
   CHECK(m.config.vocab_size == 262);
   CHECK(m.config.max_seq_len == 64);
-  CHECK(m.config.rope_layout == static_cast<uint32_t>(mote::format::RopeLayout::interleaved));
+  CHECK(m.config.rope_layout == mote::format::RopeLayout::interleaved);
   CHECK((m.config.flags & mote::format::kFlagTiedEmbeddings) != 0);
   CHECK(m.tensors.size() == 11);
   CHECK(m.tokenizer.kind == mote::format::TokenizerKind::byte_level_bpe);
@@ -402,6 +402,11 @@ TEST_CASE("gguf: a valid tiny llama converts and opens") {
   CHECK(m.config.bos_id == 1);
   CHECK(m.config.eos_id == 2);
   CHECK(open_error(m) == "");
+  // llama.cpp's "gpt2" pre-tokenizer keeps number runs whole (no digit split).
+  Gguf pre = valid_gguf();
+  pre.set_string("tokenizer.ggml.pre", "gpt2");
+  REQUIRE(convert_gguf(pre.build(), &m) == "");
+  CHECK(m.tokenizer.flags == mote::format::kTokNoDigitSplit);
   // With a separate classifier and f16 storage.
   Gguf g = valid_gguf();
   g.tensors.push_back({"output.weight", {kDim, 262}, kGgmlQ4_0, Bytes(262 * 18, 0x11)});
@@ -677,7 +682,7 @@ TEST_CASE("gguf: llama files that do not fit the architecture") {
   {
     Gguf g = valid;
     g.set_string("general.architecture", "qwen2");
-    expect_gguf_error(g, "GGUF architecture 'qwen2' is not supported (only llama)");
+    expect_gguf_error(g, "GGUF architecture 'qwen2' is not supported (only llama and gpt2)");
     g = valid;
     g.set_string("llama.block_count", "one");
     expect_gguf_error(g, "'llama.block_count' has type string, expected an integer");
@@ -899,7 +904,7 @@ TEST_CASE("gguf golden: tiny_llama.gguf against gguf.quants.dequantize") {
   CHECK(c.max_seq_len == value("ctx"));
   CHECK(c.rope_theta == 50000.0f);
   CHECK(c.norm_eps == 1e-6f);
-  CHECK(c.rope_layout == static_cast<uint32_t>(mote::format::RopeLayout::interleaved));
+  CHECK(c.rope_layout == mote::format::RopeLayout::interleaved);
   CHECK(((c.flags & mote::format::kFlagTiedEmbeddings) != 0) == (value("tied") != 0));
   CHECK(c.bos_id == value("bos"));
   CHECK(c.eos_id == value("eos"));
@@ -1038,7 +1043,7 @@ struct HfCopy {
     std::string error;
     mote::convert::SafetensorsOptions options;
     options.dtype = DType::f32;
-    return mote::convert::load_hf_llama(dir, options, out != nullptr ? out : &scratch, &error) ? "" : error;
+    return mote::convert::load_hf_checkpoint(dir, options, out != nullptr ? out : &scratch, &error) ? "" : error;
   }
 };
 
@@ -1078,7 +1083,7 @@ TEST_CASE("safetensors golden: tiny_hf against transformers and tokenizers") {
   options.progress = [&](size_t, size_t) { ++calls; };
   ModelData m;
   std::string error;
-  REQUIRE_MESSAGE(mote::convert::load_hf_llama(dir, options, &m, &error), error);
+  REQUIRE_MESSAGE(mote::convert::load_hf_checkpoint(dir, options, &m, &error), error);
   const mote::format::ModelConfig &c = m.config;
   CHECK(c.dim == 32);
   CHECK(c.n_layers == 2);
@@ -1090,13 +1095,14 @@ TEST_CASE("safetensors golden: tiny_hf against transformers and tokenizers") {
   CHECK(c.max_seq_len == 128);
   CHECK(c.norm_eps == 1e-5f);
   CHECK(c.rope_theta == 20000.0f);
-  CHECK(c.rope_layout == static_cast<uint32_t>(mote::format::RopeLayout::split_half));
+  CHECK(c.rope_layout == mote::format::RopeLayout::split_half);
   CHECK((c.flags & mote::format::kFlagTiedEmbeddings) == 0);
   CHECK(c.bos_id == 1);
   CHECK(c.eos_id == 2);
   CHECK(calls == m.tensors.size());
   const mote::convert::TokenizerData &tok = m.tokenizer;
   CHECK(tok.kind == mote::format::TokenizerKind::byte_level_bpe);
+  CHECK(tok.flags == mote::format::kTokNoDigitSplit);  // a plain ByteLevel pre-tokenizer: GPT-2's
   CHECK(tok.chat_template == mote::format::ChatTemplate::chatml);
   CHECK(tok.pieces.size() == 304);
   CHECK(tok.types[0] == mote::kTokenControl);
@@ -1144,11 +1150,11 @@ TEST_CASE("safetensors golden: tiny_hf against transformers and tokenizers") {
   options.dtype = DType::f16;
   options.progress = nullptr;
   ModelData h;
-  REQUIRE_MESSAGE(mote::convert::load_hf_llama(dir + "/config.json", options, &h, &error), error);
+  REQUIRE_MESSAGE(mote::convert::load_hf_checkpoint(dir + "/config.json", options, &h, &error), error);
   CHECK(h.tensors.size() == m.tensors.size());
   CHECK(h.tensors[1].dtype == DType::f32);  // attn_norm
   CHECK(h.tensors[2].dtype == DType::f16);  // attn_q
-  REQUIRE_MESSAGE(mote::convert::load_hf_llama(dir + "/model.safetensors", options, &h, &error), error);
+  REQUIRE_MESSAGE(mote::convert::load_hf_checkpoint(dir + "/model.safetensors", options, &h, &error), error);
   CHECK(open_error(h) == "");
 }
 

@@ -529,3 +529,80 @@ TEST_CASE("simd swiglu and add match the scalar twins") {
     }
   }
 }
+
+// --- GPT-2 blocks: LayerNorm and the plain FFN activations ----------------------------------
+
+TEST_CASE("scalar layernorm centers, scales and shifts as torch.nn.LayerNorm") {
+  const KernelTable &k = mote::kernels::scalar_kernels();
+  const float x[] = {1, 2, 3, 6};  // mean 3, biased variance (4 + 1 + 0 + 9) / 4 = 3.5
+  const float weight[] = {1, 2, 1, 0.5f};
+  const float bias[] = {0, 1, -1, 0.25f};
+  float out[4], plain[4];
+  k.layernorm(out, x, weight, bias, 4, 0.0f);
+  k.layernorm(plain, x, weight, nullptr, 4, 0.0f);
+  const double sd = std::sqrt(3.5);
+  const double expected[] = {-2 / sd, 2 * -1 / sd + 1, 0 - 1, 0.5 * 3 / sd + 0.25};
+  for (int i = 0; i < 4; ++i) {
+    CHECK(out[i] == doctest::Approx(expected[i]).epsilon(1e-6));
+    CHECK(plain[i] == doctest::Approx(expected[i] - bias[i]).epsilon(1e-6));
+  }
+  float same[] = {7, 7};
+  const float ones[] = {1, 1};
+  k.layernorm(same, same, ones, nullptr, 2, 1e-5f);  // zero variance: eps keeps it finite, in place
+  CHECK(same[0] == 0.0f);
+}
+
+TEST_CASE("scalar gelu (tanh and erf) and relu follow their formulas") {
+  const KernelTable &k = mote::kernels::scalar_kernels();
+  const float inputs[] = {-6, -1.5f, -0.25f, 0, 0.5f, 1, 3, 10};
+  constexpr size_t n = sizeof inputs / sizeof inputs[0];
+  float tanh_out[n], erf_out[n], relu_out[n];
+  std::copy(inputs, inputs + n, tanh_out);
+  std::copy(inputs, inputs + n, erf_out);
+  std::copy(inputs, inputs + n, relu_out);
+  k.gelu_tanh(tanh_out, n);
+  k.gelu_erf(erf_out, n);
+  k.relu(relu_out, n);
+  const double pi = std::acos(-1.0);
+  for (size_t i = 0; i < n; ++i) {
+    const double x = inputs[i];
+    CHECK(tanh_out[i] == doctest::Approx(0.5 * x * (1 + std::tanh(std::sqrt(2 / pi) * (x + 0.044715 * x * x * x))))
+                             .epsilon(1e-6));
+    CHECK(erf_out[i] == doctest::Approx(0.5 * x * (1 + std::erf(x / std::sqrt(2.0)))).epsilon(1e-6));
+    CHECK(relu_out[i] == (x > 0 ? inputs[i] : 0.0f));
+  }
+}
+
+TEST_CASE("simd layernorm, gelu and relu match the scalar twins") {
+  const KernelTable &ref = mote::kernels::scalar_kernels();
+  std::mt19937 rng(11);
+  for (const KernelTable *t : simd_tables()) {
+    for (size_t n : kSizes) {
+      const std::vector<float> x = random_floats(n, rng, -4.0f, 6.0f);
+      const std::vector<float> weight = random_floats(n, rng, 0.5f, 1.5f);
+      const std::vector<float> bias = random_floats(n, rng);
+      for (const float *b : {bias.data(), static_cast<const float *>(nullptr)}) {
+        std::vector<float> expected(n), actual(n), in_place = x;
+        ref.layernorm(expected.data(), x.data(), weight.data(), b, n, 1e-5f);
+        t->layernorm(actual.data(), x.data(), weight.data(), b, n, 1e-5f);
+        check_close(actual, expected, 1e-5f, 1e-5f, label(*t, b ? "layernorm" : "layernorm without bias", n));
+        t->layernorm(in_place.data(), in_place.data(), weight.data(), b, n, 1e-5f);
+        check_close(in_place, expected, 1e-5f, 1e-5f, label(*t, "layernorm in place", n));
+      }
+      const std::vector<float> h = random_floats(n, rng, -8.0f, 8.0f);
+      struct Activation {
+        const char *name;
+        void (*KernelTable::*kernel)(float *, size_t);
+      };
+      const Activation activations[] = {{"gelu_tanh", &KernelTable::gelu_tanh},
+                                        {"gelu_erf", &KernelTable::gelu_erf},
+                                        {"relu", &KernelTable::relu}};
+      for (const Activation &a : activations) {
+        std::vector<float> expected = h, actual = h;
+        (ref.*a.kernel)(expected.data(), n);
+        (t->*a.kernel)(actual.data(), n);
+        check_close(actual, expected, 1e-5f, 1e-6f, label(*t, a.name, n));
+      }
+    }
+  }
+}

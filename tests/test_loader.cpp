@@ -466,26 +466,28 @@ TEST_CASE("loader: config fields") {
       {"ffn_dim huge", [](ModelConfig &c) { c.ffn_dim = 0xFFFFFFFFu; }, "config field ffn_dim = 4294967295"},
       {"vocab 0", [](ModelConfig &c) { c.vocab_size = 0; }, "config field vocab_size = 0"},
       {"max_seq_len 0", [](ModelConfig &c) { c.max_seq_len = 0; }, "config field max_seq_len = 0"},
-      {"unknown family", [](ModelConfig &c) { c.family = 7; }, "unknown model family 7"},
+      {"unknown family", [](ModelConfig &c) { c.family = static_cast<mote::format::Family>(7); }, "unknown model family 7"},
       {"heads not a multiple of kv heads", [](ModelConfig &c) { c.n_heads = 3; },
        "n_heads 3 is not a multiple of n_kv_heads 2"},
       {"more kv heads than heads", [](ModelConfig &c) { c.n_kv_heads = 8; },
        "n_heads 4 is not a multiple of n_kv_heads 8"},
-      {"unknown norm", [](ModelConfig &c) { c.norm_kind = 3; }, "unknown norm kind 3"},
+      {"unknown norm", [](ModelConfig &c) { c.norm_kind = static_cast<mote::format::NormKind>(3); }, "unknown norm kind 3"},
       {"eps NaN", [](ModelConfig &c) { c.norm_eps = std::numeric_limits<float>::quiet_NaN(); }, "norm epsilon"},
       {"eps 0", [](ModelConfig &c) { c.norm_eps = 0.0f; }, "norm epsilon 0 is not in (0, 1)"},
       {"eps negative", [](ModelConfig &c) { c.norm_eps = -1e-5f; }, "norm epsilon"},
       {"eps infinite", [](ModelConfig &c) { c.norm_eps = std::numeric_limits<float>::infinity(); }, "norm epsilon"},
-      {"unknown position kind", [](ModelConfig &c) { c.position_kind = 0; }, "unknown position kind 0"},
-      {"unknown position kind 4", [](ModelConfig &c) { c.position_kind = 4; }, "unknown position kind 4"},
-      {"unknown rope layout", [](ModelConfig &c) { c.rope_layout = 3; }, "unknown RoPE layout 3"},
-      {"rope layout none with rope", [](ModelConfig &c) { c.rope_layout = 0; }, "unknown RoPE layout 0"},
+      {"unknown position kind", [](ModelConfig &c) { c.position_kind = static_cast<mote::format::PositionKind>(0); }, "unknown position kind 0"},
+      {"unknown position kind 4", [](ModelConfig &c) { c.position_kind = static_cast<mote::format::PositionKind>(4); }, "unknown position kind 4"},
+      {"unknown rope layout", [](ModelConfig &c) { c.rope_layout = static_cast<mote::format::RopeLayout>(3); }, "unknown RoPE layout 3"},
+      {"rope layout none with rope", [](ModelConfig &c) { c.rope_layout = mote::format::RopeLayout::none; }, "unknown RoPE layout 0"},
       {"rope theta NaN", [](ModelConfig &c) { c.rope_theta = std::numeric_limits<float>::quiet_NaN(); }, "RoPE theta"},
       {"rope theta 1", [](ModelConfig &c) { c.rope_theta = 1.0f; }, "RoPE theta 1 is not"},
       {"odd head_dim with rope", [](ModelConfig &c) { c.head_dim = 7; }, "head_dim 7 is odd"},
-      {"unknown activation", [](ModelConfig &c) { c.activation = 0; }, "unknown activation 0"},
-      {"unknown activation 9", [](ModelConfig &c) { c.activation = 9; }, "unknown activation 9"},
+      {"unknown activation", [](ModelConfig &c) { c.activation = static_cast<mote::format::Activation>(0); }, "unknown activation 0"},
+      {"unknown activation 9", [](ModelConfig &c) { c.activation = static_cast<mote::format::Activation>(9); }, "unknown activation 9"},
       {"unknown flags", [](ModelConfig &c) { c.flags |= 1u << 7; }, "unknown config flags 0x84"},
+      {"RMSNorm with biases", [](ModelConfig &c) { c.flags |= mote::format::kFlagNormBias; },
+       "norm biases are set but the norm is not LayerNorm"},
       {"bos = vocab", [](ModelConfig &c) { c.bos_id = static_cast<int32_t>(kVocab); }, "special token ids bos"},
       {"bos -2", [](ModelConfig &c) { c.bos_id = -2; }, "special token ids bos -2"},
       {"eos out of range", [](ModelConfig &c) { c.eos_id = 1 << 30; }, "outside the vocabulary of"},
@@ -499,6 +501,23 @@ TEST_CASE("loader: config fields") {
   expect_rejected("untied without a classifier",
                   with_config([](ModelConfig &c) { c.flags &= ~mote::format::kFlagTiedEmbeddings; }),
                   "tensor 'output' is missing");
+  // Optional roles follow the block spec: a plain GELU FFN has no gate; biases the config names
+  // must be there; fused QKV replaces q, k and v.
+  expect_rejected("a gate the spec does not need",
+                  with_config([](ModelConfig &c) { c.activation = mote::format::Activation::gelu; }),
+                  "tensor 'blk.0.ffn_gate' is present but the config's architecture has no use for it");
+  expect_rejected("biases the config names are required",
+                  with_config([](ModelConfig &c) { c.flags |= mote::format::kFlagAttentionBias; }),
+                  "tensor 'blk.0.attn_q_bias' is missing");
+  expect_rejected("fused QKV replaces q, k and v",
+                  with_config([](ModelConfig &c) { c.flags |= mote::format::kFlagFusedQkv; }),
+                  "tensor 'blk.0.attn_qkv' is missing");
+  expect_rejected("learned positions need their table",
+                  with_config([](ModelConfig &c) { c.position_kind = mote::format::PositionKind::learned; }),
+                  "tensor 'pos_embd' is missing");
+  expect_rejected("post-norm has no final norm",
+                  with_config([](ModelConfig &c) { c.flags |= mote::format::kFlagPostNorm; }),
+                  "tensor 'output_norm' is present but the config's architecture has no use for it");
   mote::convert::ModelData both = valid_model_data(true);
   both.config.flags |= mote::format::kFlagTiedEmbeddings;
   expect_rejected("classifier while tied", mote::convert::serialize(both),
@@ -565,8 +584,9 @@ TEST_CASE("loader: tensor table") {
                   "tensor 'blk.0.attn_k' says 2048 bytes, its shape and dtype need 1024");
   expect_rejected("unknown role 0", with_entry(Role::attn_k, 0, [](TensorEntry &e) { e.role = 0; }),
                   "tensor 'role#0' has an unknown role");
-  expect_rejected("unknown role 13", with_entry(Role::output_norm, G, [](TensorEntry &e) { e.role = 13; }),
-                  "tensor 'role#13' has an unknown role");
+  expect_rejected("unknown role 26", with_entry(Role::output_norm, G, [](TensorEntry &e) { e.role = 26; }),
+                  "tensor 'role#26' has an unknown role");
+
   expect_rejected("layer out of range", with_entry(Role::ffn_norm, 1, [](TensorEntry &e) { e.layer = 2; }),
                   "tensor 'blk.2.ffn_norm' has layer 2, outside the model's 2 layers");
   expect_rejected("global tensor with a layer", with_entry(Role::output_norm, G, [](TensorEntry &e) { e.layer = 0; }),
@@ -858,7 +878,7 @@ TEST_CASE("loader: valid but strange vocabularies") {
     t.eos_id = m.config.eos_id = special();
     t.unk_id = special();
     t.flags = static_cast<uint32_t>(below(4));
-    m.config.rope_layout = 1 + static_cast<uint32_t>(below(2));
+    m.config.rope_layout = static_cast<mote::format::RopeLayout>(1 + below(2));
     m.config.max_seq_len = 1 + static_cast<uint32_t>(below(16));
 
     const Bytes bytes = mote::convert::serialize(m);

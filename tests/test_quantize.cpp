@@ -378,7 +378,7 @@ TEST_CASE("llama2.c and Hugging Face import: --dtype q8_0/q4_0/q4_1 quantizes th
          mote::convert::SafetensorsOptions options;
          options.dtype = dtype;
          options.layout = layout;
-         return mote::convert::load_hf_llama(mote_test::golden_path("tiny_hf"), options, out, error);
+         return mote::convert::load_hf_checkpoint(mote_test::golden_path("tiny_hf"), options, out, error);
        }},
   };
   for (const Importer &importer : importers) {

@@ -614,40 +614,56 @@ struct Meta {
   }
 };
 
-// The ".weight" tensors of the llama architecture, by their GGUF names.
+// The tensors of the llama and gpt2 architectures, by their GGUF names (stem, then ".weight" or
+// ".bias"); which of them a file must hold is the block spec's business (format::role_needed).
 struct RoleName {
   const char *name;
   Role role;
   bool per_layer;
+  bool bias;  // ".bias" rather than ".weight"
 };
 const RoleName kRoleNames[] = {
-    {"token_embd", Role::token_embedding, false},
-    {"output_norm", Role::output_norm, false},
-    {"output", Role::output, false},
-    {"attn_norm", Role::attn_norm, true},
-    {"attn_q", Role::attn_q, true},
-    {"attn_k", Role::attn_k, true},
-    {"attn_v", Role::attn_v, true},
-    {"attn_output", Role::attn_output, true},
-    {"ffn_norm", Role::ffn_norm, true},
-    {"ffn_gate", Role::ffn_gate, true},
-    {"ffn_down", Role::ffn_down, true},
-    {"ffn_up", Role::ffn_up, true},
+    {"token_embd", Role::token_embedding, false, false},
+    {"position_embd", Role::pos_embd, false, false},
+    {"output_norm", Role::output_norm, false, false},
+    {"output_norm", Role::output_norm_bias, false, true},
+    {"output", Role::output, false, false},
+    {"attn_norm", Role::attn_norm, true, false},
+    {"attn_norm", Role::attn_norm_bias, true, true},
+    {"attn_q", Role::attn_q, true, false},
+    {"attn_k", Role::attn_k, true, false},
+    {"attn_v", Role::attn_v, true, false},
+    {"attn_qkv", Role::attn_qkv, true, false},
+    {"attn_qkv", Role::attn_qkv_bias, true, true},
+    {"attn_output", Role::attn_output, true, false},
+    {"attn_output", Role::attn_output_bias, true, true},
+    {"ffn_norm", Role::ffn_norm, true, false},
+    {"ffn_norm", Role::ffn_norm_bias, true, true},
+    {"ffn_gate", Role::ffn_gate, true, false},
+    {"ffn_down", Role::ffn_down, true, false},
+    {"ffn_down", Role::ffn_down_bias, true, true},
+    {"ffn_up", Role::ffn_up, true, false},
+    {"ffn_up", Role::ffn_up_bias, true, true},
 };
 
 std::string gguf_tensor_name(Role role, uint32_t layer) {
   for (const RoleName &r : kRoleNames) {
-    if (r.role == role) return (r.per_layer ? "blk." + num(layer) + "." : std::string()) + r.name + ".weight";
+    if (r.role == role)
+      return (r.per_layer ? "blk." + num(layer) + "." : std::string()) + r.name + (r.bias ? ".bias" : ".weight");
   }
   return "?";
 }
 
-// Parses "token_embd.weight" / "blk.12.attn_q.weight"; false for any other name.
+// Parses "token_embd.weight" / "blk.12.attn_q.weight" / "blk.0.attn_qkv.bias"; false for any
+// other name.
 bool parse_tensor_name(const std::string &name, Role *role, uint32_t *layer) {
-  const std::string suffix = ".weight";
-  if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-    return false;
-  std::string stem = name.substr(0, name.size() - suffix.size());
+  const std::string weight = ".weight", bias = ".bias";
+  auto ends_with = [&](const std::string &suffix) {
+    return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  const bool is_bias = ends_with(bias);
+  if (!is_bias && !ends_with(weight)) return false;
+  std::string stem = name.substr(0, name.size() - (is_bias ? bias : weight).size());
   bool per_layer = false;
   *layer = format::kNoLayer;
   if (stem.compare(0, 4, "blk.") == 0) {
@@ -665,7 +681,7 @@ bool parse_tensor_name(const std::string &name, Role *role, uint32_t *layer) {
     per_layer = true;
   }
   for (const RoleName &r : kRoleNames) {
-    if (r.per_layer == per_layer && stem == r.name) {
+    if (r.per_layer == per_layer && r.bias == is_bias && stem == r.name) {
       *role = r.role;
       return true;
     }
@@ -750,8 +766,12 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
       }
     }
     if (!build_byte_level_vocab(tokens, types, merges, "GGUF", &tok, error)) return false;
-    if (!meta.boolean("tokenizer.ggml.add_bos_token", false, &add_bos)) return false;
-    tok.flags = add_bos ? uint32_t{format::kTokAddBos} : 0u;
+    std::string pre;
+    if (!meta.boolean("tokenizer.ggml.add_bos_token", false, &add_bos) ||
+        !meta.string("tokenizer.ggml.pre", false, &pre))
+      return false;
+    // llama.cpp's "gpt2" pre-tokenizer is GPT-2's regex alone; the others mote reads split digits.
+    tok.flags = (add_bos ? uint32_t{format::kTokAddBos} : 0u) | (pre == "gpt2" ? uint32_t{format::kTokNoDigitSplit} : 0u);
   } else {
     *error = "GGUF tokenizer model '" + printable(model) + "' is not supported (only llama and gpt2)";
     return false;
@@ -775,13 +795,50 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
 
 }  // namespace
 
+bool import_tensors(const GgufFile &file, const GgufOptions &options, const std::string &arch, ModelData *out,
+                    std::string *error);
+
+// GPT-2 (llama.cpp's convert_hf_to_gguf layout: Linear-shaped matrices, fused attn_qkv, biases,
+// LayerNorm with bias, learned positions, GELU with the tanh approximation).
+bool gguf_gpt2_to_model(const GgufFile &file, const GgufOptions &options, ModelData *out, std::string *error) {
+  Meta meta{file, error};
+  int64_t layers = 0, dim = 0, ffn = 0, heads = 1, context = 0;
+  double eps = 0;
+  if (!meta.integer("gpt2.block_count", true, 0, 1, 1024, &layers) ||
+      !meta.integer("gpt2.embedding_length", true, 0, 1, 65536, &dim) ||
+      !meta.integer("gpt2.feed_forward_length", true, 0, 1, 1 << 18, &ffn) ||
+      !meta.integer("gpt2.attention.head_count", true, 0, 1, 1024, &heads) ||
+      !meta.integer("gpt2.context_length", true, 0, 1, 1 << 20, &context) ||
+      !meta.real("gpt2.attention.layer_norm_epsilon", 1e-5, false, &eps))
+    return false;
+  const GgufValue *tokens = file.find("tokenizer.ggml.tokens");
+  if (tokens == nullptr || tokens->type != GgufType::array || tokens->array_count < 1 ||
+      tokens->array_count > (1u << 24)) {
+    *error = "GGUF has no tokenizer (no tokenizer.ggml.tokens): mote needs one in the model file";
+    return false;
+  }
+  if (dim % heads != 0 || !(eps > 0 && eps < 1)) {
+    *error = "GGUF gpt2.embedding_length " + num(dim) + " does not divide into " + num(heads) +
+             " heads, or the LayerNorm epsilon is not in (0, 1)";
+    return false;
+  }
+  ModelData &m = *out;
+  m = ModelData{};
+  format::ModelConfig &c = m.config;
+  const int64_t vocab = static_cast<int64_t>(tokens->array_count);
+  c = gpt2_config({dim, layers, heads, heads, dim / heads, ffn, vocab, context}, eps);
+  if (!map_tokenizer(file, meta, c.vocab_size, &m, error)) return false;
+  return import_tensors(file, options, "gpt2", &m, error);
+}
+
 bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *out, std::string *error) {
   if (options.dtype && !check_matrix_dtype(*options.dtype, error)) return false;
   Meta meta{file, error};
   std::string arch;
   if (!meta.string("general.architecture", true, &arch)) return false;
+  if (arch == "gpt2") return gguf_gpt2_to_model(file, options, out, error);
   if (arch != "llama") {
-    *error = "GGUF architecture '" + printable(arch) + "' is not supported (only llama)";
+    *error = "GGUF architecture '" + printable(arch) + "' is not supported (only llama and gpt2)";
     return false;
   }
   int64_t layers, dim, ffn, heads, kv_heads, context, rope_dims, key_length;
@@ -859,10 +916,18 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
   c = llama_config({dim, layers, heads, kv_heads, head_dim, ffn, vocab, context});
   c.norm_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
-  c.rope_layout = static_cast<uint32_t>(format::RopeLayout::interleaved);
+  c.rope_layout = format::RopeLayout::interleaved;
 
   if (!map_tokenizer(file, meta, c.vocab_size, &m, error)) return false;
+  return import_tensors(file, options, arch, &m, error);
+}
 
+// The file's tensors for m's config (tokenizer and hyperparameters already mapped); the
+// embeddings are tied when the file has no output tensor.
+bool import_tensors(const GgufFile &file, const GgufOptions &options, const std::string &arch, ModelData *out,
+                    std::string *error) {
+  ModelData &m = *out;
+  format::ModelConfig &c = m.config;
   // Which file tensor plays each (role, layer).
   const uint32_t L = c.n_layers;
   std::vector<size_t> slot((L + 1) * format::kRoleCount, SIZE_MAX);
@@ -871,15 +936,15 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
   };
   for (size_t i = 0; i < file.tensors.size(); ++i) {
     const GgufTensorInfo &t = file.tensors[i];
-    Role role;
-    uint32_t layer;
+    Role role = Role::token_embedding;
+    uint32_t layer = format::kNoLayer;
     if (!parse_tensor_name(t.name, &role, &layer)) {
-      *error = "GGUF tensor '" + printable(t.name) + "' is not part of the llama architecture as mote knows it";
+      *error = "GGUF tensor '" + printable(t.name) + "' is not part of the " + arch + " architecture as mote knows it";
       return false;
     }
     if (layer != format::kNoLayer && layer >= L) {
-      *error =
-          "GGUF tensor '" + printable(t.name) + "' is for layer " + num(layer) + " but llama.block_count is " + num(L);
+      *error = "GGUF tensor '" + printable(t.name) + "' is for layer " + num(layer) + " but " + arch +
+               ".block_count is " + num(L);
       return false;
     }
     size_t &s = slot_of(role, layer);
@@ -890,9 +955,19 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
     s = i;
   }
   const bool tied = slot_of(Role::output, format::kNoLayer) == SIZE_MAX;
-  c.flags = tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
+  c.flags |= tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
+  const format::BlockSpec spec = format::block_spec(c);
+  for (uint32_t role = 1; role < format::kRoleCount; ++role) {
+    for (uint32_t layer = 0; layer <= L; ++layer) {
+      const size_t at = slot_of(static_cast<Role>(role), layer == L ? format::kNoLayer : layer);
+      if (at != SIZE_MAX && !format::role_needed(spec, static_cast<Role>(role))) {
+        *error = "GGUF tensor '" + printable(file.tensors[at].name) + "' has no place in the " + arch + " architecture";
+        return false;
+      }
+    }
+  }
 
-  const std::vector<TensorSlot> wanted = llama_tensor_slots(c);
+  const std::vector<TensorSlot> wanted = tensor_slots(c);
 
   for (const TensorSlot &w : wanted) {
     if (slot_of(w.role, w.layer) == SIZE_MAX) {

@@ -1,5 +1,5 @@
 // Import of GGUF files (versions 2 and 3): a container parser that treats the file as hostile
-// input, and the mapping of the `llama` architecture onto a .mote model.
+// input, and the mapping of the `llama` and `gpt2` architectures onto a .mote model.
 //
 // Decisions (the next engineer should know):
 // - By default every matrix is kept as stored: F32, F16, Q8_0, Q4_0 and Q4_1 tensors keep their
@@ -16,6 +16,10 @@
 //   positions) is an error, not silently dropped: an ignored tensor could change the model.
 // - GGUF's llama Q/K weights are already permuted for interleaved RoPE: rope_layout = interleaved.
 // - max_seq_len is llama.context_length, capped at the format's 2^20.
+// - gpt2 (llama.cpp's convert_hf_to_gguf layout): Linear-shaped matrices (no transposing), the
+//   fused attn_qkv, `.bias` tensors, LayerNorm with bias, position_embd, GELU with the tanh
+//   approximation; tied when there is no output.weight. A tensor the block spec has no use for
+//   (a bias in a llama file) is an error. tokenizer.ggml.pre "gpt2" keeps number runs whole.
 #pragma once
 
 #include <cstddef>

@@ -128,7 +128,7 @@ bool load_llama2c(const std::string &checkpoint_path, const std::string &tokeniz
   format::ModelConfig &c = m.config;
   c = llama_config(
       {dim, layers, heads, kv_heads, static_cast<int64_t>(head_size), hidden, static_cast<int64_t>(vocab), seq_len});
-  c.rope_layout = static_cast<uint32_t>(options.rope_layout);
+  c.rope_layout = options.rope_layout;
   c.flags = shared_classifier ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
   c.bos_id = m.tokenizer.bos_id;
   c.eos_id = m.tokenizer.eos_id;

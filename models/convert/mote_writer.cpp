@@ -7,6 +7,7 @@
 
 #include "core/fp16.hpp"
 #include "dequant.hpp"
+#include "format/reader.hpp"
 #include "quantize.hpp"
 #include "repack.hpp"
 
@@ -85,25 +86,29 @@ std::vector<uint8_t> serialize_tokenizer(const TokenizerData &tok) {
 
 }  // namespace
 
-std::vector<TensorSlot> llama_tensor_slots(const format::ModelConfig &c) {
+std::vector<TensorSlot> tensor_slots(const format::ModelConfig &c) {
   using format::Role;
-  const uint64_t D = c.dim, F = c.ffn_dim, V = c.vocab_size, Q = uint64_t{c.n_heads} * c.head_dim,
-                 KV = uint64_t{c.n_kv_heads} * c.head_dim;
+  // File order: global inputs, each layer's tensors in the order the pass uses them, the head.
+  static const Role kFirst[] = {Role::token_embedding, Role::pos_embd};
+  static const Role kLayer[] = {Role::attn_norm,     Role::attn_norm_bias, Role::attn_q,        Role::attn_q_bias,
+                                Role::attn_k,        Role::attn_k_bias,    Role::attn_v,        Role::attn_v_bias,
+                                Role::attn_qkv,      Role::attn_qkv_bias,  Role::attn_output,   Role::attn_output_bias,
+                                Role::ffn_norm,      Role::ffn_norm_bias,  Role::ffn_gate,      Role::ffn_gate_bias,
+                                Role::ffn_down,      Role::ffn_down_bias,  Role::ffn_up,        Role::ffn_up_bias};
+  static const Role kLast[] = {Role::output_norm, Role::output_norm_bias, Role::output};
+  const format::BlockSpec spec = format::block_spec(c);
   std::vector<TensorSlot> slots;
-  slots.push_back({Role::token_embedding, format::kNoLayer, V, D});
+  auto add = [&](Role role, uint32_t layer) {
+    if (!format::role_needed(spec, role)) return;
+    uint32_t n_dims = 0, rows = 0, cols = 0;
+    format::expected_shape(c, role, &n_dims, &rows, &cols);
+    slots.push_back({role, layer, rows, n_dims == 2 ? cols : 0});
+  };
+  for (Role role : kFirst) add(role, format::kNoLayer);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
-    slots.push_back({Role::attn_norm, l, D, 0});
-    slots.push_back({Role::attn_q, l, Q, D});
-    slots.push_back({Role::attn_k, l, KV, D});
-    slots.push_back({Role::attn_v, l, KV, D});
-    slots.push_back({Role::attn_output, l, D, Q});
-    slots.push_back({Role::ffn_norm, l, D, 0});
-    slots.push_back({Role::ffn_gate, l, F, D});
-    slots.push_back({Role::ffn_down, l, D, F});
-    slots.push_back({Role::ffn_up, l, F, D});
+    for (Role role : kLayer) add(role, l);
   }
-  slots.push_back({Role::output_norm, format::kNoLayer, D, 0});
-  if ((c.flags & format::kFlagTiedEmbeddings) == 0) slots.push_back({Role::output, format::kNoLayer, V, D});
+  for (Role role : kLast) add(role, format::kNoLayer);
   return slots;
 }
 
@@ -210,13 +215,13 @@ bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optiona
 
 format::ModelConfig llama_config() {
   format::ModelConfig c{};
-  c.family = static_cast<uint32_t>(format::Family::llama);
-  c.norm_kind = static_cast<uint32_t>(format::NormKind::rmsnorm);
+  c.family = format::Family::llama;
+  c.norm_kind = format::NormKind::rmsnorm;
   c.norm_eps = 1e-5f;
-  c.position_kind = static_cast<uint32_t>(format::PositionKind::rope);
+  c.position_kind = format::PositionKind::rope;
   c.rope_theta = 10000.0f;
-  c.rope_layout = static_cast<uint32_t>(format::RopeLayout::interleaved);
-  c.activation = static_cast<uint32_t>(format::Activation::swiglu);
+  c.rope_layout = format::RopeLayout::interleaved;
+  c.activation = format::Activation::swiglu;
   c.bos_id = -1;
   c.eos_id = -1;
   return c;
@@ -232,6 +237,19 @@ format::ModelConfig llama_config(const LlamaShape &s) {
   c.ffn_dim = static_cast<uint32_t>(s.ffn_dim);
   c.vocab_size = static_cast<uint32_t>(s.vocab_size);
   c.max_seq_len = static_cast<uint32_t>(s.context < (1 << 20) ? s.context : (1 << 20));
+  return c;
+}
+
+format::ModelConfig gpt2_config(const LlamaShape &s, double norm_eps) {
+  format::ModelConfig c = llama_config(s);
+  c.family = format::Family::gpt2;
+  c.norm_kind = format::NormKind::layernorm;
+  c.norm_eps = static_cast<float>(norm_eps);
+  c.position_kind = format::PositionKind::learned;
+  c.rope_theta = 0.0f;
+  c.rope_layout = format::RopeLayout::none;
+  c.activation = format::Activation::gelu;
+  c.flags = format::kFlagAttentionBias | format::kFlagFfnBias | format::kFlagFusedQkv | format::kFlagNormBias;
   return c;
 }
 

@@ -38,16 +38,17 @@ struct ModelData {
   TokenizerData tokenizer;
 };
 
-// One tensor a Llama-family model needs, shaped by its config (cols = 0 for a vector).
+// One tensor a model needs, shaped by its config (cols = 0 for a vector).
 struct TensorSlot {
   format::Role role;
   uint32_t layer;  // format::kNoLayer for global tensors
   uint64_t rows, cols;
 };
 
-// Every tensor of a Llama-family config in file order: the embedding, each layer's, the final
-// norm, then the classifier unless the config ties it to the embedding.
-std::vector<TensorSlot> llama_tensor_slots(const format::ModelConfig &config);
+// Every tensor of a config in file order, as its block spec needs them (format::role_needed):
+// the embedding (and learned positions), each layer's, the final norm, then the classifier
+// unless the config ties it to the embedding.
+std::vector<TensorSlot> tensor_slots(const format::ModelConfig &config);
 
 // A tensor's bytes as its source file holds them, typed by ggml's type ids (GgmlType in
 // dequant.hpp), which cover every importer: llama2.c's floats are F32, safetensors' F32, F16 or
@@ -93,6 +94,10 @@ struct LlamaShape {
 };
 // llama_config() with these sizes; the context is capped at the format's 2^20 positions.
 format::ModelConfig llama_config(const LlamaShape &shape);
+
+// GPT-2's blocks with these sizes (n_kv_heads = n_heads, head_dim = dim / n_heads): LayerNorm
+// with bias, learned positions, GELU (tanh approximation), biases, fused QKV, pre-norm, untied.
+format::ModelConfig gpt2_config(const LlamaShape &shape, double norm_eps);
 
 // Stores floats as dtype (f32 or f16), row-major.
 std::vector<uint8_t> encode_floats(const float *values, size_t n, format::DType dtype);

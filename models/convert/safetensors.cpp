@@ -8,6 +8,7 @@
 #include <set>
 
 #include "dequant.hpp"
+#include "hf_config.hpp"
 #include "gguf.hpp"  // the byte-level vocabulary builder, chat template detection, printable()
 #include "text/tokenizer.hpp"
 
@@ -20,7 +21,6 @@ using format::Role;
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the safetensors spec's own limit
 constexpr uint64_t kMaxElements = 1ull << 56;
 
-std::string num(uint64_t v) { return std::to_string(v); }
 
 bool read_whole_file(const std::string &path, std::vector<uint8_t> *bytes, std::string *error) {
   std::error_code ec;
@@ -55,112 +55,92 @@ bool read_json_file(const std::string &path, JsonValue *out, std::string *error)
   return true;
 }
 
-// ---- typed access to config.json ------------------------------------------------------------
-
-struct Config {
-  const JsonValue &json;
-  std::string *error;
-
-  bool wrong(const std::string &key, const JsonValue &v, const char *expected) {
-    *error = "config.json '" + key + "' is " + json_kind_name(v.kind) + ", expected " + expected;
-    return false;
-  }
-  bool integer(const std::string &key, bool required, int64_t fallback, int64_t lo, int64_t hi, int64_t *out) {
-    const JsonValue *v = json.get(key);
-    if (v == nullptr || v->is_null()) {
-      if (required) {
-        *error = "config.json is missing '" + key + "'";
-        return false;
-      }
-      *out = fallback;
-      return true;
-    }
-    if (v->kind != JsonValue::Kind::number || !v->integral) return wrong(key, *v, "an integer");
-    if (v->integer < lo || v->integer > hi) {
-      *error = "config.json '" + key + "' is " + std::to_string(v->integer) + ", outside [" + std::to_string(lo) +
-               ", " + std::to_string(hi) + "]";
-      return false;
-    }
-    *out = v->integer;
-    return true;
-  }
-  bool real(const std::string &key, double fallback, double *out) {
-    const JsonValue *v = json.get(key);
-    if (v == nullptr || v->is_null()) {
-      *out = fallback;
-      return true;
-    }
-    if (v->kind != JsonValue::Kind::number) return wrong(key, *v, "a number");
-    *out = v->number;
-    return true;
-  }
-  bool boolean(const std::string &key, bool fallback, bool *out) {
-    const JsonValue *v = json.get(key);
-    if (v == nullptr || v->is_null()) {
-      *out = fallback;
-      return true;
-    }
-    if (v->kind != JsonValue::Kind::boolean) return wrong(key, *v, "true or false");
-    *out = v->boolean;
-    return true;
-  }
-  // A token id, or the first of a list of them (Llama 3 lists several EOS ids); -1 when absent.
-  bool token_id(const std::string &key, int64_t *out) {
-    const JsonValue *v = json.get(key);
-    if (v != nullptr && v->kind == JsonValue::Kind::array) {
-      if (v->items.empty()) {
-        *out = -1;
-        return true;
-      }
-      v = &v->items[0];
-    }
-    if (v == nullptr || v->is_null()) {
-      *out = -1;
-      return true;
-    }
-    if (v->kind != JsonValue::Kind::number || !v->integral || v->integer < 0 || v->integer >= (1 << 24)) {
-      *error = "config.json '" + key + "' is not a token id";
-      return false;
-    }
-    *out = v->integer;
-    return true;
-  }
-};
-
 // ---- tensor names ----------------------------------------------------------------------------
 
 struct HfName {
-  const char *name;  // after "model.layers.N." for per-layer tensors
+  const char *name;  // after the family's layer prefix ("model.layers.N.", "h.N.") for per-layer tensors
   Role role;
   bool per_layer;
+  bool transposed;  // GPT-2's Conv1D stores (in, out): the transpose of a Linear's (out, in)
 };
-const HfName kHfNames[] = {
-    {"model.embed_tokens.weight", Role::token_embedding, false},
-    {"model.norm.weight", Role::output_norm, false},
-    {"lm_head.weight", Role::output, false},
-    {"input_layernorm.weight", Role::attn_norm, true},
-    {"self_attn.q_proj.weight", Role::attn_q, true},
-    {"self_attn.k_proj.weight", Role::attn_k, true},
-    {"self_attn.v_proj.weight", Role::attn_v, true},
-    {"self_attn.o_proj.weight", Role::attn_output, true},
-    {"post_attention_layernorm.weight", Role::ffn_norm, true},
-    {"mlp.gate_proj.weight", Role::ffn_gate, true},
-    {"mlp.up_proj.weight", Role::ffn_up, true},
-    {"mlp.down_proj.weight", Role::ffn_down, true},
+const HfName kLlamaNames[] = {
+    {"model.embed_tokens.weight", Role::token_embedding, false, false},
+    {"model.norm.weight", Role::output_norm, false, false},
+    {"lm_head.weight", Role::output, false, false},
+    {"input_layernorm.weight", Role::attn_norm, true, false},
+    {"self_attn.q_proj.weight", Role::attn_q, true, false},
+    {"self_attn.k_proj.weight", Role::attn_k, true, false},
+    {"self_attn.v_proj.weight", Role::attn_v, true, false},
+    {"self_attn.o_proj.weight", Role::attn_output, true, false},
+    {"post_attention_layernorm.weight", Role::ffn_norm, true, false},
+    {"mlp.gate_proj.weight", Role::ffn_gate, true, false},
+    {"mlp.up_proj.weight", Role::ffn_up, true, false},
+    {"mlp.down_proj.weight", Role::ffn_down, true, false},
+};
+// GPT-2's names without the "transformer." prefix GPT2LMHeadModel adds (GPT2Model has none).
+const HfName kGpt2Names[] = {
+    {"wte.weight", Role::token_embedding, false, false},
+    {"wpe.weight", Role::pos_embd, false, false},
+    {"ln_f.weight", Role::output_norm, false, false},
+    {"ln_f.bias", Role::output_norm_bias, false, false},
+    {"lm_head.weight", Role::output, false, false},
+    {"ln_1.weight", Role::attn_norm, true, false},
+    {"ln_1.bias", Role::attn_norm_bias, true, false},
+    {"attn.c_attn.weight", Role::attn_qkv, true, true},
+    {"attn.c_attn.bias", Role::attn_qkv_bias, true, false},
+    {"attn.c_proj.weight", Role::attn_output, true, true},
+    {"attn.c_proj.bias", Role::attn_output_bias, true, false},
+    {"ln_2.weight", Role::ffn_norm, true, false},
+    {"ln_2.bias", Role::ffn_norm_bias, true, false},
+    {"mlp.c_fc.weight", Role::ffn_up, true, true},
+    {"mlp.c_fc.bias", Role::ffn_up_bias, true, false},
+    {"mlp.c_proj.weight", Role::ffn_down, true, true},
+    {"mlp.c_proj.bias", Role::ffn_down_bias, true, false},
 };
 
-std::string hf_name(Role role, uint32_t layer) {
-  for (const HfName &h : kHfNames) {
-    if (h.role == role) return (h.per_layer ? "model.layers." + num(layer) + "." : std::string()) + h.name;
-  }
-  return "?";
+// How one checkpoint family names its tensors.
+struct HfFamily {
+  const char *what;  // "a Llama model"
+  const HfName *names;
+  size_t n_names;
+  std::string layer_prefix;   // before the layer number
+  std::string strip_prefix;   // dropped from every name first, when present
+  const char *ignored[2];     // name suffixes that are derived data, not weights (null: unused)
+};
+
+HfFamily llama_family() {
+  return {"a Llama model", kLlamaNames, sizeof kLlamaNames / sizeof kLlamaNames[0], "model.layers.", "",
+          {".rotary_emb.inv_freq", nullptr}};
 }
 
-bool parse_hf_name(const std::string &name, Role *role, uint32_t *layer) {
+// attn.bias / attn.masked_bias: the causal mask buffers older GPT-2 checkpoints saved.
+HfFamily gpt2_family() {
+  return {"a GPT-2 model", kGpt2Names, sizeof kGpt2Names / sizeof kGpt2Names[0], "h.", "transformer.",
+          {".attn.bias", ".attn.masked_bias"}};
+}
+
+const HfName *find_hf_name(const HfFamily &family, Role role) {
+  for (size_t i = 0; i < family.n_names; ++i) {
+    if (family.names[i].role == role) return &family.names[i];
+  }
+  return nullptr;
+}
+
+std::string hf_name(const HfFamily &family, Role role, uint32_t layer) {
+  const HfName *h = find_hf_name(family, role);
+  if (h == nullptr) return "?";
+  const std::string prefix = family.strip_prefix + (h->per_layer ? family.layer_prefix + num(layer) + "." : "");
+  return (h->role == Role::output ? std::string() : prefix) + h->name;
+}
+
+bool parse_hf_name(const HfFamily &family, const std::string &full_name, Role *role, uint32_t *layer) {
+  std::string name = full_name;
+  if (!family.strip_prefix.empty() && name.compare(0, family.strip_prefix.size(), family.strip_prefix) == 0)
+    name = name.substr(family.strip_prefix.size());
   std::string rest = name;
   *layer = format::kNoLayer;
   bool per_layer = false;
-  const std::string prefix = "model.layers.";
+  const std::string &prefix = family.layer_prefix;
   if (name.compare(0, prefix.size(), prefix) == 0) {
     size_t at = prefix.size(), digits = 0;
     uint64_t value = 0;
@@ -174,7 +154,8 @@ bool parse_hf_name(const std::string &name, Role *role, uint32_t *layer) {
     rest = name.substr(at + 1);
     per_layer = true;
   }
-  for (const HfName &h : kHfNames) {
+  for (size_t i = 0; i < family.n_names; ++i) {
+    const HfName &h = family.names[i];
     if (h.per_layer == per_layer && rest == h.name) {
       *role = h.role;
       return true;
@@ -200,6 +181,24 @@ bool has_byte_level(const JsonValue *pre) {
     for (const JsonValue &p : list->items) {
       if (has_byte_level(&p)) return true;
     }
+  }
+  return false;
+}
+
+// Whether the pre-tokenizer splits every digit off (Digits with individual_digits, SmolLM2's);
+// GPT-2's plain ByteLevel does not.
+bool splits_digits(const JsonValue *pre) {
+  if (pre == nullptr) return false;
+  const JsonValue *type = pre->get("type");
+  if (type == nullptr || !type->is_string()) return false;
+  if (type->text == "Digits") {
+    const JsonValue *individual = pre->get("individual_digits");
+    return individual != nullptr && individual->kind == JsonValue::Kind::boolean && individual->boolean;
+  }
+  const JsonValue *list = pre->get("pretokenizers");
+  if (type->text != "Sequence" || list == nullptr || list->kind != JsonValue::Kind::array) return false;
+  for (const JsonValue &p : list->items) {
+    if (splits_digits(&p)) return true;
   }
   return false;
 }
@@ -370,7 +369,7 @@ bool hf_llama_config(const JsonValue &json, format::ModelConfig *out, bool *tied
   c = llama_config({dim, layers, heads, kv_heads, head_dim, ffn, vocab, context});
   c.norm_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
-  c.rope_layout = static_cast<uint32_t>(format::RopeLayout::split_half);
+  c.rope_layout = format::RopeLayout::split_half;
   c.flags = *tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
   c.bos_id = static_cast<int32_t>(bos);
   c.eos_id = static_cast<int32_t>(eos);
@@ -478,7 +477,7 @@ bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenize
   tok->unk_id = unk != nullptr && unk->is_string() ? find_id(unk->text) : -1;
   tok->bos_id = keep_bos;
   tok->eos_id = keep_eos;
-  tok->flags = 0;
+  tok->flags = splits_digits(json.get("pre_tokenizer")) ? 0u : uint32_t{format::kTokNoDigitSplit};
   tok->chat_template = format::ChatTemplate::none;
   if (!tokenizer_config_json.empty()) {
     JsonValue cfg;
@@ -507,7 +506,7 @@ bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenize
   return true;
 }
 
-bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, ModelData *out, std::string *error) {
+bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &options, ModelData *out, std::string *error) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path dir = path;
@@ -522,7 +521,10 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
   ModelData &m = *out;
   m = ModelData{};
   bool tied = false;
-  if (!hf_llama_config(config, &m.config, &tied, error)) {
+  const JsonValue *model_type = config.get("model_type");
+  const bool gpt2 = model_type != nullptr && model_type->is_string() && model_type->text == "gpt2";
+  const HfFamily family = gpt2 ? gpt2_family() : llama_family();
+  if (!(gpt2 ? hf_gpt2_config(config, &m.config, &tied, error) : hf_llama_config(config, &m.config, &tied, error))) {
     *error = "'" + where + "': " + *error;
     return false;
   }
@@ -610,11 +612,14 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
     return slot[(layer == format::kNoLayer ? L : layer) * format::kRoleCount + static_cast<uint32_t>(role)];
   };
   for (const auto &entry : by_name) {
-    Role role;
-    uint32_t layer;
-    if (ends_with(entry.first, ".rotary_emb.inv_freq")) continue;  // derived from rope_theta
-    if (!parse_hf_name(entry.first, &role, &layer)) {
-      *error = "'" + where + "': tensor '" + printable(entry.first) + "' is not part of a Llama model as mote knows it";
+    Role role = Role::token_embedding;
+    uint32_t layer = format::kNoLayer;
+    if ((family.ignored[0] != nullptr && ends_with(entry.first, family.ignored[0])) ||
+        (family.ignored[1] != nullptr && ends_with(entry.first, family.ignored[1])))
+      continue;  // derived data (RoPE frequencies, causal masks), not weights
+    if (!parse_hf_name(family, entry.first, &role, &layer)) {
+      *error = "'" + where + "': tensor '" + printable(entry.first) + "' is not part of " + family.what +
+               " as mote knows it";
       return false;
     }
     if (layer != format::kNoLayer && layer >= L) {
@@ -623,13 +628,17 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
       return false;
     }
     if (role == Role::output && tied) continue;  // a copy of the embedding
+    if (!format::role_needed(format::block_spec(c), role)) {
+      *error = "'" + where + "': tensor '" + printable(entry.first) + "' has no place in the architecture config.json describes";
+      return false;
+    }
     slot_of(role, layer) = &entry.second;
   }
 
-  const std::vector<TensorSlot> wanted = llama_tensor_slots(c);
+  const std::vector<TensorSlot> wanted = tensor_slots(c);
   for (const TensorSlot &w : wanted) {
     if (slot_of(w.role, w.layer) == nullptr) {
-      *error = "'" + where + "' is missing tensor '" + hf_name(w.role, w.layer) + "'" +
+      *error = "'" + where + "' is missing tensor '" + hf_name(family, w.role, w.layer) + "'" +
                (w.role == Role::output ? " (config.json says the embeddings are not tied)" : "");
       return false;
     }
@@ -640,7 +649,10 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
     const Located &at = *slot_of(w.role, w.layer);
     const SafetensorsTensor &t = at.tensor;
     const bool vector = w.cols == 0;
-    const std::vector<uint64_t> expect = vector ? std::vector<uint64_t>{w.rows} : std::vector<uint64_t>{w.rows, w.cols};
+    const bool transposed = find_hf_name(family, w.role)->transposed;
+    const std::vector<uint64_t> expect = vector       ? std::vector<uint64_t>{w.rows}
+                                         : transposed ? std::vector<uint64_t>{w.cols, w.rows}
+                                                      : std::vector<uint64_t>{w.rows, w.cols};
     if (t.shape != expect) {
       std::string got, need;
       for (size_t d = 0; d < t.shape.size(); ++d) got += (d ? ", " : "") + num(t.shape[d]);
@@ -650,7 +662,17 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
       return false;
     }
     const GgmlType type = t.dtype == "F32" ? GgmlType::f32 : t.dtype == "F16" ? GgmlType::f16 : GgmlType::bf16;
-    const SourceTensor source = {contents[at.file].data() + t.offset, static_cast<uint32_t>(type)};
+    SourceTensor source = {contents[at.file].data() + t.offset, static_cast<uint32_t>(type)};
+    std::vector<float> turned;  // a Conv1D weight as the (rows, cols) matrix it is used as
+    if (transposed) {
+      std::vector<float> stored(w.rows * w.cols);
+      dequantize_ggml(source.ggml_type, source.bytes, stored.size(), stored.data());
+      turned.resize(stored.size());
+      for (uint64_t r = 0; r < w.rows; ++r) {
+        for (uint64_t col = 0; col < w.cols; ++col) turned[r * w.cols + col] = stored[col * w.rows + r];
+      }
+      source = {reinterpret_cast<const uint8_t *>(turned.data()), static_cast<uint32_t>(GgmlType::f32)};
+    }
     if (!add_tensor(w, source, options.dtype, options.layout, &m, error)) {
       *error = "'" + where + "': " + *error;
       return false;

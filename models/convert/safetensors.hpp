@@ -1,14 +1,19 @@
-// Import of Hugging Face Llama checkpoints: a directory with config.json, model.safetensors (or
+// Import of Hugging Face Llama and GPT-2 checkpoints (config.json's model_type picks the
+// family): a directory with config.json, model.safetensors (or
 // shards listed in model.safetensors.index.json), tokenizer.json and optionally
 // tokenizer_config.json.
 //
 // Decisions (the next engineer should know):
 // - Tensors (F32, F16 or BF16) are stored as options.dtype (f32, f16, q8_0, q4_0 or q4_1);
 //   norm vectors as f32.
+// - GPT-2's Conv1D weights (c_attn, c_proj, c_fc) are stored (in, out): they are transposed
+//   into mote's (out, in) rows; c_attn stays one fused attn_qkv matrix (q, k, v rows).
 // - Hugging Face's Llama rotates split halves (rotate_half): rope_layout = split_half, and the
 //   Q/K weights are used as they are (no permutation).
 // - A tensor name the mapping does not know is an error, except `*.rotary_emb.inv_freq` (derived
-//   from rope_theta) and `lm_head.weight` of a model with tied embeddings (a copy of the embedding).
+//   from rope_theta), GPT-2's `*.attn.bias` / `*.attn.masked_bias` (causal mask buffers) and
+//   `lm_head.weight` of a model with tied embeddings (a copy of the embedding). A known tensor the
+//   config's architecture has no use for (wpe with sinusoidal positions) is an error too.
 // - Only byte-level BPE tokenizers are imported (tokenizer.json with a BPE model and a ByteLevel
 //   pre-tokenizer). When the embedding has more rows than the tokenizer has tokens (vocabularies
 //   padded to a multiple of 64, say), the missing ids become empty tokens of type "unused".
@@ -46,11 +51,18 @@ struct SafetensorsOptions {
 };
 
 // path: the checkpoint directory, or its config.json or a .safetensors file inside it.
-bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, ModelData *out, std::string *error);
+bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &options, ModelData *out, std::string *error);
 
 // Maps a parsed config.json onto a llama config (hyperparameters only); false with a message for
 // a missing key or an unsupported feature (rope_scaling, attention biases, non-SiLU activations).
 bool hf_llama_config(const JsonValue &config, format::ModelConfig *out, bool *tied, std::string *error);
+
+// Maps a GPT-2 config.json (model_type "gpt2") onto a config: LayerNorm with bias, learned
+// positions, fused QKV, biases everywhere, pre-norm, tied unless tie_word_embeddings is false;
+// activation_function gelu_new / gelu_pytorch_tanh -> GELU (tanh), gelu -> GELU (erf), relu.
+// Two keys of mote's own describe blocks GPT-2 has no key for (safetensors.cpp):
+// "mote_norm_placement": "post" and "mote_position_embedding": "sinusoidal" (no wpe tensor).
+bool hf_gpt2_config(const JsonValue &config, format::ModelConfig *out, bool *tied, std::string *error);
 
 // Reads a byte-level BPE tokenizer.json (plus tokenizer_config.json's text, may be empty) for a
 // model of vocab_size tokens. On entry tok->bos_id / eos_id hold config.json's ids (or -1);

@@ -96,6 +96,7 @@ int command_convert(int argc, char **argv);
 int command_bench(int argc, char **argv);
 int command_chat(int argc, char **argv);
 int command_perplexity(int argc, char **argv);
+int command_embed(int argc, char **argv);
 
 // One chat turn for `mote run --chat`: the reply alone goes to stdout.
 int run_chat_turn(GenerationSettings &settings, const std::string &system, const std::string &prompt);

@@ -121,7 +121,7 @@ int command_convert(int argc, char **argv) {
     hf_options.layout = block_layout;
     hf_options.tokenizer_path = tokenizer;
     hf_options.progress = progress_printer();
-    ok = convert::load_hf_llama(input, hf_options, &model, &error);
+    ok = convert::load_hf_checkpoint(input, hf_options, &model, &error);
   } else {
     if (tokenizer.empty()) {
       return report("convert", "llama2.c checkpoints need --tokenizer tokenizer.bin", kExitUsage);

@@ -8,12 +8,25 @@
 namespace mote::cli {
 namespace {
 
-const char *position_name(uint32_t kind, uint32_t layout) {
-  if (kind == static_cast<uint32_t>(format::PositionKind::rope)) {
-    return layout == static_cast<uint32_t>(format::RopeLayout::split_half) ? "rope (split halves)"
-                                                                           : "rope (interleaved pairs)";
+const char *position_name(format::PositionKind kind, format::RopeLayout layout) {
+  if (kind == format::PositionKind::rope) {
+    return layout == format::RopeLayout::split_half ? "rope (split halves)" : "rope (interleaved pairs)";
   }
-  return kind == static_cast<uint32_t>(format::PositionKind::learned) ? "learned" : "sinusoidal";
+  return kind == format::PositionKind::learned ? "learned" : "sinusoidal";
+}
+
+const char *activation_name(format::Activation activation) {
+  switch (activation) {
+    case format::Activation::swiglu:
+      return "swiglu";
+    case format::Activation::gelu:
+      return "gelu (tanh approximation)";
+    case format::Activation::gelu_erf:
+      return "gelu (erf)";
+    case format::Activation::relu:
+      return "relu";
+  }
+  return "?";
 }
 
 // `--arena-bytes`: only the number mote_arena_size() returns for these options, e.g. for a build
@@ -51,16 +64,24 @@ int command_inspect(int argc, char **argv) {
   const format::ModelView &view = reinterpret_cast<const Model *>(loaded->model.opaque_)->view;
   const format::ModelConfig &c = view.config;
   std::printf("file            %s (%zu bytes)\n", positional[0].c_str(), loaded->file.size());
-  std::printf("family          %s\n", c.family == static_cast<uint32_t>(format::Family::llama) ? "llama" : "gpt2");
+  std::printf("family          %s\n", c.family == format::Family::llama ? "llama" : "gpt2");
   std::printf("dim             %u\nlayers          %u\nheads           %u\nkv heads        %u\n", c.dim, c.n_layers,
               c.n_heads, c.n_kv_heads);
   std::printf("head dim        %u\nffn dim         %u\nvocabulary      %u\nmax context     %u\n", c.head_dim, c.ffn_dim,
               c.vocab_size, c.max_seq_len);
-  std::printf("norm            %s, eps %g\n", c.norm_kind == 1 ? "rmsnorm" : "layernorm",
-              static_cast<double>(c.norm_eps));
-  std::printf("positions       %s, theta %g\n", position_name(c.position_kind, c.rope_layout),
-              static_cast<double>(c.rope_theta));
-  std::printf("activation      %s\n", c.activation == 1 ? "swiglu" : (c.activation == 2 ? "gelu" : "relu"));
+  const format::BlockSpec spec = format::block_spec(c);
+  std::printf("norm            %s%s, eps %g, %s\n", spec.norm == format::NormKind::rmsnorm ? "rmsnorm" : "layernorm",
+              spec.norm_bias ? " with bias" : "", static_cast<double>(c.norm_eps),
+              spec.post_norm ? "post-norm" : "pre-norm");
+  if (c.position_kind == format::PositionKind::rope) {
+    std::printf("positions       %s, theta %g\n", position_name(c.position_kind, c.rope_layout),
+                static_cast<double>(c.rope_theta));
+  } else {
+    std::printf("positions       %s\n", position_name(c.position_kind, c.rope_layout));
+  }
+  std::printf("activation      %s\n", activation_name(c.activation));
+  std::printf("attention       %s q/k/v%s%s\n", spec.fused_qkv ? "fused" : "separate",
+              spec.attention_bias ? ", biases" : "", spec.ffn_bias ? "; ffn biases" : "");
   std::printf("embeddings      %s\n", (c.flags & format::kFlagTiedEmbeddings) ? "tied" : "separate classifier");
   std::printf("bos / eos       %d / %d\n", c.bos_id, c.eos_id);
   std::printf("tokenizer       %s, %u tokens, %u merges%s\n",

@@ -29,7 +29,10 @@ const char kUsage[] =
     "           measure prompt and decode tokens per second (medians)\n"
     "  perplexity -m MODEL -f TEXT [--ctx N] [-t THREADS] [-b BATCH] [--kv f32|f16|q8_0] [--chunks K]\n"
     "           perplexity of TEXT in windows of N tokens (default: the model's context, at most 512),\n"
-    "           scoring the second half of each as llama.cpp does; running values on stderr\n";
+    "           scoring the second half of each as llama.cpp does; running values on stderr\n"
+    "  embed    -m MODEL -p TEXT [--pool mean|last|cls] [--normalize] [--bidirectional] [--json] [-t THREADS]\n"
+    "           print TEXT's final hidden states pooled into one vector, one float per line (--json: an\n"
+    "           array); --bidirectional drops the causal mask (encoder mode)\n";
 
 }  // namespace
 
@@ -45,6 +48,7 @@ int main(int argc, char **argv) {
   if (std::strcmp(command, "bench") == 0) return mote::cli::command_bench(argc, argv);
   if (std::strcmp(command, "chat") == 0) return mote::cli::command_chat(argc, argv);
   if (std::strcmp(command, "perplexity") == 0) return mote::cli::command_perplexity(argc, argv);
+  if (std::strcmp(command, "embed") == 0) return mote::cli::command_embed(argc, argv);
   std::fprintf(stderr, "mote: unknown command '%s' (try 'mote --help')\n", command);
   return mote::cli::kExitUsage;
 }

@@ -73,6 +73,10 @@ typedef struct mote_session_options {
   /* Prompt tokens run through the weights together (1..MOTE_MAX_BATCH; 0 = 16). Larger batches prefill
    * faster and take more arena; the logits do not depend on it. */
   uint32_t batch_size;
+  /* 0: causal attention (a decoder: each token sees itself and the tokens before it). 1: encoder
+   * mode, no causal mask: each token also sees the later tokens of its own prefill step (prefill
+   * a text in one step, batch_size >= its length, for every token to see the whole text). */
+  uint32_t bidirectional;
 } mote_session_options;
 
 /* The default options: the model's full context, f32 KV cache, one thread, batches of 16. */
@@ -137,6 +141,23 @@ mote_status mote_prefill(mote_session *session, const int32_t *tokens, size_t n_
 mote_status mote_decode(mote_session *session, int32_t token, const float **logits);
 /* The logits after the last prefilled or decoded token (null before any). */
 const float *mote_logits(const mote_session *session);
+
+/* ---- Embeddings -------------------------------------------------------------------------- */
+
+typedef enum mote_pool {
+  MOTE_POOL_MEAN = 0, /* the mean over the tokens */
+  MOTE_POOL_LAST = 1, /* the last token's */
+  MOTE_POOL_CLS = 2   /* the first token's (BERT's [CLS] position) */
+} mote_pool;
+
+/* Forgets the session's tokens, runs tokens (1..batch_size of the session's options) through the
+ * model in one step and writes their final hidden states (after the final norm, where the model
+ * has one), pooled, into out (dim floats; MOTE_ERR_BUFFER_TOO_SMALL below that). normalize != 0
+ * scales the vector to unit length. Open the session with bidirectional = 1 for encoder
+ * embeddings (every token sees the whole text), 0 for a decoder's causal ones. The KV cache holds
+ * the tokens afterwards; there are no logits. */
+mote_status mote_embed(mote_session *session, const int32_t *tokens, size_t n_tokens, mote_pool pool, int normalize,
+                       float *out, size_t out_n);
 
 typedef struct mote_sampler_options {
   float temperature;        /* 0 = greedy (argmax) */

@@ -15,11 +15,26 @@ enum class Family : uint32_t { llama = 1, gpt2 = 2 };
 enum class NormKind : uint32_t { rmsnorm = 1, layernorm = 2 };
 enum class PositionKind : uint32_t { rope = 1, learned = 2, sinusoidal = 3 };
 enum class RopeLayout : uint32_t { none = 0, interleaved = 1, split_half = 2 };
-enum class Activation : uint32_t { swiglu = 1, gelu = 2, relu = 3 };
+// gelu is GPT-2's tanh approximation ("gelu_new"), gelu_erf the exact 0.5 x (1 + erf(x / sqrt 2)).
+enum class Activation : uint32_t { swiglu = 1, gelu = 2, relu = 3, gelu_erf = 4 };
 enum ConfigFlags : uint32_t {
-  kFlagAttentionBias = 1u << 0,
-  kFlagFfnBias = 1u << 1,
+  kFlagAttentionBias = 1u << 0,  // every attention projection has a bias
+  kFlagFfnBias = 1u << 1,        // every FFN projection has a bias
   kFlagTiedEmbeddings = 1u << 2,
+  kFlagFusedQkv = 1u << 3,   // one attn_qkv matrix (rows q, then k, then v) instead of three
+  kFlagPostNorm = 1u << 4,   // x = norm(x + f(x)) (the original Transformer) instead of x + f(norm(x))
+  kFlagNormBias = 1u << 5,   // LayerNorm with a bias (beta) after the weight (gamma)
+};
+constexpr uint32_t kKnownConfigFlags = (1u << 6) - 1;
+
+// Token types, numbered as GGUF numbers them (the tokenizer section's types table).
+enum TokenType : uint8_t {
+  kTokenNormal = 1,
+  kTokenUnknown = 2,
+  kTokenControl = 3,
+  kTokenUserDefined = 4,
+  kTokenUnused = 5,
+  kTokenByte = 6,
 };
 
 // q8_0x8, q4_0x8 and q4_1x8 hold the plain quantized blocks of 8 rows interleaved (FORMAT.md).
@@ -49,13 +64,29 @@ enum class Role : uint32_t {
   ffn_up = 10,          // (ffn_dim, dim)   w3
   output_norm = 11,     // (dim)
   output = 12,          // (vocab, dim)     absent when embeddings are tied
+  // Optional roles: present exactly when the block spec (block_spec()) needs them.
+  attn_qkv = 13,          // (q_dim + 2 kv_dim, dim)  fused q, k, v rows
+  attn_q_bias = 14,       // (q_dim)
+  attn_k_bias = 15,       // (kv_dim)
+  attn_v_bias = 16,       // (kv_dim)
+  attn_qkv_bias = 17,     // (q_dim + 2 kv_dim)
+  attn_output_bias = 18,  // (dim)
+  ffn_gate_bias = 19,     // (ffn_dim)
+  ffn_up_bias = 20,       // (ffn_dim)
+  ffn_down_bias = 21,     // (dim)
+  attn_norm_bias = 22,    // (dim)
+  ffn_norm_bias = 23,     // (dim)
+  output_norm_bias = 24,  // (dim)
+  pos_embd = 25,          // (max_seq_len, dim) learned absolute positions
 };
-constexpr uint32_t kRoleCount = 13;         // roles are 1..12
+constexpr uint32_t kRoleCount = 26;         // roles are 1..25
 constexpr uint32_t kNoLayer = 0xFFFFFFFFu;  // layer field of global tensors
 
 enum class TokenizerKind : uint32_t { sentencepiece_bpe = 1, byte_level_bpe = 2 };
 enum class ChatTemplate : uint32_t { none = 0, chatml = 1, llama2 = 2 };
-enum TokenizerFlags : uint32_t { kTokAddSpacePrefix = 1u << 0, kTokAddBos = 1u << 1 };
+// kTokNoDigitSplit: byte-level BPE pre-tokenizes as GPT-2 does (a number run is one regex word)
+// instead of splitting every digit off first (SmolLM2's Digits(individual_digits)).
+enum TokenizerFlags : uint32_t { kTokAddSpacePrefix = 1u << 0, kTokAddBos = 1u << 1, kTokNoDigitSplit = 1u << 2 };
 
 struct FileHeader {  // at offset 0, 128 bytes
   uint8_t magic[4];
@@ -76,8 +107,8 @@ struct FileHeader {  // at offset 0, 128 bytes
 };
 static_assert(sizeof(FileHeader) == 128, "FileHeader is 128 bytes");
 
-struct ModelConfig {  // 128 bytes
-  uint32_t family;
+struct ModelConfig {  // 128 bytes; the enums are u32 on disk and may hold any value until validated
+  Family family;
   uint32_t dim;
   uint32_t n_layers;
   uint32_t n_heads;
@@ -86,12 +117,12 @@ struct ModelConfig {  // 128 bytes
   uint32_t ffn_dim;
   uint32_t vocab_size;
   uint32_t max_seq_len;
-  uint32_t norm_kind;
+  NormKind norm_kind;
   float norm_eps;
-  uint32_t position_kind;
+  PositionKind position_kind;
   float rope_theta;
-  uint32_t rope_layout;
-  uint32_t activation;
+  RopeLayout rope_layout;
+  Activation activation;
   uint32_t flags;
   int32_t bos_id;  // -1 = none
   int32_t eos_id;
@@ -144,6 +175,29 @@ struct BpeMerge {  // 16 bytes
   uint32_t rank;
 };
 static_assert(sizeof(BpeMerge) == 16, "BpeMerge is 16 bytes");
+
+// The architecture of one transformer block, decoded from a validated config: what the forward
+// pass does at each step and which optional tensor roles the file holds. Llama is RMSNorm, RoPE,
+// SwiGLU, no biases, pre-norm; GPT-2 is LayerNorm with bias, learned positions, GELU, biases,
+// fused QKV, pre-norm.
+struct BlockSpec {
+  NormKind norm;
+  bool norm_bias;  // LayerNorm's beta
+  float norm_eps;
+  PositionKind positions;
+  RopeLayout rope_layout;  // RoPE only
+  Activation activation;
+  bool gated_ffn;  // w2(act(w1 x) * w3 x) (SwiGLU) rather than w2(act(w1 x))
+  bool attention_bias, ffn_bias;
+  bool fused_qkv;
+  bool post_norm;        // also: no final norm before the classifier
+  bool tied_embeddings;  // the classifier is the token embedding
+};
+BlockSpec block_spec(const ModelConfig &config);
+
+// Whether a file of this spec holds a tensor of this role (once per layer or once in all).
+bool role_needed(const BlockSpec &spec, Role role);
+bool is_global_role(Role role);
 
 // Bytes per element block and elements per block, per dtype (per row: an x8 type's bytes per row
 // are its plain type's), and the rows stored together (a matrix's rows are a multiple of it).

@@ -21,10 +21,6 @@ uint32_t read_u32(const uint8_t *p) {
   return v;
 }
 
-bool is_global_role(Role role) {
-  return role == Role::token_embedding || role == Role::output_norm || role == Role::output;
-}
-
 Status check_config(const ModelConfig &c, ErrorSink err) {
   // Limits are far above any model mote targets but keep every later product in 64 bits.
   struct Limit {
@@ -47,15 +43,14 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
                   static_cast<unsigned>(l.value), static_cast<unsigned>(l.max));
     }
   }
-  if (c.family != static_cast<uint32_t>(Family::llama) && c.family != static_cast<uint32_t>(Family::gpt2)) {
+  if (c.family != Family::llama && c.family != Family::gpt2) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown model family %u", static_cast<unsigned>(c.family));
   }
   if (c.n_heads % c.n_kv_heads != 0) {
     return fail(err, MOTE_ERR_BAD_MODEL, "n_heads %u is not a multiple of n_kv_heads %u",
                 static_cast<unsigned>(c.n_heads), static_cast<unsigned>(c.n_kv_heads));
   }
-  if (c.norm_kind != static_cast<uint32_t>(NormKind::rmsnorm) &&
-      c.norm_kind != static_cast<uint32_t>(NormKind::layernorm)) {
+  if (c.norm_kind != NormKind::rmsnorm && c.norm_kind != NormKind::layernorm) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown norm kind %u", static_cast<unsigned>(c.norm_kind));
   }
   char number[40];
@@ -63,12 +58,16 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
     return fail(err, MOTE_ERR_BAD_MODEL, "norm epsilon %s is not in (0, 1)",
                 float_text(c.norm_eps, number, sizeof number));
   }
-  if (c.position_kind < 1 || c.position_kind > 3) {
+  if (c.position_kind != PositionKind::rope && c.position_kind != PositionKind::learned &&
+      c.position_kind != PositionKind::sinusoidal) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown position kind %u", static_cast<unsigned>(c.position_kind));
   }
-  if (c.position_kind == static_cast<uint32_t>(PositionKind::rope)) {
-    if (c.rope_layout != static_cast<uint32_t>(RopeLayout::interleaved) &&
-        c.rope_layout != static_cast<uint32_t>(RopeLayout::split_half)) {
+  if (c.position_kind == PositionKind::sinusoidal && c.dim % 2 != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "dim %u is odd; sinusoidal positions come in (sin, cos) pairs",
+                static_cast<unsigned>(c.dim));
+  }
+  if (c.position_kind == PositionKind::rope) {
+    if (c.rope_layout != RopeLayout::interleaved && c.rope_layout != RopeLayout::split_half) {
       return fail(err, MOTE_ERR_BAD_MODEL, "unknown RoPE layout %u", static_cast<unsigned>(c.rope_layout));
     }
     if (!(std::isfinite(c.rope_theta) && c.rope_theta > 1.0f)) {
@@ -79,11 +78,15 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
       return fail(err, MOTE_ERR_BAD_MODEL, "head_dim %u is odd; RoPE rotates pairs", static_cast<unsigned>(c.head_dim));
     }
   }
-  if (c.activation < 1 || c.activation > 3) {
+  if (c.activation != Activation::swiglu && c.activation != Activation::gelu && c.activation != Activation::relu &&
+      c.activation != Activation::gelu_erf) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown activation %u", static_cast<unsigned>(c.activation));
   }
-  if ((c.flags & ~(kFlagAttentionBias | kFlagFfnBias | kFlagTiedEmbeddings)) != 0) {
+  if ((c.flags & ~kKnownConfigFlags) != 0) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown config flags 0x%x", static_cast<unsigned>(c.flags));
+  }
+  if ((c.flags & kFlagNormBias) != 0 && c.norm_kind != NormKind::layernorm) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "norm biases are set but the norm is not LayerNorm");
   }
   const int64_t vocab = c.vocab_size;
   if (c.bos_id < -1 || c.bos_id >= vocab || c.eos_id < -1 || c.eos_id >= vocab) {
@@ -202,7 +205,7 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
     return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer has %u tokens but the vocabulary size is %u",
                 static_cast<unsigned>(h.n_tokens), static_cast<unsigned>(view->config.vocab_size));
   }
-  if ((h.flags & ~(kTokAddSpacePrefix | kTokAddBos)) != 0) {
+  if ((h.flags & ~(kTokAddSpacePrefix | kTokAddBos | kTokNoDigitSplit)) != 0) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown tokenizer flags 0x%x", static_cast<unsigned>(h.flags));
   }
   if (h.kind == static_cast<uint32_t>(TokenizerKind::sentencepiece_bpe) && h.n_merges != 0) {
@@ -283,6 +286,7 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
   tok.unk_id = h.unk_id;
   tok.add_space_prefix = (h.flags & kTokAddSpacePrefix) != 0;
   tok.add_bos = (h.flags & kTokAddBos) != 0;
+  tok.split_digits = (h.flags & kTokNoDigitSplit) == 0;
   // Strictly ascending (bytes, id) with every id in range proves sorted_ids is a permutation,
   // which binary search relies on.
   for (uint32_t i = 0; i < h.n_tokens; ++i) {
@@ -316,7 +320,35 @@ bool expected_shape(const ModelConfig &c, Role role, uint32_t *n_dims, uint32_t 
   const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   *n_dims = 2;
   *cols = c.dim;
+  const auto vector = [&](uint32_t n) {
+    *n_dims = 1;
+    *rows = n;
+    *cols = 1;
+    return true;
+  };
   switch (role) {
+    case Role::pos_embd:
+      *rows = c.max_seq_len;
+      return true;
+    case Role::attn_qkv:
+      *rows = q_dim + 2 * kv_dim;
+      return true;
+    case Role::attn_q_bias:
+      return vector(q_dim);
+    case Role::attn_k_bias:
+    case Role::attn_v_bias:
+      return vector(kv_dim);
+    case Role::attn_qkv_bias:
+      return vector(q_dim + 2 * kv_dim);
+    case Role::ffn_gate_bias:
+    case Role::ffn_up_bias:
+      return vector(c.ffn_dim);
+    case Role::attn_output_bias:
+    case Role::ffn_down_bias:
+    case Role::attn_norm_bias:
+    case Role::ffn_norm_bias:
+    case Role::output_norm_bias:
+      return vector(c.dim);
     case Role::token_embedding:
     case Role::output:
       *rows = c.vocab_size;
@@ -343,10 +375,7 @@ bool expected_shape(const ModelConfig &c, Role role, uint32_t *n_dims, uint32_t 
     case Role::attn_norm:
     case Role::ffn_norm:
     case Role::output_norm:
-      *n_dims = 1;
-      *rows = c.dim;
-      *cols = 1;
-      return true;
+      return vector(c.dim);
   }
   *n_dims = 0;
   *rows = *cols = 0;
@@ -442,26 +471,34 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
     }
     view->weight_bytes += t.size;
   }
-  // Every tensor the architecture needs must be present; the classifier only when untied.
-  const bool tied = (view->config.flags & kFlagTiedEmbeddings) != 0;
+  // Every tensor the block spec needs must be present, and no other (the classifier only when
+  // untied, biases only when the config has them).
+  const BlockSpec spec = block_spec(view->config);
   for (uint32_t role = 1; role < kRoleCount; ++role) {
     const Role r = static_cast<Role>(role);
     const bool global = is_global_role(r);
-    const uint32_t first = global ? kNoLayer : 0;
-    const uint32_t count = global ? 1 : view->config.n_layers;
-    for (uint32_t k = 0; k < count; ++k) {
-      const uint32_t layer = global ? first : k;
-      const bool present = find_tensor(*view, r, layer) != nullptr;
-      const bool wanted = !(r == Role::output && tied);
-      if (present != wanted) {
+    for (uint32_t k = 0; role_needed(spec, r) && k < (global ? 1 : view->config.n_layers); ++k) {
+      const uint32_t layer = global ? kNoLayer : k;
+      if (find_tensor(*view, r, layer) == nullptr) {
         TensorEntry probe{};
         probe.role = role;
         probe.layer = layer;
         char name[48];
         tensor_name(probe, name, sizeof name);
-        return fail(err, MOTE_ERR_BAD_MODEL,
-                    wanted ? "tensor '%s' is missing" : "tensor '%s' is present but embeddings are tied", name);
+        return fail(err, MOTE_ERR_BAD_MODEL, "tensor '%s' is missing", name);
       }
+    }
+  }
+  for (uint32_t i = 0; i < h.tensor_count; ++i) {  // then any the spec has no use for
+    const TensorEntry &t = view->tensors[i];
+    if (!role_needed(spec, static_cast<Role>(t.role))) {
+      char name[48];
+      tensor_name(t, name, sizeof name);
+      return fail(err, MOTE_ERR_BAD_MODEL,
+                  t.role == static_cast<uint32_t>(Role::output)
+                      ? "tensor '%s' is present but embeddings are tied"
+                      : "tensor '%s' is present but the config's architecture has no use for it",
+                  name);
     }
   }
   return check_tokenizer(view, h.tokenizer_offset, h.tokenizer_size, err);

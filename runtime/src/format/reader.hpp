@@ -7,7 +7,7 @@
 
 #include "core/status.hpp"
 #include "format/format.hpp"
-#include "text/tokenizer.hpp"
+#include "format/tokenizer_view.hpp"
 
 namespace mote::format {
 

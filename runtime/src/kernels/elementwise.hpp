@@ -1,4 +1,4 @@
-// Element-wise kernels over xsimd batches: the SwiGLU gate and the residual add.
+// Element-wise kernels over xsimd batches: the FFN activations and the residual add.
 #pragma once
 
 #include "kernels/simd.hpp"
@@ -21,6 +21,41 @@ void swiglu(float *gate, const float *up, size_t n) {
     const float silu = gate[i] / (1.0f + __builtin_expf(-gate[i]));
     gate[i] = silu * up[i];
   }
+}
+
+// One activation applied in place: Op maps a batch and, for the tail, one float.
+template <class Arch, class Op>
+inline void map_in_place(float *x, size_t n, Op op) {
+  using Batch = Floats<Arch>;
+  constexpr size_t width = Batch::size;
+  const size_t simd_end = n - n % width;
+  for (size_t i = 0; i < simd_end; i += width) op(Batch::load_unaligned(x + i)).store_unaligned(x + i);
+  alignas(64) float tail[width] = {};
+  for (size_t i = simd_end; i < n; ++i) tail[i - simd_end] = x[i];
+  const Batch last = op(Batch::load_aligned(tail));
+  last.store_aligned(tail);
+  for (size_t i = simd_end; i < n; ++i) x[i] = tail[i - simd_end];
+}
+
+template <class Arch>
+void gelu_tanh(float *x, size_t n) {
+  using Batch = Floats<Arch>;
+  map_in_place<Arch>(x, n, [](Batch v) {
+    const Batch inner = Batch(0.7978845608028654f) * xsimd::fma(Batch(0.044715f) * v, v * v, v);
+    return Batch(0.5f) * v * (Batch(1.0f) + xsimd::tanh(inner));
+  });
+}
+
+template <class Arch>
+void gelu_erf(float *x, size_t n) {
+  using Batch = Floats<Arch>;
+  map_in_place<Arch>(x, n, [](Batch v) { return Batch(0.5f) * v * (Batch(1.0f) + xsimd::erf(v * Batch(0.7071067811865476f))); });
+}
+
+template <class Arch>
+void relu(float *x, size_t n) {
+  using Batch = Floats<Arch>;
+  map_in_place<Arch>(x, n, [](Batch v) { return xsimd::max(v, Batch(0.0f)); });
 }
 
 template <class Arch>

@@ -1,4 +1,4 @@
-// Scalar element-wise kernels: the SwiGLU gate and the residual add.
+// Scalar element-wise kernels: the FFN activations and the residual add.
 #include <cmath>
 
 #include "kernels/ref.hpp"
@@ -10,6 +10,21 @@ void swiglu(float *gate, const float *up, size_t n) {
     const float silu = gate[i] / (1.0f + std::exp(-gate[i]));
     gate[i] = silu * up[i];
   }
+}
+
+void gelu_tanh(float *x, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  }
+}
+
+void gelu_erf(float *x, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.7071067811865476f));
+}
+
+void relu(float *x, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 void add(float *y, const float *x, size_t n) {

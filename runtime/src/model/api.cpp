@@ -70,6 +70,10 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
   if (out->kv_dtype != MOTE_KV_F32 && out->kv_dtype != MOTE_KV_F16 && out->kv_dtype != MOTE_KV_Q8_0) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown KV cache dtype %d", static_cast<int>(out->kv_dtype));
   }
+  if (out->bidirectional > 1) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "bidirectional must be 0 or 1, not %u",
+                static_cast<unsigned>(out->bidirectional));
+  }
   if (out->batch_size == 0) out->batch_size = kDefaultBatchSize;
   if (out->batch_size > MOTE_MAX_BATCH) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "batch size %u is above %d", static_cast<unsigned>(out->batch_size),
@@ -134,6 +138,7 @@ mote_session_options mote_session_options_default(void) {
   o.kv_dtype = MOTE_KV_F32;
   o.n_threads = 1;
   o.batch_size = kDefaultBatchSize;
+  o.bidirectional = 0;
   return o;
 }
 

@@ -1,8 +1,10 @@
-// The Llama forward pass, read top to bottom as llama2.c's: embedding, then per layer
-// RMSNorm -> QKV -> RoPE -> attention -> output projection -> residual -> RMSNorm -> SwiGLU
-// FFN -> residual, then the final norm and the classifier. It runs a batch of consecutive
-// tokens at once (prefill) so each weight is read once per batch, not once per token;
-// decoding is a batch of one.
+// The forward pass, read top to bottom as llama2.c's: embedding (plus learned or sinusoidal
+// positions), then per layer norm -> QKV (+ biases) -> RoPE -> attention -> output projection ->
+// residual -> norm -> FFN (SwiGLU, or GELU / ReLU between two projections) -> residual, then the
+// final norm and the classifier. The block spec (format::BlockSpec) picks each step's kind:
+// RMSNorm or LayerNorm, pre-norm x + f(norm(x)) or post-norm norm(x + f(x)), biases or none, so
+// Llama and GPT-2 share every line. It runs a batch of consecutive tokens at once (prefill) so
+// each weight is read once per batch, not once per token; decoding is a batch of one.
 #include <cmath>
 #include <cstring>
 
@@ -91,6 +93,43 @@ void store_kv(const KvCache &cache, void *data, float *scales, size_t layer_base
   }
 }
 
+// out[t] = norm(x[t]) for the batch's rows, by the spec's kind (out may alias x).
+void normalize(const Session &s, float *out, const float *x, const Norm &norm, size_t dim, size_t n_tokens) {
+  const kernels::KernelTable &k = *s.kernels;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    if (s.spec.norm == format::NormKind::rmsnorm) {
+      k.rmsnorm(out + t * dim, x + t * dim, norm.weight, dim, s.spec.norm_eps);
+    } else {
+      k.layernorm(out + t * dim, x + t * dim, norm.weight, norm.bias, dim, s.spec.norm_eps);
+    }
+  }
+}
+
+// out[t] += bias for the batch's rows of n outputs; nothing when the spec has no bias.
+void add_bias(const Session &s, float *out, const float *bias, size_t n, size_t n_tokens) {
+  if (bias == nullptr) return;
+  for (size_t t = 0; t < n_tokens; ++t) s.kernels->add(out + t * n, bias, n);
+}
+
+// The FFN's hidden activation over n values: SwiGLU gates hb with hb2; the others map hb alone.
+void activate(const Session &s, float *hb, const float *hb2, size_t n) {
+  const kernels::KernelTable &k = *s.kernels;
+  switch (s.spec.activation) {
+    case format::Activation::swiglu:
+      k.swiglu(hb, hb2, n);
+      return;
+    case format::Activation::gelu:
+      k.gelu_tanh(hb, n);
+      return;
+    case format::Activation::gelu_erf:
+      k.gelu_erf(hb, n);
+      return;
+    case format::Activation::relu:
+      k.relu(hb, n);
+      return;
+  }
+}
+
 void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
   const format::ModelConfig &c = s.model.view.config;
   const kernels::KernelTable &k = *s.kernels;
@@ -102,29 +141,41 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
   const size_t kv_dim = c.n_kv_heads * head_dim;
   const size_t heads_per_kv = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const auto rope =
-      c.rope_layout == static_cast<uint32_t>(format::RopeLayout::split_half) ? k.rope_split_half : k.rope_interleaved;
+  const format::BlockSpec &spec = s.spec;
+  const bool rotary = spec.positions == format::PositionKind::rope;
+  const auto rope = spec.rope_layout == format::RopeLayout::split_half ? k.rope_split_half : k.rope_interleaved;
 
   for (size_t t = 0; t < n_tokens; ++t) {
-    embed(st.x + t * dim, w.token_embedding, tokens[t]);
-    // The rotation angles of this token's position, shared by every layer and head.
-    for (size_t i = 0; i < half_head; ++i) {
-      const double angle = static_cast<double>(pos + t) * st.rope_inv_freq[i];
-      st.rope_cos[t * half_head + i] = static_cast<float>(std::cos(angle));
-      st.rope_sin[t * half_head + i] = static_cast<float>(std::sin(angle));
+    float *x = st.x + t * dim;
+    embed(x, w.token_embedding, tokens[t]);
+    if (spec.positions == format::PositionKind::learned) {
+      embed(st.xb2 + t * dim, w.positions, static_cast<int32_t>(pos + t));
+      k.add(x, st.xb2 + t * dim, dim);
+    } else if (spec.positions == format::PositionKind::sinusoidal) {
+      k.add(x, st.sinusoids + (pos + t) * dim, dim);
+    } else {
+      // The rotation angles of this token's position, shared by every layer and head.
+      for (size_t i = 0; i < half_head; ++i) {
+        const double angle = static_cast<double>(pos + t) * st.rope_inv_freq[i];
+        st.rope_cos[t * half_head + i] = static_cast<float>(std::cos(angle));
+        st.rope_sin[t * half_head + i] = static_cast<float>(std::sin(angle));
+      }
     }
   }
 
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights &lw = w.layers[l];
 
-    // Attention: normalize, project, rotate, append the batch's keys and values to the cache.
-    for (size_t t = 0; t < n_tokens; ++t) k.rmsnorm(st.xb + t * dim, st.x + t * dim, lw.attn_norm, dim, c.norm_eps);
-    const MatmulInput attn_in = prepare_input(s, st.xb, dim, n_tokens);
+    // Attention: normalize (pre-norm), project, rotate, append the batch's keys and values.
+    if (!spec.post_norm) normalize(s, st.xb, st.x, lw.attn_norm, dim, n_tokens);
+    const MatmulInput attn_in = prepare_input(s, spec.post_norm ? st.x : st.xb, dim, n_tokens);
     const Product qkv[] = {{st.q, lw.wq}, {st.k, lw.wk}, {st.v, lw.wv}};
     matmuls(s, qkv, attn_in, n_tokens);
+    add_bias(s, st.q, lw.bq, q_dim, n_tokens);
+    add_bias(s, st.k, lw.bk, kv_dim, n_tokens);
+    add_bias(s, st.v, lw.bv, kv_dim, n_tokens);
     const size_t layer_base = static_cast<size_t>(l) * s.context_length * kv_dim;
-    for (size_t t = 0; t < n_tokens; ++t) {
+    for (size_t t = 0; rotary && t < n_tokens; ++t) {
       const float *cos = st.rope_cos + t * half_head, *sin = st.rope_sin + t * half_head;
       rope(st.q + t * q_dim, cos, sin, c.n_heads, head_dim);
       rope(st.k + t * kv_dim, cos, sin, c.n_kv_heads, head_dim);
@@ -135,8 +186,9 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
     store_kv(s.cache, s.cache.values, s.cache.value_scales, layer_base, scale_base, pos, st.v, n_tokens, kv_dim,
              head_dim);
 
-    // Each query head attends over positions [0, pos + t] of its key/value head; one thread
-    // takes a head through every token of the batch, reusing that head's score row.
+    // Each query head attends over positions [0, pos + t] of its key/value head (encoder mode:
+    // the whole batch too); one thread takes a head through every token of the batch, reusing
+    // that head's score row.
     const size_t attention_work = 2 * c.n_heads * n_tokens * (pos + n_tokens) * head_dim;  // q.k, then p.v
     s.crew.parallel_for(c.n_heads, attention_work, [&](size_t h) {
       const size_t kv_offset = layer_base + (h / heads_per_kv) * head_dim;
@@ -144,7 +196,7 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
       for (size_t t = 0; t < n_tokens; ++t) {
         float *out = st.xb + t * q_dim + h * head_dim;
         const float *q = st.q + t * q_dim + h * head_dim;
-        const size_t n_pos = pos + t + 1;
+        const size_t n_pos = s.causal ? pos + t + 1 : pos + n_tokens;
         if (s.cache.dtype == MOTE_KV_Q8_0) {
           const size_t scale_offset = scale_base + (h / heads_per_kv) * s.cache.blocks_per_head;
           k.attention_q8(out, scores, q, static_cast<const int8_t *>(s.cache.keys) + kv_offset,
@@ -160,16 +212,27 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
       }
     });
     matmul(s, st.xb2, lw.wo, prepare_input(s, st.xb, q_dim, n_tokens), n_tokens);
+    add_bias(s, st.xb2, lw.bo, dim, n_tokens);
     k.add(st.x, st.xb2, n_tokens * dim);
+    if (spec.post_norm) normalize(s, st.x, st.x, lw.attn_norm, dim, n_tokens);
 
-    // Feed-forward: w2(silu(w1 x) * w3 x).
-    for (size_t t = 0; t < n_tokens; ++t) k.rmsnorm(st.xb + t * dim, st.x + t * dim, lw.ffn_norm, dim, c.norm_eps);
-    const MatmulInput ffn_in = prepare_input(s, st.xb, dim, n_tokens);
-    const Product gate_up[] = {{st.hb, lw.w1}, {st.hb2, lw.w3}};
-    matmuls(s, gate_up, ffn_in, n_tokens);
-    k.swiglu(st.hb, st.hb2, n_tokens * ffn_dim);
+    // Feed-forward: w2(silu(w1 x) * w3 x) when gated, else w2(act(w3 x)) (w3 is GPT-2's c_fc).
+    if (!spec.post_norm) normalize(s, st.xb, st.x, lw.ffn_norm, dim, n_tokens);
+    const MatmulInput ffn_in = prepare_input(s, spec.post_norm ? st.x : st.xb, dim, n_tokens);
+    if (spec.gated_ffn) {
+      const Product gate_up[] = {{st.hb, lw.w1}, {st.hb2, lw.w3}};
+      matmuls(s, gate_up, ffn_in, n_tokens);
+      add_bias(s, st.hb, lw.b1, ffn_dim, n_tokens);
+      add_bias(s, st.hb2, lw.b3, ffn_dim, n_tokens);
+    } else {
+      matmul(s, st.hb, lw.w3, ffn_in, n_tokens);
+      add_bias(s, st.hb, lw.b3, ffn_dim, n_tokens);
+    }
+    activate(s, st.hb, st.hb2, n_tokens * ffn_dim);
     matmul(s, st.xb2, lw.w2, prepare_input(s, st.hb, ffn_dim, n_tokens), n_tokens);
+    add_bias(s, st.xb2, lw.b2, dim, n_tokens);
     k.add(st.x, st.xb2, n_tokens * dim);
+    if (spec.post_norm) normalize(s, st.x, st.x, lw.ffn_norm, dim, n_tokens);
   }
 
   for (size_t t = 0; t < n_tokens; ++t) s.history[pos + t] = tokens[t];
@@ -177,7 +240,7 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
   s.has_logits = want_logits;
   if (!want_logits) return;
   float *last = st.x + (n_tokens - 1) * dim;
-  k.rmsnorm(last, last, w.output_norm, dim, c.norm_eps);
+  if (!spec.post_norm) normalize(s, last, last, w.output_norm, dim, 1);
   matmul(s, st.logits, w.classifier, prepare_input(s, last, dim, 1), 1);
 }
 
@@ -194,6 +257,20 @@ void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logit
   const size_t attention = 2 * q_dim * n_tokens * (s.position + n_tokens);
   if (attention > largest) largest = attention;
   s.crew.run(s.n_threads, n_tokens, largest, [&] { forward_pass(s, tokens, n_tokens, want_logits); });
+}
+
+void pool_hidden(Session &s, size_t n_tokens, mote_pool pool, float *out) {
+  const size_t dim = s.model.view.config.dim;
+  if (!s.spec.post_norm) normalize(s, s.state.x, s.state.x, s.weights.output_norm, dim, n_tokens);
+  if (pool != MOTE_POOL_MEAN) {
+    std::memcpy(out, s.state.x + (pool == MOTE_POOL_LAST ? n_tokens - 1 : 0) * dim, dim * sizeof(float));
+    return;
+  }
+  for (size_t i = 0; i < dim; ++i) {
+    float sum = 0.0f;
+    for (size_t t = 0; t < n_tokens; ++t) sum += s.state.x[t * dim + i];
+    out[i] = sum / static_cast<float>(n_tokens);
+  }
 }
 
 }  // namespace mote

@@ -31,23 +31,34 @@ struct Matrix {
   size_t row_bytes;
 };
 
+// A norm's parameters: LayerNorm's bias is null when the spec has none (RMSNorm never has one).
+struct Norm {
+  const float *weight;  // (dim)
+  const float *bias;    // (dim) or null
+};
+
+// Optional vectors (biases) are null when the block spec has none. A fused QKV matrix is bound
+// as three row ranges of itself, so the pass never knows the difference.
 struct LayerWeights {
-  const float *attn_norm;  // (dim)
-  Matrix wq;               // (n_heads * head_dim, dim)
-  Matrix wk;               // (n_kv_heads * head_dim, dim)
-  Matrix wv;               // (n_kv_heads * head_dim, dim)
-  Matrix wo;               // (dim, n_heads * head_dim)
-  const float *ffn_norm;   // (dim)
-  Matrix w1;               // (ffn_dim, dim) gate
-  Matrix w2;               // (dim, ffn_dim) down
-  Matrix w3;               // (ffn_dim, dim) up
+  Norm attn_norm;
+  Matrix wq;  // (n_heads * head_dim, dim)
+  Matrix wk;  // (n_kv_heads * head_dim, dim)
+  Matrix wv;  // (n_kv_heads * head_dim, dim)
+  Matrix wo;  // (dim, n_heads * head_dim)
+  const float *bq, *bk, *bv, *bo;  // (q_dim), (kv_dim), (kv_dim), (dim)
+  Norm ffn_norm;
+  Matrix w1;  // (ffn_dim, dim) gate (gated FFNs only)
+  Matrix w2;  // (dim, ffn_dim) down
+  Matrix w3;  // (ffn_dim, dim) up
+  const float *b1, *b2, *b3;  // (ffn_dim), (dim), (ffn_dim)
 };
 
 struct Weights {
-  Matrix token_embedding;    // (vocab, dim)
-  LayerWeights *layers;      // (n_layers), in the arena
-  const float *output_norm;  // (dim)
-  Matrix classifier;         // (vocab, dim); the embedding when tied
+  Matrix token_embedding;  // (vocab, dim)
+  Matrix positions;        // (max_seq_len, dim) learned positions only
+  LayerWeights *layers;    // (n_layers), in the arena
+  Norm output_norm;        // absent (null weight) in post-norm models
+  Matrix classifier;       // (vocab, dim); the embedding when tied
 };
 
 // The current wave of activations, for up to batch_size tokens at once (token-major: row t of
@@ -65,6 +76,7 @@ struct RunState {
   float *logits;          // (vocab) of the last token
   kernels::Q8Activations xq;  // (batch, max(dim, q_dim, ffn_dim)) a product's input in 8-bit blocks,
                               // planned only when some weight type takes them (else null)
+  float *sinusoids;       // (context, dim) sinusoidal positions only: PE(pos) as FORMAT.md defines it
   float *rope_cos;        // (batch, head_dim / 2) angles of each token's position
   float *rope_sin;        // (batch, head_dim / 2)
   double *rope_inv_freq;  // (head_dim / 2) theta^(-2i / head_dim)
@@ -81,6 +93,8 @@ struct KvCache {
 
 struct Session {
   Model model;  // the validated view, copied: sessions depend on the model bytes only
+  format::BlockSpec spec;  // what each step of the forward pass does
+  bool causal;             // false: encoder mode, every token of a batch sees the whole batch
   const kernels::KernelTable *kernels;
   Weights weights;
   RunState state;
@@ -97,8 +111,8 @@ struct Session {
   char error[256];
 };
 
-// Rejects valid files this build cannot run (another family, norm or activation, biases, a
-// weight dtype without kernels).
+// Rejects valid files this build cannot run (a weight dtype without kernels, a fused QKV
+// matrix that cannot be split at whole row groups).
 Status check_supported(const format::ModelView &view, ErrorSink err);
 
 // Lays the session out in an arena (base null: only counts). Used by mote_arena_size and
@@ -107,6 +121,14 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
 
 // Binds the weights to the model bytes and fills the constant tables; after plan_session.
 void bind_session(Session &s, const Model &model, const mote_session_options &options);
+
+// After forward(s, tokens, n_tokens, false): the batch's final hidden states (final norm applied
+// in place, where the spec has one) pooled into out (dim floats).
+void pool_hidden(Session &s, size_t n_tokens, mote_pool pool, float *out);
+
+// PE(pos, 2i) = sin(pos / 10000^(2i / dim)), PE(pos, 2i + 1) = cos(...) for pos < n_pos, into
+// table (n_pos, dim); dim even. Computed in double, stored as float.
+void sinusoidal_positions(float *table, size_t n_pos, size_t dim);
 
 // Runs n_tokens (1..batch_size) tokens at s.position through the model, appending them to the
 // KV cache; computes the last token's logits when want_logits (prefill skips them for all but

@@ -11,16 +11,6 @@ using format::Role;
 
 Status check_supported(const format::ModelView &view, ErrorSink err) {
   const format::ModelConfig &c = view.config;
-  if (c.family != static_cast<uint32_t>(format::Family::llama)) {
-    return fail(err, MOTE_ERR_UNSUPPORTED, "model family %u is not supported by this build (llama only)",
-                static_cast<unsigned>(c.family));
-  }
-  if (c.norm_kind != static_cast<uint32_t>(format::NormKind::rmsnorm) ||
-      c.position_kind != static_cast<uint32_t>(format::PositionKind::rope) ||
-      c.activation != static_cast<uint32_t>(format::Activation::swiglu) ||
-      (c.flags & (format::kFlagAttentionBias | format::kFlagFfnBias)) != 0) {
-    return fail(err, MOTE_ERR_UNSUPPORTED, "this build runs Llama blocks only (RMSNorm, RoPE, SwiGLU, no biases)");
-  }
   for (uint32_t i = 0; i < view.n_tensors; ++i) {
     const format::TensorEntry &t = view.tensors[i];
     if (weight_type(t.dtype) == nullptr) {
@@ -29,8 +19,29 @@ Status check_supported(const format::ModelView &view, ErrorSink err) {
       return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s, which this build does not run",
                   name, format::dtype_traits(t.dtype)->name);
     }
+    // A fused QKV matrix is used as three row ranges: each must be whole row groups.
+    const uint32_t group = format::dtype_traits(t.dtype)->interleaved_rows;
+    const uint32_t q_rows = c.n_heads * c.head_dim, kv_rows = c.n_kv_heads * c.head_dim;
+    if (t.role == static_cast<uint32_t>(Role::attn_qkv) && (q_rows % group != 0 || kv_rows % group != 0)) {
+      char name[48];
+      format::tensor_name(t, name, sizeof name);
+      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s: its q and k rows (%u, %u) are not whole groups of %u",
+                  name, format::dtype_traits(t.dtype)->name, static_cast<unsigned>(q_rows),
+                  static_cast<unsigned>(kv_rows), static_cast<unsigned>(group));
+    }
   }
   return MOTE_OK;
+}
+
+void sinusoidal_positions(float *table, size_t n_pos, size_t dim) {
+  for (size_t i = 0; i < dim / 2; ++i) {
+    const double inv_freq = std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+    for (size_t pos = 0; pos < n_pos; ++pos) {
+      const double angle = static_cast<double>(pos) * inv_freq;
+      table[pos * dim + 2 * i] = static_cast<float>(std::sin(angle));
+      table[pos * dim + 2 * i + 1] = static_cast<float>(std::cos(angle));
+    }
+  }
 }
 
 namespace {
@@ -76,6 +87,7 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   st.rope_cos = arena.take<float>(batch * half_head);
   st.rope_sin = arena.take<float>(batch * half_head);
   st.rope_inv_freq = arena.take<double>(half_head);
+  if (c.position_kind == format::PositionKind::sinusoidal) st.sinusoids = arena.take<float>(context * c.dim);
   if (takes_q8_activations(model.view)) {
     uint64_t widest = q_dim > c.dim ? q_dim : c.dim;  // every product's input width
     if (c.ffn_dim > widest) widest = c.ffn_dim;
@@ -110,13 +122,25 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
 namespace {
 
 Matrix bind_matrix(const format::ModelView &view, Role role, uint32_t layer) {
-  const format::TensorEntry *t = format::find_tensor(view, role, layer);  // validated present
+  const format::TensorEntry *t = format::find_tensor(view, role, layer);
+  if (t == nullptr) return Matrix{};  // a role the spec does not have (the reader checked which)
   return Matrix{view.bytes + t->offset, weight_type(t->dtype), t->shape[0], t->shape[1],
                 weight_row_bytes(static_cast<DType>(t->dtype), t->shape[1])};
 }
 
+// Rows [first, first + rows) of a matrix, in place (whole row groups: check_supported).
+Matrix row_range(const Matrix &m, uint32_t first, uint32_t rows) {
+  return Matrix{static_cast<const uint8_t *>(m.data) + first * m.row_bytes, m.type, rows, m.cols, m.row_bytes};
+}
+
+// A vector (f32), or null when the file has no tensor of this role.
 const float *bind_vector(const format::ModelView &view, Role role, uint32_t layer) {
-  return reinterpret_cast<const float *>(view.bytes + format::find_tensor(view, role, layer)->offset);
+  const format::TensorEntry *t = format::find_tensor(view, role, layer);
+  return t == nullptr ? nullptr : reinterpret_cast<const float *>(view.bytes + t->offset);
+}
+
+Norm bind_norm(const format::ModelView &view, Role weight, Role bias, uint32_t layer) {
+  return Norm{bind_vector(view, weight, layer), bind_vector(view, bias, layer)};
 }
 
 }  // namespace
@@ -125,31 +149,53 @@ void bind_session(Session &s, const Model &model, const mote_session_options &op
   const format::ModelView &view = model.view;
   const format::ModelConfig &c = view.config;
   s.model = model;  // a copy: the caller's mote_model may move or go away; only its bytes must stay
+  s.spec = format::block_spec(c);
+  s.causal = options.bidirectional == 0;
   s.kernels = &kernels::best_kernels();
   s.context_length = options.context_length;
   s.n_threads = options.n_threads == 0 ? 1 : options.n_threads;
   s.batch_size = options.batch_size;
   Weights &w = s.weights;
   w.token_embedding = bind_matrix(view, Role::token_embedding, format::kNoLayer);
+  w.positions = bind_matrix(view, Role::pos_embd, format::kNoLayer);
+  const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     LayerWeights &lw = w.layers[l];
-    lw.attn_norm = bind_vector(view, Role::attn_norm, l);
-    lw.wq = bind_matrix(view, Role::attn_q, l);
-    lw.wk = bind_matrix(view, Role::attn_k, l);
-    lw.wv = bind_matrix(view, Role::attn_v, l);
+    lw.attn_norm = bind_norm(view, Role::attn_norm, Role::attn_norm_bias, l);
+    if (s.spec.fused_qkv) {
+      const Matrix qkv = bind_matrix(view, Role::attn_qkv, l);
+      lw.wq = row_range(qkv, 0, q_dim);
+      lw.wk = row_range(qkv, q_dim, kv_dim);
+      lw.wv = row_range(qkv, q_dim + kv_dim, kv_dim);
+      const float *bias = bind_vector(view, Role::attn_qkv_bias, l);
+      lw.bq = bias;
+      lw.bk = bias == nullptr ? nullptr : bias + q_dim;
+      lw.bv = bias == nullptr ? nullptr : bias + q_dim + kv_dim;
+    } else {
+      lw.wq = bind_matrix(view, Role::attn_q, l);
+      lw.wk = bind_matrix(view, Role::attn_k, l);
+      lw.wv = bind_matrix(view, Role::attn_v, l);
+      lw.bq = bind_vector(view, Role::attn_q_bias, l);
+      lw.bk = bind_vector(view, Role::attn_k_bias, l);
+      lw.bv = bind_vector(view, Role::attn_v_bias, l);
+    }
     lw.wo = bind_matrix(view, Role::attn_output, l);
-    lw.ffn_norm = bind_vector(view, Role::ffn_norm, l);
+    lw.bo = bind_vector(view, Role::attn_output_bias, l);
+    lw.ffn_norm = bind_norm(view, Role::ffn_norm, Role::ffn_norm_bias, l);
     lw.w1 = bind_matrix(view, Role::ffn_gate, l);
     lw.w2 = bind_matrix(view, Role::ffn_down, l);
     lw.w3 = bind_matrix(view, Role::ffn_up, l);
+    lw.b1 = bind_vector(view, Role::ffn_gate_bias, l);
+    lw.b2 = bind_vector(view, Role::ffn_down_bias, l);
+    lw.b3 = bind_vector(view, Role::ffn_up_bias, l);
   }
-  w.output_norm = bind_vector(view, Role::output_norm, format::kNoLayer);
-  const bool tied = (c.flags & format::kFlagTiedEmbeddings) != 0;
-  w.classifier = tied ? w.token_embedding : bind_matrix(view, Role::output, format::kNoLayer);
+  w.output_norm = bind_norm(view, Role::output_norm, Role::output_norm_bias, format::kNoLayer);
+  w.classifier = s.spec.tied_embeddings ? w.token_embedding : bind_matrix(view, Role::output, format::kNoLayer);
   // Frequencies in double: angles up to context * 1 rad must keep float precision after cos/sin.
   for (uint32_t i = 0; i < c.head_dim / 2; ++i) {
     s.state.rope_inv_freq[i] = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim);
   }
+  if (s.state.sinusoids != nullptr) sinusoidal_positions(s.state.sinusoids, s.context_length, c.dim);
   rng_seed(s.rng, 0);
 }
 

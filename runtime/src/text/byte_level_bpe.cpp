@@ -5,8 +5,9 @@
 // 1. Special tokens (parse_special only): the text is cut at the literal text of control and
 //    user-defined tokens, leftmost first and the longest at a position; each becomes its
 //    token, and the text between them is encoded on its own (steps 2-4 never see across).
-// 2. Digits(individual_digits): every number code point (UnicodeClass::number: Nd, Nl, No)
-//    is a word of its own and ends the text the regex of step 3 sees before it.
+// 2. Digits(individual_digits), unless the tokenizer says GPT-2 (TokenizerView::split_digits):
+//    every number code point (UnicodeClass::number: Nd, Nl, No) is a word of its own and ends
+//    the text the regex of step 3 sees before it. Without it numbers go through the regex.
 // 3. ByteLevel's GPT-2 regex over each piece between those cuts, alternatives tried in order
 //    at each position (leftmost-first, as Oniguruma matches):
 //      's|'t|'re|'ve|'m|'ll|'d | ?\p{L}+ | ?\p{N}+ | ?[^\s\p{L}\p{N}]+ | \s+(?!\S) | \s+
@@ -65,7 +66,6 @@ struct Unit {
   Kind kind;
 };
 
-bool is_isolated(Kind kind) { return kind == Kind::number || kind == Kind::invalid; }
 
 Kind kind_of(UnicodeClass c) {
   switch (c) {
@@ -321,6 +321,9 @@ class Encoder {
 
   size_t count() const { return count_; }
 
+  // Units that are words of their own, outside the regex: invalid bytes, and digits when split.
+  bool is_isolated(Kind kind) const { return kind == Kind::invalid || (kind == Kind::number && tok_.split_digits); }
+
   void push(int32_t token) { tokens_[count_++] = token; }
 
   // Pre-tokenizes [begin, end) (text with no special tokens) and encodes each word.
@@ -350,10 +353,11 @@ class Encoder {
         if (c2 == (c1 == 'l' ? 'l' : 'e')) return pos + 3;
       }
     }
-    if (u.kind == Kind::letter || u.kind == Kind::other) return run_end(pos, end, u.kind);
-    if (u.cp == ' ' && pos + 1 < end) {  // " ?\p{L}+" and " ?[^\s\p{L}\p{N}]+"
+    if (u.kind == Kind::letter || u.kind == Kind::other || u.kind == Kind::number) return run_end(pos, end, u.kind);
+    if (u.cp == ' ' && pos + 1 < end) {  // " ?\p{L}+", " ?\p{N}+" and " ?[^\s\p{L}\p{N}]+"
       const Unit next = decode(text_, pos + 1, end);
-      if (next.kind == Kind::letter || next.kind == Kind::other) return run_end(pos + 1 + next.size, end, next.kind);
+      if (next.kind == Kind::letter || next.kind == Kind::other || (next.kind == Kind::number && !tok_.split_digits))
+        return run_end(pos + 1 + next.size, end, next.kind);
     }
     // A whitespace run: "\s+(?!\S)" leaves its last code point to a following non-space when
     // that leaves at least one; "\s+" takes it whole otherwise.

@@ -263,10 +263,6 @@ int32_t find_token(const TokenizerView &tok, const char *text, size_t n) {
   return compare_prefix(piece_of(tok, id), key) == 0 ? static_cast<int32_t>(id) : -1;
 }
 
-int compare_pieces(const TokenizerView &tok, uint32_t a, uint32_t b) {
-  return compare_prefix(piece_of(tok, a), piece_of(tok, b));
-}
-
 Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos, int32_t *tokens, size_t capacity,
               size_t *n_tokens) {
   if (text == nullptr && text_n > 0) return MOTE_ERR_INVALID_ARGUMENT;

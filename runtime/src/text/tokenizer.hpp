@@ -7,38 +7,20 @@
 
 #include "core/status.hpp"
 #include "format/format.hpp"
+#include "format/tokenizer_view.hpp"
 
 namespace mote {
 
-// Token types, numbered as GGUF numbers them.
-enum TokenType : uint8_t {
-  kTokenNormal = 1,
-  kTokenUnknown = 2,
-  kTokenControl = 3,
-  kTokenUserDefined = 4,
-  kTokenUnused = 5,
-  kTokenByte = 6,
-};
-
-// Everything points into the model bytes; the format reader validated it all (see FORMAT.md).
-struct TokenizerView {
-  uint32_t kind = 0;  // format::TokenizerKind
-  uint32_t n_tokens = 0;
-  const uint32_t *piece_offsets = nullptr;  // n_tokens + 1 offsets into piece_bytes, ascending
-  const char *piece_bytes = nullptr;        // token i is [piece_offsets[i], piece_offsets[i+1])
-  const float *scores = nullptr;            // n_tokens merge scores (higher merges first)
-  const uint8_t *types = nullptr;           // n_tokens TokenType values
-  const uint32_t *sorted_ids = nullptr;     // ids ordered by (piece bytes, id), strictly ascending
-  int32_t bos_id = -1;
-  int32_t eos_id = -1;
-  int32_t unk_id = -1;
-  bool add_space_prefix = true;  // SentencePiece's dummy prefix: " " before non-empty text
-  bool add_bos = false;          // the model expects BOS before text (informational)
-  // Byte-level BPE only: pieces are raw bytes (the GPT-2 byte-to-unicode mapping is undone
-  // at conversion), merges ascending by (left, right).
-  const format::BpeMerge *merges = nullptr;
-  uint32_t n_merges = 0;
-};
+// The token types and the tokenizer tables' view are on-disk format (format/tokenizer_view.hpp).
+using format::compare_pieces;
+using format::TokenizerView;
+using format::TokenType;
+using format::kTokenByte;
+using format::kTokenControl;
+using format::kTokenNormal;
+using format::kTokenUnknown;
+using format::kTokenUnused;
+using format::kTokenUserDefined;
 
 // A piece of text; encoders see a list of spans as one text, which lets a chat template put
 // "user\n" before a message without copying it.
@@ -46,10 +28,6 @@ struct TextSpan {
   const char *bytes;
   size_t n;
 };
-
-// Orders two tokens' pieces as sorted_ids does: bytes as unsigned, shorter first on a common
-// prefix. Negative, zero or positive. The reader validates sorted_ids with it.
-int compare_pieces(const TokenizerView &tok, uint32_t a, uint32_t b);
 
 // Token id whose piece is exactly [text, text + n), or -1 (binary search over sorted_ids).
 int32_t find_token(const TokenizerView &tok, const char *text, size_t n);
