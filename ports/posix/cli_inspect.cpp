@@ -33,11 +33,18 @@ const char *activation_name(format::Activation activation) {
 
 int command_inspect(int argc, char **argv) {
   uint32_t context = 0;
-  const std::vector<Option> options = {{"--ctx", nullptr, Option::kU32, &context}};
+  std::string backend_name = "cpu";
+  bool gpu = false;
+  const std::vector<Option> options = {{"--ctx", nullptr, Option::kU32, &context},
+                                       {"--backend", nullptr, Option::kString, &backend_name},
+                                       {"--gpu", nullptr, Option::kSwitch, &gpu}};
   std::vector<std::string> positional;
   std::string error;
   if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("inspect", error, kExitUsage);
   if (positional.size() != 1) return report("inspect", "give exactly one model file", kExitUsage);
+  mote_backend backend = MOTE_BACKEND_CPU;
+  if (!parse_backend(backend_name, gpu, &backend, &error)) return report("inspect", error, kExitUsage);
+  if (gpu) backend_name = "cuda";
   auto loaded = load_model(positional[0], &error);
   if (!loaded) return report("inspect", error, kExitError);
 
@@ -97,6 +104,22 @@ int command_inspect(int argc, char **argv) {
   std::printf("\narena bytes     %zu (context %u, f32 KV cache, prefill batch %u)\n", f32_bytes, shown_context, batch);
   std::printf("arena bytes     %zu (context %u, f16 KV cache, prefill batch %u)\n", f16_bytes, shown_context, batch);
   char message[256] = "";
+  if (backend != MOTE_BACKEND_CPU) {
+    // The device's two allocations: the weights (once per model) and one session's KV cache and
+    // activations (f32 KV cache, the context and batch above).
+    session_options.kv_dtype = MOTE_KV_F32;
+    session_options.backend = backend;
+    uint64_t weight_bytes = 0, session_bytes = 0;
+    if (mote_backend_memory(&loaded->model, &session_options, &weight_bytes, &session_bytes, message,
+                            sizeof message) != MOTE_OK) {
+      return report("inspect", message, kExitError);
+    }
+    std::printf("%s weights    %llu bytes (one device allocation per model)\n", backend_name.c_str(),
+                static_cast<unsigned long long>(weight_bytes));
+    std::printf("%s session    %llu bytes (one device allocation per session, f32 KV cache)\n",
+                backend_name.c_str(), static_cast<unsigned long long>(session_bytes));
+    std::printf("%s host arena %zu bytes\n", backend_name.c_str(), mote_arena_size(&loaded->model, &session_options));
+  }
   if (check_supported(view, ErrorSink{message, sizeof message}) != MOTE_OK) {
     std::printf("runnable        no: %s\n", message);
   }
