@@ -58,8 +58,7 @@ TEST_CASE("backend: CUDA on a build without it says how to get it") {
   CHECK(mote_arena_size(&m->model, &o) == 0);
   uint64_t weights = 0, session_bytes = 0;
   char message[256] = "";
-  CHECK(mote_backend_memory(&m->model, &o, &weights, &session_bytes, message, sizeof message) ==
-        MOTE_ERR_UNSUPPORTED);
+  CHECK(mote_backend_memory(&m->model, &o, &weights, &session_bytes, message, sizeof message) == MOTE_ERR_UNSUPPORTED);
   CHECK(std::string(message) == "this build has no CUDA backend (configure with -DMOTE_CUDA=ON)");
   mote_session session{};
   alignas(64) static unsigned char arena[1 << 16];

@@ -73,10 +73,10 @@ Status device_fail(ErrorSink err, cudaError_t e, const char *what) {
   return fail(err, MOTE_ERR_DEVICE, "CUDA %s failed: %s", what, cudaGetErrorString(e));
 }
 
-#define MOTE_CUDA_TRY(call, what)                                \
-  do {                                                           \
-    const cudaError_t e_ = (call);                               \
-    if (e_ != cudaSuccess) return device_fail(err, e_, (what));  \
+#define MOTE_CUDA_TRY(call, what)                               \
+  do {                                                          \
+    const cudaError_t e_ = (call);                              \
+    if (e_ != cudaSuccess) return device_fail(err, e_, (what)); \
   } while (0)
 
 const Model *model_of(const mote_model *m) {
@@ -121,7 +121,9 @@ Status check_runs_here(const Model &model, const mote_session_options &options, 
   return MOTE_OK;
 }
 
-uint32_t splits_for(uint32_t context) { return context < kSplitFrom ? 1 : (context + kSplitPositions - 1) / kSplitPositions; }
+uint32_t splits_for(uint32_t context) {
+  return context < kSplitFrom ? 1 : (context + kSplitPositions - 1) / kSplitPositions;
+}
 
 // Lays out a session's device allocation (base null: only counts).
 void plan_device(ArenaPlanner &arena, const format::ModelConfig &c, const mote_session_options &options,
@@ -217,8 +219,8 @@ void cuda_release(Session &s) {
 Status take_resources(Session &s, CudaSession &c, const mote_session_options &options, ErrorSink err) {
   const format::ModelConfig &cfg = s.model.view.config;
   if (options.device_model != nullptr) {
-    const DeviceWeights *shared = reinterpret_cast<const DeviceWeights *>(
-        static_cast<const mote_cuda_model *>(options.device_model)->opaque_);
+    const DeviceWeights *shared =
+        reinterpret_cast<const DeviceWeights *>(static_cast<const mote_cuda_model *>(options.device_model)->opaque_);
     uint64_t begin = 0, end = 0;
     tensor_region(s.model.view, &begin, &end);
     if (shared->tag != kDeviceModelTag || shared->host_begin != s.model.view.bytes + begin ||
@@ -238,9 +240,9 @@ Status take_resources(Session &s, CudaSession &c, const mote_session_options &op
   MOTE_CUDA_TRY(cudaMalloc(&c.device_block, c.device_bytes), "cudaMalloc of the session");
   ArenaPlanner planner(c.device_block, c.device_bytes);
   plan_device(planner, cfg, options, &c.d);
-  MOTE_CUDA_TRY(cudaMemcpy(c.d.inv_freq, s.state.rope_inv_freq, cfg.head_dim / 2 * sizeof(double),
-                           cudaMemcpyHostToDevice),
-                "copying the RoPE frequencies");
+  MOTE_CUDA_TRY(
+      cudaMemcpy(c.d.inv_freq, s.state.rope_inv_freq, cfg.head_dim / 2 * sizeof(double), cudaMemcpyHostToDevice),
+      "copying the RoPE frequencies");
   return MOTE_OK;
 }
 
@@ -269,9 +271,15 @@ Status cuda_init(Session &s, const mote_session_options &options, ErrorSink err)
   c->output_norm = on_device(w, s.weights.output_norm.weight);
   for (uint32_t l = 0; l < s.model.view.config.n_layers; ++l) {
     const LayerWeights &lw = s.weights.layers[l];
-    c->layers[l] = DeviceLayer{on_device(w, lw.attn_norm.weight), on_device(w, lw.ffn_norm.weight),
-                               on_device(w, lw.wq), on_device(w, lw.wk), on_device(w, lw.wv), on_device(w, lw.wo),
-                               on_device(w, lw.w1), on_device(w, lw.w2), on_device(w, lw.w3)};
+    c->layers[l] = DeviceLayer{on_device(w, lw.attn_norm.weight),
+                               on_device(w, lw.ffn_norm.weight),
+                               on_device(w, lw.wq),
+                               on_device(w, lw.wk),
+                               on_device(w, lw.wv),
+                               on_device(w, lw.wo),
+                               on_device(w, lw.w1),
+                               on_device(w, lw.w2),
+                               on_device(w, lw.w3)};
   }
   return MOTE_OK;
 }
@@ -299,14 +307,26 @@ Status enqueue_forward(const Session &s, const CudaSession &c, uint32_t n_tokens
     MOTE_CUDA_TRY(matmul(stream, d.q, lw.wq, d.xb, n_tokens), "matmul q");
     MOTE_CUDA_TRY(matmul(stream, d.k, lw.wk, d.xb, n_tokens), "matmul k");
     MOTE_CUDA_TRY(matmul(stream, d.v, lw.wv, d.xb, n_tokens), "matmul v");
-    MOTE_CUDA_TRY(rope(stream, d.q, d.k, d.inv_freq, d.step, cfg.n_heads, cfg.n_kv_heads, head_dim, split_half,
-                       n_tokens),
-                  "rope");
+    MOTE_CUDA_TRY(
+        rope(stream, d.q, d.k, d.inv_freq, d.step, cfg.n_heads, cfg.n_kv_heads, head_dim, split_half, n_tokens),
+        "rope");
     MOTE_CUDA_TRY(store_kv(stream, keys, f16, d.k, d.step, kv_dim, n_tokens), "store keys");
     MOTE_CUDA_TRY(store_kv(stream, values, f16, d.v, d.step, kv_dim, n_tokens), "store values");
-    const AttentionArgs attention_args{d.xb,       d.q,           keys,           values,      f16,
-                                       d.scores,   d.partial,     d.step,         n_tokens,    cfg.n_heads,
-                                       cfg.n_kv_heads, head_dim,  s.context_length, c.n_splits, s.causal,
+    const AttentionArgs attention_args{d.xb,
+                                       d.q,
+                                       keys,
+                                       values,
+                                       f16,
+                                       d.scores,
+                                       d.partial,
+                                       d.step,
+                                       n_tokens,
+                                       cfg.n_heads,
+                                       cfg.n_kv_heads,
+                                       head_dim,
+                                       s.context_length,
+                                       c.n_splits,
+                                       s.causal,
                                        1.0f / std::sqrt(static_cast<float>(head_dim))};
     MOTE_CUDA_TRY(attention(stream, attention_args), "attention");
     MOTE_CUDA_TRY(matmul(stream, d.xb2, lw.wo, d.xb, n_tokens), "matmul attention output");
@@ -331,14 +351,14 @@ Status enqueue_forward(const Session &s, const CudaSession &c, uint32_t n_tokens
 Status upload_step(const Session &s, CudaSession &c, const int32_t *tokens, size_t n_tokens, ErrorSink err) {
   c.upload[0] = static_cast<int32_t>(s.position);
   std::memcpy(c.upload + 1, tokens, n_tokens * sizeof(int32_t));
-  MOTE_CUDA_TRY(cudaMemcpyAsync(c.d.step, c.upload, (1 + n_tokens) * sizeof(int32_t), cudaMemcpyHostToDevice,
-                                c.stream),
+  MOTE_CUDA_TRY(cudaMemcpyAsync(c.d.step, c.upload, (1 + n_tokens) * sizeof(int32_t), cudaMemcpyHostToDevice, c.stream),
                 "copying the step's tokens");
   return MOTE_OK;
 }
 
 // After the step's kernels: the logits (and greedy token) back to the host, then the bookkeeping.
-Status finish_step(Session &s, CudaSession &c, const int32_t *tokens, size_t n_tokens, bool want_logits, ErrorSink err) {
+Status finish_step(Session &s, CudaSession &c, const int32_t *tokens, size_t n_tokens, bool want_logits,
+                   ErrorSink err) {
   if (want_logits) {
     MOTE_CUDA_TRY(cudaMemcpyAsync(s.state.logits, c.d.logits, s.model.view.config.vocab_size * sizeof(float),
                                   cudaMemcpyDeviceToHost, c.stream),
@@ -389,8 +409,8 @@ Status cuda_decode(Session &s, int32_t token) {
   return finish_step(s, c, &token, 1, true, err);
 }
 
-const Backend kCudaBackend = {"cuda", cuda_host_bytes, cuda_device_memory, cuda_init, cuda_prefill, cuda_decode,
-                              cuda_release};
+const Backend kCudaBackend = {"cuda",       cuda_host_bytes, cuda_device_memory, cuda_init,
+                              cuda_prefill, cuda_decode,     cuda_release};
 
 Session *cuda_session_of(const mote_session *session) {
   Session *s = session == nullptr ? nullptr : static_cast<Session *>(session->impl_);

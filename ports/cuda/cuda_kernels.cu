@@ -27,17 +27,21 @@ constexpr unsigned kWarp = 32;
 constexpr unsigned kBlockThreads = 256;
 constexpr unsigned kMatmulWarps = 4;  // rows per matmul block, one warp each
 
-__device__ inline float half_to_float(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
+__host__ __device__ inline float half_to_float(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
 
 // Element j (0..31) of a q4 block's 16 bytes: low nibbles first, then high nibbles.
-__device__ inline int nibble(const uint8_t *qs, uint32_t j) { return j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4); }
+__host__ __device__ inline int nibble(const uint8_t *qs, uint32_t j) {
+  return j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
+}
 
 // Byte j of row i's quants inside an x8 group block: 4-byte runs of the 8 rows interleaved.
-__device__ inline uint32_t interleaved_byte(uint32_t i, uint32_t j) { return (kInterleave * (j / 4) + i) * 4 + j % 4; }
+__host__ __device__ inline uint32_t interleaved_byte(uint32_t i, uint32_t j) {
+  return (kInterleave * (j / 4) + i) * 4 + j % 4;
+}
 
 // Element (row, col) of a matrix of dtype kType, as a float.
 template <DType kType>
-__device__ float element(const uint8_t *m, uint64_t row_bytes, uint32_t row, uint32_t col) {
+__host__ __device__ float element(const uint8_t *m, uint64_t row_bytes, uint32_t row, uint32_t col) {
   const uint32_t b = col / kQuantBlock, j = col % kQuantBlock;
   if constexpr (kType == DType::f32) {
     return reinterpret_cast<const float *>(m + row * row_bytes)[col];
@@ -176,7 +180,8 @@ __global__ void attention_partial_kernel(AttentionArgs a) {
   const uint32_t h = blockIdx.x, t = blockIdx.y, split = blockIdx.z;
   const uint32_t q_dim = a.n_heads * a.head_dim, kv_dim = a.n_kv_heads * a.head_dim;
   const uint32_t kv_head = h / (a.n_heads / a.n_kv_heads);
-  const uint32_t n_pos_raw = a.causal ? static_cast<uint32_t>(*a.pos) + t + 1 : static_cast<uint32_t>(*a.pos) + a.n_tokens;
+  const uint32_t n_pos_raw =
+      a.causal ? static_cast<uint32_t>(*a.pos) + t + 1 : static_cast<uint32_t>(*a.pos) + a.n_tokens;
   const uint32_t n_pos = n_pos_raw < a.context ? n_pos_raw : a.context;
   const uint32_t chunk = (a.context + a.n_splits - 1) / a.n_splits;
   const uint32_t begin = split * chunk, end = begin + chunk < n_pos ? begin + chunk : n_pos;
@@ -284,11 +289,12 @@ struct TypeKernels {
   DType dtype;
   void (*embed)(float *, const uint8_t *, uint64_t, uint32_t, uint32_t, const int32_t *);
   void (*matmul)(float *, const uint8_t *, uint64_t, uint32_t, uint32_t, const float *);
+  float (*host_element)(const uint8_t *, uint64_t, uint32_t, uint32_t);
 };
 
 template <DType kType>
 constexpr TypeKernels type_kernels() {
-  return TypeKernels{kType, embed_kernel<kType>, matmul_kernel<kType>};
+  return TypeKernels{kType, embed_kernel<kType>, matmul_kernel<kType>, element<kType>};
 }
 
 constexpr TypeKernels kTypeKernels[] = {
@@ -308,6 +314,11 @@ const TypeKernels *type_row(uint32_t dtype) {
 
 bool dtype_supported(uint32_t dtype) { return type_row(dtype) != nullptr; }
 
+float host_element(const DeviceMatrix &m, uint32_t row, uint32_t col) {
+  const TypeKernels *type = type_row(m.dtype);
+  return type == nullptr ? 0.0f : type->host_element(static_cast<const uint8_t *>(m.data), m.row_bytes, row, col);
+}
+
 cudaError_t embed(cudaStream_t stream, float *x, const DeviceMatrix &m, const int32_t *tokens, uint32_t n_tokens) {
   const TypeKernels *row = type_row(m.dtype);
   if (row == nullptr) return cudaErrorInvalidValue;
@@ -320,8 +331,8 @@ cudaError_t matmul(cudaStream_t stream, float *out, const DeviceMatrix &w, const
   const TypeKernels *row = type_row(w.dtype);
   if (row == nullptr) return cudaErrorInvalidValue;
   const dim3 grid(blocks_for(w.rows, kMatmulWarps), n_tokens);
-  row->matmul<<<grid, kMatmulWarps * kWarp, 0, stream>>>(out, static_cast<const uint8_t *>(w.data), w.row_bytes,
-                                                         w.rows, w.cols, x);
+  row->matmul<<<grid, kMatmulWarps * kWarp, 0, stream>>>(out, static_cast<const uint8_t *>(w.data), w.row_bytes, w.rows,
+                                                         w.cols, x);
   return cudaGetLastError();
 }
 
@@ -331,14 +342,14 @@ cudaError_t rmsnorm(cudaStream_t stream, float *out, const float *x, const float
   return cudaGetLastError();
 }
 
-cudaError_t rope(cudaStream_t stream, float *q, float *k, const double *inv_freq, const int32_t *pos,
-                 uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, bool split_half, uint32_t n_tokens) {
+cudaError_t rope(cudaStream_t stream, float *q, float *k, const double *inv_freq, const int32_t *pos, uint32_t n_heads,
+                 uint32_t n_kv_heads, uint32_t head_dim, bool split_half, uint32_t n_tokens) {
   rope_kernel<<<n_tokens, kBlockThreads, 0, stream>>>(q, k, inv_freq, pos, n_heads, n_kv_heads, head_dim, split_half);
   return cudaGetLastError();
 }
 
-cudaError_t store_kv(cudaStream_t stream, void *cache, bool f16, const float *src, const int32_t *pos,
-                     uint32_t kv_dim, uint32_t n_tokens) {
+cudaError_t store_kv(cudaStream_t stream, void *cache, bool f16, const float *src, const int32_t *pos, uint32_t kv_dim,
+                     uint32_t n_tokens) {
   store_kv_kernel<<<n_tokens, kBlockThreads, 0, stream>>>(cache, f16, src, pos, kv_dim);
   return cudaGetLastError();
 }

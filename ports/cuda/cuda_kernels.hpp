@@ -23,6 +23,10 @@ struct DeviceMatrix {
 // Whether these kernels read a weight dtype.
 bool dtype_supported(uint32_t dtype);
 
+// Element (row, col) of a matrix in host memory, read by the kernels' own accessor for its
+// dtype (so tests check the block formats without a GPU).
+float host_element(const DeviceMatrix &m, uint32_t row, uint32_t col);
+
 // x[t] = row tokens[t] of m as floats, t < n_tokens.
 cudaError_t embed(cudaStream_t stream, float *x, const DeviceMatrix &m, const int32_t *tokens, uint32_t n_tokens);
 
@@ -36,26 +40,26 @@ cudaError_t rmsnorm(cudaStream_t stream, float *out, const float *x, const float
 
 // Rotates token t's q and k heads by position *pos + t (angles in double from inv_freq, as the
 // CPU computes them); split_half pairs x[i] with x[i + head_dim / 2], else x[2i] with x[2i + 1].
-cudaError_t rope(cudaStream_t stream, float *q, float *k, const double *inv_freq, const int32_t *pos,
-                 uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, bool split_half, uint32_t n_tokens);
+cudaError_t rope(cudaStream_t stream, float *q, float *k, const double *inv_freq, const int32_t *pos, uint32_t n_heads,
+                 uint32_t n_kv_heads, uint32_t head_dim, bool split_half, uint32_t n_tokens);
 
 // cache[(*pos + t) * kv_dim + i] = src[t * kv_dim + i] as f32 or f16 (round to nearest even).
-cudaError_t store_kv(cudaStream_t stream, void *cache, bool f16, const float *src, const int32_t *pos,
-                     uint32_t kv_dim, uint32_t n_tokens);
+cudaError_t store_kv(cudaStream_t stream, void *cache, bool f16, const float *src, const int32_t *pos, uint32_t kv_dim,
+                     uint32_t n_tokens);
 
 struct AttentionArgs {
-  float *out;           // (n_tokens, n_heads * head_dim)
-  const float *q;       // (n_tokens, n_heads * head_dim)
-  const void *keys;     // (context, n_kv_heads * head_dim) this layer's cache, f32 or f16
-  const void *values;   // same
+  float *out;          // (n_tokens, n_heads * head_dim)
+  const float *q;      // (n_tokens, n_heads * head_dim)
+  const void *keys;    // (context, n_kv_heads * head_dim) this layer's cache, f32 or f16
+  const void *values;  // same
   bool f16;
-  float *scores;        // (n_tokens, n_heads, context) scratch
-  float *partial;       // (n_tokens, n_heads, n_splits, head_dim + 2) scratch: max, sum, unnormalized out
-  const int32_t *pos;   // position of token 0
+  float *scores;       // (n_tokens, n_heads, context) scratch
+  float *partial;      // (n_tokens, n_heads, n_splits, head_dim + 2) scratch: max, sum, unnormalized out
+  const int32_t *pos;  // position of token 0
   uint32_t n_tokens, n_heads, n_kv_heads, head_dim, context;
-  uint32_t n_splits;    // 1: one block per (head, token); more: flash-decoding over context / n_splits
-  bool causal;          // token t sees positions <= *pos + t (else the whole batch)
-  float scale;          // 1 / sqrt(head_dim)
+  uint32_t n_splits;  // 1: one block per (head, token); more: flash-decoding over context / n_splits
+  bool causal;        // token t sees positions <= *pos + t (else the whole batch)
+  float scale;        // 1 / sqrt(head_dim)
 };
 // Scaled dot-product attention over the cache, query head h on key/value head h / (n_heads /
 // n_kv_heads): each split softmaxes its part of the positions, a second kernel combines them.

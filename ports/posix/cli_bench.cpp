@@ -103,7 +103,8 @@ int command_bench(int argc, char **argv) {
   const double decode_gbps = decode_rate * static_cast<double>(info.weight_bytes) / 1e9;
   if (json) {
     std::printf(
-        "{\"model\": \"%s\", \"backend\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, \"gen_tokens\": %u, "
+        "{\"model\": \"%s\", \"backend\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, "
+        "\"gen_tokens\": %u, "
         "\"reps\": %u, \"batch_size\": %u, \"prompt_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
         "\"weight_bytes\": %llu, "
         "\"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f, \"open_to_first_token_s\": %.4f}\n",
@@ -112,7 +113,8 @@ int command_bench(int argc, char **argv) {
         static_cast<unsigned long long>(info.weight_bytes), holder->arena_bytes, decode_gbps, first_token_s);
   } else {
     std::printf("model %s | backend %s | isa %s | threads %u | weights %.1f MB | arena %.1f MB\n", model_path.c_str(),
-                mote_backend_name(backend), mote_isa_name(), threads, info.weight_bytes / 1e6, holder->arena_bytes / 1e6);
+                mote_backend_name(backend), mote_isa_name(), threads, info.weight_bytes / 1e6,
+                holder->arena_bytes / 1e6);
     std::printf("prompt  %u tokens: %.1f tok/s (median of %u)\n", prompt_tokens, prompt_rate, reps);
     std::printf("decode  %u tokens: %.1f tok/s (median of %u), %.2f GB/s of weights\n", gen_tokens, decode_rate, reps,
                 decode_gbps);

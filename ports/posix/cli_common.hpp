@@ -83,7 +83,7 @@ struct GenerationSettings {
   mote_sampler_options sampler = mote_sampler_options_default();
   bool seed_given = false;
   std::string backend_name = "cpu";
-  bool gpu = false;                       // --gpu: --backend cuda
+  bool gpu = false;                         // --gpu: --backend cuda
   mote_backend backend = MOTE_BACKEND_CPU;  // backend_name, parsed by finish()
 
   void add_options(std::vector<Option> *options);

@@ -47,6 +47,19 @@ int command_inspect(int argc, char **argv) {
   if (gpu) backend_name = "cuda";
   auto loaded = load_model(positional[0], &error);
   if (!loaded) return report("inspect", error, kExitError);
+  // A backend's device memory: the weights (one allocation per model) and one session's KV cache
+  // and activations (f32 KV cache, --ctx, the default batch). Checked first: an error prints nothing else.
+  uint64_t weight_bytes = 0, session_bytes = 0;
+  if (backend != MOTE_BACKEND_CPU) {
+    mote_session_options device_options = mote_session_options_default();
+    device_options.context_length = context;
+    device_options.backend = backend;
+    char reason[256] = "";
+    if (mote_backend_memory(&loaded->model, &device_options, &weight_bytes, &session_bytes, reason, sizeof reason) !=
+        MOTE_OK) {
+      return report("inspect", reason, kExitError);
+    }
+  }
 
   const format::ModelView &view = reinterpret_cast<const Model *>(loaded->model.opaque_)->view;
   const format::ModelConfig &c = view.config;
@@ -105,19 +118,12 @@ int command_inspect(int argc, char **argv) {
   std::printf("arena bytes     %zu (context %u, f16 KV cache, prefill batch %u)\n", f16_bytes, shown_context, batch);
   char message[256] = "";
   if (backend != MOTE_BACKEND_CPU) {
-    // The device's two allocations: the weights (once per model) and one session's KV cache and
-    // activations (f32 KV cache, the context and batch above).
     session_options.kv_dtype = MOTE_KV_F32;
     session_options.backend = backend;
-    uint64_t weight_bytes = 0, session_bytes = 0;
-    if (mote_backend_memory(&loaded->model, &session_options, &weight_bytes, &session_bytes, message,
-                            sizeof message) != MOTE_OK) {
-      return report("inspect", message, kExitError);
-    }
     std::printf("%s weights    %llu bytes (one device allocation per model)\n", backend_name.c_str(),
                 static_cast<unsigned long long>(weight_bytes));
-    std::printf("%s session    %llu bytes (one device allocation per session, f32 KV cache)\n",
-                backend_name.c_str(), static_cast<unsigned long long>(session_bytes));
+    std::printf("%s session    %llu bytes (one device allocation per session, f32 KV cache)\n", backend_name.c_str(),
+                static_cast<unsigned long long>(session_bytes));
     std::printf("%s host arena %zu bytes\n", backend_name.c_str(), mote_arena_size(&loaded->model, &session_options));
   }
   if (check_supported(view, ErrorSink{message, sizeof message}) != MOTE_OK) {

@@ -51,7 +51,7 @@ note "shared models: ${models_dir:-absent (their tests skip)}"
 jobs=$(nproc)
 cmake --preset cuda -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
   ${models_dir:+-DMOTE_SHARED_MODELS_DIR="$models_dir"} >>"$log" 2>&1 || die "configure (see $log)"
-cmake --build build/cuda -j"$jobs" --target mote_cli test_cuda_kernels test_cuda_forward test_cuda_unsupported \
+cmake --build build/cuda -j"$jobs" --target mote_cli test_cuda_kernels test_cuda_forward test_cuda_host \
   test_backend >>"$log" 2>&1 || die "build (see $log)"
 note "built"
 
@@ -63,7 +63,7 @@ for f in "${MOTE_SMOLLM2_GGUF:-}" "${XDG_CACHE_HOME:-$HOME/.cache}/mote/SmolLM2-
 done
 [ -n "$smollm2" ] && export MOTE_SMOLLM2_GGUF="$smollm2"
 tests_json=""
-for t in test_cuda_kernels test_cuda_unsupported test_cuda_forward test_backend; do
+for t in test_cuda_kernels test_cuda_host test_cuda_forward test_backend; do
   start=$(date +%s)
   timeout 300 "build/cuda/tests/$t" >"$out/$t.log" 2>&1
   rc=$?

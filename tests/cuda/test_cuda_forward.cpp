@@ -43,7 +43,8 @@ mote::convert::ModelData dequantized(mote::convert::ModelData data) {
     const mote::WeightType *type = mote::weight_type(static_cast<uint32_t>(t.dtype));
     REQUIRE(type != nullptr);
     std::vector<float> values(static_cast<size_t>(t.rows) * t.cols);
-    for (uint32_t r = 0; r < t.rows; ++r) type->dequantize_row(values.data() + static_cast<size_t>(r) * t.cols, t.bytes.data(), r, t.cols);
+    for (uint32_t r = 0; r < t.rows; ++r)
+      type->dequantize_row(values.data() + static_cast<size_t>(r) * t.cols, t.bytes.data(), r, t.cols);
     t.bytes.resize(values.size() * sizeof(float));
     std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
     t.dtype = DType::f32;
@@ -58,8 +59,8 @@ int32_t argmax(const float *logits, size_t vocab) {
 // Feeds tokens one at a time to a CPU session over `reference` and a CUDA session over `model`,
 // then continues greedily; checks every position's logits within tolerance and the greedy ids
 // equal. Returns the largest |logit difference|.
-float compare(const mote_model &model, const mote_model &reference, const std::vector<int32_t> &tokens,
-              float tolerance, mote_kv_dtype kv = MOTE_KV_F32, size_t n_greedy = 16) {
+float compare(const mote_model &model, const mote_model &reference, const std::vector<int32_t> &tokens, float tolerance,
+              mote_kv_dtype kv = MOTE_KV_F32, size_t n_greedy = 16) {
   mote_session_options options = mote_session_options_default();
   options.kv_dtype = kv;
   mote_model_info info;
@@ -115,9 +116,10 @@ TEST_CASE("cuda forward: tiny random Llama models (every golden variant) match t
   for (const std::string &line : read_lines(golden_path("tiny_models.txt"))) {
     CAPTURE(line);
     const std::string dtype = manifest_value(line, "dtype");
-    auto m = convert_and_open(golden_path(manifest_value(line, "case") + ".bin"),
-                              golden_path(manifest_value(line, "tokenizer")), dtype == "f16" ? DType::f16 : DType::f32,
-                              manifest_value(line, "rope") == "split" ? RopeLayout::split_half : RopeLayout::interleaved);
+    auto m =
+        convert_and_open(golden_path(manifest_value(line, "case") + ".bin"),
+                         golden_path(manifest_value(line, "tokenizer")), dtype == "f16" ? DType::f16 : DType::f32,
+                         manifest_value(line, "rope") == "split" ? RopeLayout::split_half : RopeLayout::interleaved);
     const std::vector<int32_t> tokens = parse_ids(manifest_value(line, "tokens"));
     compare(m->model, m->model, tokens, 1e-3f);
     compare(m->model, m->model, tokens, 1e-3f, MOTE_KV_F16);  // both round the cache the same way
@@ -134,7 +136,8 @@ TEST_CASE("cuda forward: the real llama2.c checkpoints, f32 and every quantized 
     if (checkpoint.empty()) continue;
     const std::vector<int32_t> tokens = parse_ids(manifest_value(line, "tokens"));
     for (DType dtype : {DType::f32, DType::f16, DType::q8_0, DType::q4_0, DType::q4_1}) {
-      for (mote::convert::BlockLayout layout : {mote::convert::BlockLayout::interleaved, mote::convert::BlockLayout::gguf}) {
+      for (mote::convert::BlockLayout layout :
+           {mote::convert::BlockLayout::interleaved, mote::convert::BlockLayout::gguf}) {
         CAPTURE(static_cast<int>(dtype));
         CAPTURE(static_cast<int>(layout));
         mote::convert::Llama2cOptions options;
@@ -142,7 +145,13 @@ TEST_CASE("cuda forward: the real llama2.c checkpoints, f32 and every quantized 
         options.layout = layout;
         mote::convert::ModelData data;
         std::string error;
-        REQUIRE_MESSAGE(mote::convert::load_llama2c(checkpoint, tokenizer, options, &data, &error), error);
+        if (!mote::convert::load_llama2c(checkpoint, tokenizer, options, &data, &error)) {
+          // stories260K's FFN rows hold 172 values: not whole blocks, so no quantized version.
+          REQUIRE_MESSAGE(dtype != DType::f32, error);
+          REQUIRE_MESSAGE(dtype != DType::f16, error);
+          MESSAGE("not quantized: " << error);
+          continue;
+        }
         auto model = open_data(data);
         auto reference = open_data(dequantized(data));
         compare(model->model, reference->model, tokens, 1e-3f);
@@ -156,9 +165,9 @@ TEST_CASE("cuda forward: SmolLM2-135M (f32, f16, and as stored) matches the CPU"
   const std::string path = smollm2_gguf();
   if (path.empty()) return;
   const std::vector<int32_t> tokens = prompt_of(24, 49152);
-  for (std::optional<DType> dtype : {std::optional<DType>(DType::f32), std::optional<DType>(DType::f16),
-                                     std::optional<DType>(), std::optional<DType>(DType::q8_0),
-                                     std::optional<DType>(DType::q4_0)}) {
+  for (std::optional<DType> dtype :
+       {std::optional<DType>(DType::f32), std::optional<DType>(DType::f16), std::optional<DType>(),
+        std::optional<DType>(DType::q8_0), std::optional<DType>(DType::q4_0)}) {
     CAPTURE(dtype.has_value() ? static_cast<int>(*dtype) : -1);
     mote::convert::GgufOptions options;
     options.dtype = dtype;

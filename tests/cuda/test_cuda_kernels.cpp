@@ -6,85 +6,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <random>
 
-#include "core/fp16.hpp"
 #include "cuda_kernels.hpp"
 #include "cuda_test_support.hpp"
 #include "kernels/ref.hpp"
-#include "model/weight_types.hpp"
 
-using mote::format::DType;
 using namespace mote_cuda_test;
-namespace kernels = mote::kernels;
 namespace cuda = mote::cuda;
 
 namespace {
-
-std::vector<float> random_floats(size_t n, std::mt19937 &rng, float scale = 1.0f) {
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(n);
-  for (float &x : v) x = dist(rng);
-  return v;
-}
-
-uint16_t random_half(std::mt19937 &rng, float lo, float hi) {
-  return mote::f32_to_fp16(std::uniform_real_distribution<float>(lo, hi)(rng));
-}
-
-// A (rows, cols) matrix of dtype with random quants and sane scales (finite halves).
-std::vector<unsigned char> random_matrix(DType dtype, size_t rows, size_t cols, std::mt19937 &rng) {
-  const size_t row_bytes = mote::weight_row_bytes(dtype, cols);
-  std::vector<unsigned char> bytes(rows * row_bytes);
-  for (unsigned char &b : bytes) b = static_cast<unsigned char>(rng());
-  const size_t blocks = rows * cols / kernels::kQuantBlock;
-  auto fix = [&](auto *block, size_t count, auto &&set) {
-    for (size_t i = 0; i < count; ++i) set(block[i]);
-  };
-  switch (dtype) {
-    case DType::f32: {
-      const std::vector<float> v = random_floats(rows * cols, rng);
-      std::memcpy(bytes.data(), v.data(), bytes.size());
-      break;
-    }
-    case DType::f16: {
-      uint16_t *h = reinterpret_cast<uint16_t *>(bytes.data());
-      for (size_t i = 0; i < rows * cols; ++i) h[i] = random_half(rng, -1.0f, 1.0f);
-      break;
-    }
-    case DType::q8_0:
-      fix(reinterpret_cast<kernels::BlockQ8_0 *>(bytes.data()), blocks, [&](auto &b) { b.d = random_half(rng, -0.02f, 0.02f); });
-      break;
-    case DType::q4_0:
-      fix(reinterpret_cast<kernels::BlockQ4_0 *>(bytes.data()), blocks, [&](auto &b) { b.d = random_half(rng, -0.2f, 0.2f); });
-      break;
-    case DType::q4_1:
-      fix(reinterpret_cast<kernels::BlockQ4_1 *>(bytes.data()), blocks, [&](auto &b) {
-        b.d = random_half(rng, 0.0f, 0.2f);
-        b.m = random_half(rng, -1.0f, 0.0f);
-      });
-      break;
-    case DType::q8_0x8:
-      fix(reinterpret_cast<kernels::BlockQ8_0x8 *>(bytes.data()), blocks / 8, [&](auto &b) {
-        for (uint16_t &d : b.d) d = random_half(rng, -0.02f, 0.02f);
-      });
-      break;
-    case DType::q4_0x8:
-      fix(reinterpret_cast<kernels::BlockQ4_0x8 *>(bytes.data()), blocks / 8, [&](auto &b) {
-        for (uint16_t &d : b.d) d = random_half(rng, -0.2f, 0.2f);
-      });
-      break;
-    case DType::q4_1x8:
-      fix(reinterpret_cast<kernels::BlockQ4_1x8 *>(bytes.data()), blocks / 8, [&](auto &b) {
-        for (uint16_t &d : b.d) d = random_half(rng, 0.0f, 0.2f);
-        for (uint16_t &m : b.m) m = random_half(rng, -1.0f, 0.0f);
-      });
-      break;
-    default:
-      FAIL("no generator for this dtype");
-  }
-  return bytes;
-}
 
 void check_close(const std::vector<float> &got, const std::vector<float> &want, const std::vector<float> &magnitude,
                  float relative) {
@@ -95,15 +25,12 @@ void check_close(const std::vector<float> &got, const std::vector<float> &want, 
   }
 }
 
-constexpr DType kTypes[] = {DType::f32,  DType::f16,    DType::q8_0,   DType::q4_0,
-                            DType::q4_1, DType::q8_0x8, DType::q4_0x8, DType::q4_1x8};
-
 }  // namespace
 
 TEST_CASE("cuda kernels: matmul and embed of every weight type against the dequantized rows") {
   if (!have_device()) return;
   std::mt19937 rng(11);
-  for (DType dtype : kTypes) {
+  for (DType dtype : kWeightTypes) {
     const bool quantized = mote::format::dtype_traits(static_cast<uint32_t>(dtype))->block_elements > 1;
     const bool x8 = dtype == DType::q8_0x8 || dtype == DType::q4_0x8 || dtype == DType::q4_1x8;
     const size_t row_counts[] = {8, 40, 1000, 4104};
@@ -166,7 +93,8 @@ TEST_CASE("cuda kernels: rmsnorm, swiglu, add and argmax against the scalar twin
     const size_t n_tokens = 3;
     const std::vector<float> x = random_floats(n_tokens * dim, rng, 3.0f), w = random_floats(dim, rng);
     std::vector<float> want(n_tokens * dim), magnitude(n_tokens * dim);
-    for (size_t t = 0; t < n_tokens; ++t) kernels::ref::rmsnorm(want.data() + t * dim, x.data() + t * dim, w.data(), dim, 1e-5f);
+    for (size_t t = 0; t < n_tokens; ++t)
+      kernels::ref::rmsnorm(want.data() + t * dim, x.data() + t * dim, w.data(), dim, 1e-5f);
     for (size_t i = 0; i < want.size(); ++i) magnitude[i] = std::fabs(want[i]);
     DeviceBuffer<float> dx(x), dw(w), dout(n_tokens * dim);
     REQUIRE(cuda::rmsnorm(nullptr, dout.ptr, dx.ptr, dw.ptr, dim, 1e-5f, n_tokens) == cudaSuccess);
@@ -261,7 +189,8 @@ TEST_CASE("cuda kernels: attention (one block per head and split) against the sc
         CAPTURE(f16);
         const int32_t pos = static_cast<int32_t>(context - n_tokens);  // the batch ends at the context's end
         const std::vector<float> q = random_floats(n_tokens * q_dim, rng);
-        std::vector<float> keys = random_floats(context * kv_dim, rng, 2.0f), values = random_floats(context * kv_dim, rng);
+        std::vector<float> keys = random_floats(context * kv_dim, rng, 2.0f),
+                           values = random_floats(context * kv_dim, rng);
         std::vector<uint16_t> keys16(keys.size()), values16(values.size());
         for (size_t i = 0; i < keys.size(); ++i) {
           keys16[i] = mote::f32_to_fp16(keys[i]);
@@ -274,8 +203,8 @@ TEST_CASE("cuda kernels: attention (one block per head and split) against the sc
             const size_t kv = (h / (n_heads / n_kv_heads)) * head_dim, n_pos = pos + t + 1;
             if (f16) {
               kernels::ref::attention_f16(want.data() + t * q_dim + h * head_dim, scores.data(),
-                                          q.data() + t * q_dim + h * head_dim, keys16.data() + kv,
-                                          values16.data() + kv, n_pos, head_dim, kv_dim, scale);
+                                          q.data() + t * q_dim + h * head_dim, keys16.data() + kv, values16.data() + kv,
+                                          n_pos, head_dim, kv_dim, scale);
             } else {
               kernels::ref::attention_f32(want.data() + t * q_dim + h * head_dim, scores.data(),
                                           q.data() + t * q_dim + h * head_dim, keys.data() + kv, values.data() + kv,
@@ -285,12 +214,25 @@ TEST_CASE("cuda kernels: attention (one block per head and split) against the sc
         }
         DeviceBuffer<float> dq(q), dk(keys), dv(values), dout(want.size());
         DeviceBuffer<uint16_t> dk16(keys16), dv16(values16);
-        DeviceBuffer<float> dscores(n_tokens * n_heads * context), dpartial(n_tokens * n_heads * n_splits * (head_dim + 2));
+        DeviceBuffer<float> dscores(n_tokens * n_heads * context),
+            dpartial(n_tokens * n_heads * n_splits * (head_dim + 2));
         DeviceBuffer<int32_t> dpos(std::vector<int32_t>{pos});
-        const cuda::AttentionArgs args{dout.ptr, dq.ptr, f16 ? static_cast<const void *>(dk16.ptr) : dk.ptr,
-                                       f16 ? static_cast<const void *>(dv16.ptr) : dv.ptr, f16, dscores.ptr,
-                                       dpartial.ptr, dpos.ptr, n_tokens, n_heads, n_kv_heads, head_dim,
-                                       static_cast<uint32_t>(context), n_splits, true, scale};
+        const cuda::AttentionArgs args{dout.ptr,
+                                       dq.ptr,
+                                       f16 ? static_cast<const void *>(dk16.ptr) : dk.ptr,
+                                       f16 ? static_cast<const void *>(dv16.ptr) : dv.ptr,
+                                       f16,
+                                       dscores.ptr,
+                                       dpartial.ptr,
+                                       dpos.ptr,
+                                       n_tokens,
+                                       n_heads,
+                                       n_kv_heads,
+                                       head_dim,
+                                       static_cast<uint32_t>(context),
+                                       n_splits,
+                                       true,
+                                       scale};
         REQUIRE(cuda::attention(nullptr, args) == cudaSuccess);
         check_close(dout.host(), want, ones, 1e-5f);  // outputs are averages of values in [-1, 1]
       }

@@ -94,7 +94,9 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   st.rope_cos = arena.take<float>(batch * half_head);
   st.rope_sin = arena.take<float>(batch * half_head);
   st.rope_inv_freq = arena.take<double>(half_head);
-  if (host_forward && c.position_kind == format::PositionKind::sinusoidal) st.sinusoids = arena.take<float>(context * c.dim);
+  if (host_forward && c.position_kind == format::PositionKind::sinusoidal) {
+    st.sinusoids = arena.take<float>(context * c.dim);
+  }
   if (host_forward && takes_q8_activations(model.view)) {
     uint64_t widest = q_dim > c.dim ? q_dim : c.dim;  // every product's input width
     if (c.ffn_dim > widest) widest = c.ffn_dim;
