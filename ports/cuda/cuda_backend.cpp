@@ -179,7 +179,10 @@ Status upload(const Model &model, DeviceWeights *w, ErrorSink err) {
   *w = DeviceWeights{};
   void *base = nullptr;
   MOTE_CUDA_TRY(cudaMalloc(&base, end - begin), "cudaMalloc of the weights");
-  const cudaError_t copied = cudaMemcpy(base, model.view.bytes + begin, end - begin, cudaMemcpyHostToDevice);
+  // A copy from pageable memory may still be in flight when cudaMemcpy returns, and sessions'
+  // streams do not wait for the default stream: wait for it here, once.
+  cudaError_t copied = cudaMemcpy(base, model.view.bytes + begin, end - begin, cudaMemcpyHostToDevice);
+  if (copied == cudaSuccess) copied = cudaDeviceSynchronize();
   if (copied != cudaSuccess) {
     cudaFree(base);
     return device_fail(err, copied, "copying the weights to the device");
@@ -240,9 +243,11 @@ Status take_resources(Session &s, CudaSession &c, const mote_session_options &op
   MOTE_CUDA_TRY(cudaMalloc(&c.device_block, c.device_bytes), "cudaMalloc of the session");
   ArenaPlanner planner(c.device_block, c.device_bytes);
   plan_device(planner, cfg, options, &c.d);
-  MOTE_CUDA_TRY(
-      cudaMemcpy(c.d.inv_freq, s.state.rope_inv_freq, cfg.head_dim / 2 * sizeof(double), cudaMemcpyHostToDevice),
-      "copying the RoPE frequencies");
+  // On the session's stream, which does not wait for the default one; then waited for.
+  MOTE_CUDA_TRY(cudaMemcpyAsync(c.d.inv_freq, s.state.rope_inv_freq, cfg.head_dim / 2 * sizeof(double),
+                                cudaMemcpyHostToDevice, c.stream),
+                "copying the RoPE frequencies");
+  MOTE_CUDA_TRY(cudaStreamSynchronize(c.stream), "copying the RoPE frequencies");
   return MOTE_OK;
 }
 

@@ -14,6 +14,7 @@
 #include "kernels/quant.hpp"
 #include "model/weight_types.hpp"
 #include "mote/mote_cuda.h"
+#include "mote_writer.hpp"
 #include "test_support.hpp"
 
 namespace mote_cuda_test {
@@ -50,6 +51,21 @@ struct DeviceBuffer {
     return out;
   }
 };
+
+// A converted model (as `mote convert` writes it), opened.
+struct Opened {
+  mote_test::AlignedBuffer bytes{0};
+  mote_model model{};
+};
+
+inline std::unique_ptr<Opened> open_data(const mote::convert::ModelData &data) {
+  auto m = std::make_unique<Opened>();
+  m->bytes = mote_test::AlignedBuffer::copy_of(mote::convert::serialize(data));
+  char message[256] = "";
+  REQUIRE_MESSAGE(mote_model_open(m->bytes.data.get(), m->bytes.size, &m->model, message, sizeof message) == MOTE_OK,
+                  message);
+  return m;
+}
 
 // A session of either backend with its own arena; releases its device memory at scope end.
 struct Session {

@@ -48,8 +48,20 @@ done
 note "shared models: ${models_dir:-absent (their tests skip)}"
 
 # --- build: one architecture, only what the checks run --------------------------------------
+for tool in cmake ninja g++ python3; do
+  command -v "$tool" >/dev/null || die "$tool not found (toolchains/install-deps.sh installs the build tools)"
+done
+extra=()
+if [ ! -f /usr/include/doctest/doctest.h ] && [ -z "${MOTE_DOCTEST_INCLUDE_DIR:-}" ]; then
+  die "doctest headers not found: install doctest-dev, or set MOTE_DOCTEST_INCLUDE_DIR to a folder holding doctest/doctest.h"
+fi
+[ -n "${MOTE_DOCTEST_INCLUDE_DIR:-}" ] && extra+=("-DMOTE_DOCTEST_INCLUDE_DIR=$MOTE_DOCTEST_INCLUDE_DIR")
+if [ ! -f /usr/include/xsimd/xsimd.hpp ]; then
+  note "xsimd absent: the CPU side uses its scalar kernels (the CPU reference is the same numbers)"
+  extra+=(-DMOTE_SIMD=OFF)
+fi
 jobs=$(nproc)
-cmake --preset cuda -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+cmake --preset cuda -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch" "${extra[@]}" \
   ${models_dir:+-DMOTE_SHARED_MODELS_DIR="$models_dir"} >>"$log" 2>&1 || die "configure (see $log)"
 cmake --build build/cuda -j"$jobs" --target mote_cli test_cuda_kernels test_cuda_forward test_cuda_host \
   test_backend >>"$log" 2>&1 || die "build (see $log)"
@@ -89,9 +101,13 @@ else
   note "SmolLM2 GGUF absent (set MOTE_SMOLLM2_GGUF): its benches are skipped"
 fi
 # A Llama-3.2-1B-like shape (dim 2048, 16 layers, 32 heads, 8 KV heads, FFN 8192), vocabulary
-# 32000: 1.0 billion random weights.
-if ckpt=$(timeout 240 python3 bench/make_random_llama2c.py "$work/llama1b" --dim 2048 --hidden 8192 --layers 16 \
-  --heads 32 --kv-heads 8 --vocab 32000 --seq-len 2048 2>>"$log" | tail -1) && [ -f "$ckpt" ]; then
+# 32000: 1.0 billion random weights. MOTE_DEVICE_CHECKS_QUICK=1 (a dry run of this script) makes
+# it 64-wide with 2 layers.
+shape=(--dim 2048 --hidden 8192 --layers 16 --heads 32 --kv-heads 8 --vocab 32000 --seq-len 2048)
+[ "${MOTE_DEVICE_CHECKS_QUICK:-0}" = 1 ] &&
+  shape=(--dim 64 --hidden 256 --layers 2 --heads 4 --kv-heads 2 --vocab 512 --seq-len 2048)
+if ckpt=$(timeout 240 python3 bench/make_random_llama2c.py "$work/llama1b" "${shape[@]}" 2>>"$log" | tail -1) &&
+  [ -f "$ckpt" ]; then
   for q in f16 q4_0; do
     timeout 180 "$mote" convert "$ckpt" --tokenizer "${ckpt%.bin}.tok.bin" --dtype "$q" \
       -o "$work/llama1b-$q.mote" >>"$log" 2>&1 && bench_models+=("llama1b-$q")

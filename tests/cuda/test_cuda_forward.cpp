@@ -21,21 +21,6 @@ using namespace mote_cuda_test;
 
 namespace {
 
-// A converted model, opened.
-struct Opened {
-  AlignedBuffer bytes{0};
-  mote_model model{};
-};
-
-std::unique_ptr<Opened> open_data(const mote::convert::ModelData &data) {
-  auto m = std::make_unique<Opened>();
-  m->bytes = AlignedBuffer::copy_of(mote::convert::serialize(data));
-  char message[256] = "";
-  REQUIRE_MESSAGE(mote_model_open(m->bytes.data.get(), m->bytes.size, &m->model, message, sizeof message) == MOTE_OK,
-                  message);
-  return m;
-}
-
 // The same model with every matrix dequantized to f32 (exactly the values the GPU reads).
 mote::convert::ModelData dequantized(mote::convert::ModelData data) {
   for (mote::convert::TensorData &t : data.tensors) {

@@ -85,10 +85,9 @@ TEST_CASE("cuda: a GPT-2 block is refused with a one-line reason") {
   std::string error;
   REQUIRE_MESSAGE(mote::convert::load_hf_checkpoint(golden_path("tiny_gpt2/prenorm_gelu_tanh"), options, &data, &error),
                   error);
-  AlignedBuffer bytes = AlignedBuffer::copy_of(mote::convert::serialize(data));
-  mote_model model{};
+  auto opened = open_data(data);
+  const mote_model &model = opened->model;
   char message[256] = "";
-  REQUIRE(mote_model_open(bytes.data.get(), bytes.size, &model, message, sizeof message) == MOTE_OK);
   mote_session_options o = mote_session_options_default();
   o.backend = MOTE_BACKEND_CUDA;
   const std::string expected =
