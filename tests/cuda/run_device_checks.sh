@@ -48,6 +48,10 @@ done
 note "shared models: ${models_dir:-absent (their tests skip)}"
 
 # --- build: one architecture, only what the checks run --------------------------------------
+python=""
+for candidate in python3 /usr/bin/python3; do  # the first that has numpy (a pyenv shim may lack it)
+  if command -v "$candidate" >/dev/null && "$candidate" -c "import numpy" 2>/dev/null; then python=$candidate; break; fi
+done
 for tool in cmake ninja g++ python3; do
   command -v "$tool" >/dev/null || die "$tool not found (toolchains/install-deps.sh installs the build tools)"
 done
@@ -106,7 +110,7 @@ fi
 shape=(--dim 2048 --hidden 8192 --layers 16 --heads 32 --kv-heads 8 --vocab 32000 --seq-len 2048)
 [ "${MOTE_DEVICE_CHECKS_QUICK:-0}" = 1 ] &&
   shape=(--dim 64 --hidden 256 --layers 2 --heads 4 --kv-heads 2 --vocab 512 --seq-len 2048)
-if ckpt=$(timeout 240 python3 bench/make_random_llama2c.py "$work/llama1b" "${shape[@]}" 2>>"$log" | tail -1) &&
+if [ -n "$python" ] && ckpt=$(timeout 240 "$python" bench/make_random_llama2c.py "$work/llama1b" "${shape[@]}" 2>>"$log" | tail -1) &&
   [ -f "$ckpt" ]; then
   for q in f16 q4_0; do
     timeout 180 "$mote" convert "$ckpt" --tokenizer "${ckpt%.bin}.tok.bin" --dtype "$q" \
@@ -119,6 +123,7 @@ fi
 
 # --- benches: batch 1 decode, prompt in batches of 256, contexts 128 and 2048 -----------------
 bench_json=""
+bench_failures=0
 for m in "${bench_models[@]}"; do
   for ctx in 128 2048; do
     prompt=$((ctx - 64))
@@ -128,13 +133,16 @@ for m in "${bench_models[@]}"; do
       bench_json+="${bench_json:+, }{\"model\": \"$m\", \"context\": $ctx, \"result\": $line}"
     else
       note "$m ctx $ctx: bench failed (see $log)"
+      bench_failures=$((bench_failures + 1))
+      bench_json+="${bench_json:+, }{\"model\": \"$m\", \"context\": $ctx, \"result\": null}"
     fi
   done
 done
 
 elapsed=$(($(date +%s) - t0))
 cat >"$out/device_checks.json" <<JSON
-{"gpu": "$gpu", "peak_gb_per_s": $peak, "elapsed_s": $elapsed, "tests": [$tests_json], "bench": [$bench_json]}
+{"gpu": "$gpu", "peak_gb_per_s": $peak, "elapsed_s": $elapsed, "bench_failures": $bench_failures,
+ "tests": [$tests_json], "bench": [$bench_json]}
 JSON
 python3 - "$out/device_checks.json" >"$out/device_checks.md" <<'PY'
 import json, sys
@@ -147,10 +155,14 @@ print("\n| model | context | prompt tok/s | decode tok/s | decode GB/s of weight
 print("|---|---|---|---|---|---|---|")
 for b in r["bench"]:
     x, peak = b["result"], r["peak_gb_per_s"]
+    if x is None:
+        print(f"| {b['model']} | {b['context']} | failed (see device_checks.log) | | | | |")
+        continue
     share = f"{100 * x['decode_weight_gb_per_s'] / peak:.0f}%" if peak else "?"
     print(f"| {b['model']} | {b['context']} | {x['prompt_tokens_per_s']:.0f} | {x['decode_tokens_per_s']:.0f} | "
           f"{x['decode_weight_gb_per_s']:.0f} | {share} | {x['open_to_first_token_s']:.3f} |")
 PY
 note "wrote $out/device_checks.json and device_checks.md"
 grep -q '"status": "failed"' "$out/device_checks.json" && exit 1
+[ "$bench_failures" -eq 0 ] || exit 1
 exit 0
