@@ -16,7 +16,8 @@ double median(std::vector<double> values) {
 }  // namespace
 
 int command_bench(int argc, char **argv) {
-  std::string model_path, kv = "f32";
+  std::string model_path, kv = "f32", backend_name = "cpu";
+  bool gpu = false;
   uint32_t threads = 1, prompt_tokens = 128, gen_tokens = 64, reps = 3, batch = 0;
   bool json = false;
   const std::vector<Option> options = {
@@ -28,6 +29,8 @@ int command_bench(int argc, char **argv) {
       {"--json", nullptr, Option::kSwitch, &json},
       {"--kv", nullptr, Option::kString, &kv},
       {"--batch", "-b", Option::kU32, &batch},
+      {"--backend", nullptr, Option::kString, &backend_name},
+      {"--gpu", nullptr, Option::kSwitch, &gpu},
   };
   std::vector<std::string> positional;
   std::string error;
@@ -42,7 +45,10 @@ int command_bench(int argc, char **argv) {
   }
   mote_kv_dtype kv_dtype = MOTE_KV_F32;
   if (!parse_kv_dtype(kv, &kv_dtype, &error)) return report("bench", error, kExitUsage);
+  mote_backend backend = MOTE_BACKEND_CPU;
+  if (!parse_backend(backend_name, gpu, &backend, &error)) return report("bench", error, kExitUsage);
 
+  const double open_start = now_seconds();  // model open to first token: mapping, upload, first prefill
   auto loaded = load_model(model_path, &error);
   if (!loaded) return report("bench", error, kExitError);
   mote_model_info info;
@@ -58,6 +64,7 @@ int command_bench(int argc, char **argv) {
   session_options.n_threads = threads;
   session_options.batch_size = batch;
   session_options.kv_dtype = kv_dtype;
+  session_options.backend = backend;
   auto holder = open_session(loaded->model, session_options, &error);
   if (!holder) return report("bench", error, kExitError);
   mote_session *session = &holder->session;
@@ -73,12 +80,14 @@ int command_bench(int argc, char **argv) {
   }
 
   std::vector<double> prompt_rates, decode_rates;
+  double first_token_s = 0.0;
   for (uint32_t r = 0; r < reps; ++r) {
     mote_session_reset(session);
     const double t0 = now_seconds();
     if (mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK)
       return report("bench", mote_session_error(session), kExitError);
     const double t1 = now_seconds();
+    if (r == 0) first_token_s = t1 - open_start;
     const float *logits = mote_logits(session);
     for (uint32_t i = 0; i < gen_tokens; ++i) {
       // Greedy without the sampler, so decode time is the forward pass alone.
@@ -94,19 +103,22 @@ int command_bench(int argc, char **argv) {
   const double decode_gbps = decode_rate * static_cast<double>(info.weight_bytes) / 1e9;
   if (json) {
     std::printf(
-        "{\"model\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, \"gen_tokens\": %u, "
+        "{\"model\": \"%s\", \"backend\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, "
+        "\"gen_tokens\": %u, "
         "\"reps\": %u, \"batch_size\": %u, \"prompt_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
         "\"weight_bytes\": %llu, "
-        "\"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f}\n",
-        model_path.c_str(), mote_isa_name(), threads, prompt_tokens, gen_tokens, reps,
+        "\"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f, \"open_to_first_token_s\": %.4f}\n",
+        model_path.c_str(), mote_backend_name(backend), mote_isa_name(), threads, prompt_tokens, gen_tokens, reps,
         batch == 0 ? mote_session_options_default().batch_size : batch, prompt_rate, decode_rate,
-        static_cast<unsigned long long>(info.weight_bytes), holder->arena_bytes, decode_gbps);
+        static_cast<unsigned long long>(info.weight_bytes), holder->arena_bytes, decode_gbps, first_token_s);
   } else {
-    std::printf("model %s | isa %s | threads %u | weights %.1f MB | arena %.1f MB\n", model_path.c_str(),
-                mote_isa_name(), threads, info.weight_bytes / 1e6, holder->arena_bytes / 1e6);
+    std::printf("model %s | backend %s | isa %s | threads %u | weights %.1f MB | arena %.1f MB\n", model_path.c_str(),
+                mote_backend_name(backend), mote_isa_name(), threads, info.weight_bytes / 1e6,
+                holder->arena_bytes / 1e6);
     std::printf("prompt  %u tokens: %.1f tok/s (median of %u)\n", prompt_tokens, prompt_rate, reps);
     std::printf("decode  %u tokens: %.1f tok/s (median of %u), %.2f GB/s of weights\n", gen_tokens, decode_rate, reps,
                 decode_gbps);
+    std::printf("model open to first token: %.3f s\n", first_token_s);
   }
   return 0;
 }

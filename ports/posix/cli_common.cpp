@@ -164,6 +164,8 @@ void GenerationSettings::add_options(std::vector<Option> *options) {
       {"--ctx", nullptr, Option::kU32, &context},
       {"--batch", "-b", Option::kU32, &batch},
       {"--kv", nullptr, Option::kString, &kv},
+      {"--backend", nullptr, Option::kString, &backend_name},
+      {"--gpu", nullptr, Option::kSwitch, &gpu},
   };
   options->insert(options->end(), mine.begin(), mine.end());
 }
@@ -177,8 +179,18 @@ bool parse_kv_dtype(const std::string &name, mote_kv_dtype *dtype, std::string *
   return false;
 }
 
+bool parse_backend(const std::string &name, bool gpu, mote_backend *backend, std::string *error) {
+  if (name != "cpu" && name != "cuda") {
+    *error = "--backend must be cpu or cuda";
+    return false;
+  }
+  *backend = gpu || name == "cuda" ? MOTE_BACKEND_CUDA : MOTE_BACKEND_CPU;
+  return true;
+}
+
 bool GenerationSettings::finish(std::string *error) {
   if (!parse_kv_dtype(kv, &kv_dtype, error)) return false;
+  if (!parse_backend(backend_name, gpu, &backend, error)) return false;
   if (threads == 0 || threads > kMaxThreads) {
     *error = "--threads must be in [1, " + std::to_string(kMaxThreads) + "]";
     return false;
@@ -199,6 +211,7 @@ mote_session_options GenerationSettings::session_options() const {
   o.kv_dtype = kv_dtype;
   o.n_threads = threads;
   o.batch_size = batch;
+  o.backend = backend;
   return o;
 }
 

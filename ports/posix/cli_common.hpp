@@ -30,6 +30,9 @@ struct Option {
 // --kv NAME: f32, f16 or q8_0; false (with the usage message in *error) for anything else.
 bool parse_kv_dtype(const std::string &name, mote_kv_dtype *dtype, std::string *error);
 
+// --backend NAME (cpu or cuda; --gpu is --backend cuda): false with the usage message otherwise.
+bool parse_backend(const std::string &name, bool gpu, mote_backend *backend, std::string *error);
+
 bool parse_options(int argc, char **argv, int first, const std::vector<Option> &options,
                    std::vector<std::string> *positional, std::string *error);
 
@@ -51,6 +54,7 @@ struct SessionHolder {
   std::unique_ptr<void, FreeArena> arena;
   size_t arena_bytes = 0;
   mote_session session{};
+  ~SessionHolder() { mote_session_release(&session); }  // a CUDA session's device memory
 };
 std::unique_ptr<SessionHolder> open_session(const mote_model &model, const mote_session_options &options,
                                             std::string *error);
@@ -78,6 +82,9 @@ struct GenerationSettings {
   uint32_t context = 0, batch = 0;
   mote_sampler_options sampler = mote_sampler_options_default();
   bool seed_given = false;
+  std::string backend_name = "cpu";
+  bool gpu = false;                         // --gpu: --backend cuda
+  mote_backend backend = MOTE_BACKEND_CPU;  // backend_name, parsed by finish()
 
   void add_options(std::vector<Option> *options);
   // Checks the values (a usage error) and fills in the default model and the seed.

@@ -47,19 +47,37 @@ int print_arena_bytes(const mote_model &model, uint32_t context, uint32_t batch,
 
 int command_inspect(int argc, char **argv) {
   uint32_t context = 0, arena_batch = 0;
-  bool arena_only = false;
-  std::string kv = "f32";
+  bool arena_only = false, gpu = false;
+  std::string kv = "f32", backend_name = "cpu";
   const std::vector<Option> options = {{"--ctx", nullptr, Option::kU32, &context},
                                        {"--arena-bytes", nullptr, Option::kSwitch, &arena_only},
                                        {"--batch", "-b", Option::kU32, &arena_batch},
-                                       {"--kv", nullptr, Option::kString, &kv}};
+                                       {"--kv", nullptr, Option::kString, &kv},
+                                       {"--backend", nullptr, Option::kString, &backend_name},
+                                       {"--gpu", nullptr, Option::kSwitch, &gpu}};
   std::vector<std::string> positional;
   std::string error;
   if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("inspect", error, kExitUsage);
   if (positional.size() != 1) return report("inspect", "give exactly one model file", kExitUsage);
+  mote_backend backend = MOTE_BACKEND_CPU;
+  if (!parse_backend(backend_name, gpu, &backend, &error)) return report("inspect", error, kExitUsage);
+  if (gpu) backend_name = "cuda";
   auto loaded = load_model(positional[0], &error);
   if (!loaded) return report("inspect", error, kExitError);
   if (arena_only) return print_arena_bytes(loaded->model, context, arena_batch, kv);
+  // A backend's device memory: the weights (one allocation per model) and one session's KV cache
+  // and activations (f32 KV cache, --ctx, the default batch). Checked first: an error prints nothing else.
+  uint64_t weight_bytes = 0, session_bytes = 0;
+  if (backend != MOTE_BACKEND_CPU) {
+    mote_session_options device_options = mote_session_options_default();
+    device_options.context_length = context;
+    device_options.backend = backend;
+    char reason[256] = "";
+    if (mote_backend_memory(&loaded->model, &device_options, &weight_bytes, &session_bytes, reason, sizeof reason) !=
+        MOTE_OK) {
+      return report("inspect", reason, kExitError);
+    }
+  }
 
   const format::ModelView &view = reinterpret_cast<const Model *>(loaded->model.opaque_)->view;
   const format::ModelConfig &c = view.config;
@@ -117,6 +135,15 @@ int command_inspect(int argc, char **argv) {
   std::printf("\narena bytes     %zu (context %u, f32 KV cache, prefill batch %u)\n", f32_bytes, shown_context, batch);
   std::printf("arena bytes     %zu (context %u, f16 KV cache, prefill batch %u)\n", f16_bytes, shown_context, batch);
   char message[256] = "";
+  if (backend != MOTE_BACKEND_CPU) {
+    session_options.kv_dtype = MOTE_KV_F32;
+    session_options.backend = backend;
+    std::printf("%s weights    %llu bytes (one device allocation per model)\n", backend_name.c_str(),
+                static_cast<unsigned long long>(weight_bytes));
+    std::printf("%s session    %llu bytes (one device allocation per session, f32 KV cache)\n", backend_name.c_str(),
+                static_cast<unsigned long long>(session_bytes));
+    std::printf("%s host arena %zu bytes\n", backend_name.c_str(), mote_arena_size(&loaded->model, &session_options));
+  }
   if (check_supported(view, ErrorSink{message, sizeof message}) != MOTE_OK) {
     std::printf("runnable        no: %s\n", message);
   }

@@ -32,7 +32,10 @@ const char kUsage[] =
     "           scoring the second half of each as llama.cpp does; running values on stderr\n"
     "  embed    -m MODEL -p TEXT [--pool mean|last|cls] [--normalize] [--bidirectional] [--json] [-t THREADS]\n"
     "           print TEXT's final hidden states pooled into one vector, one float per line (--json: an\n"
-    "           array); --bidirectional drops the causal mask (encoder mode)\n";
+    "           array); --bidirectional drops the causal mask (encoder mode)\n"
+    "\n"
+    "run, chat, bench and inspect take --backend cpu|cuda (--gpu: cuda): cuda needs a -DMOTE_CUDA=ON build and\n"
+    "an NVIDIA GPU (inspect then prints the device memory a session takes).\n";
 
 }  // namespace
 

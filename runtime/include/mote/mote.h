@@ -23,7 +23,8 @@ typedef enum mote_status {
   MOTE_ERR_ARENA_TOO_SMALL = 4,  /* the message states the bytes needed */
   MOTE_ERR_CONTEXT_FULL = 5,     /* no room left in the KV cache */
   MOTE_ERR_BUFFER_TOO_SMALL = 6, /* an output buffer cannot hold the result */
-  MOTE_ERR_BAD_TOKEN = 7         /* a token id outside the vocabulary */
+  MOTE_ERR_BAD_TOKEN = 7,        /* a token id outside the vocabulary */
+  MOTE_ERR_DEVICE = 8            /* a backend's device call failed (the message names it) */
 } mote_status;
 
 /* Returns a static, human-readable name for a status ("arena too small"). */
@@ -66,6 +67,10 @@ typedef enum mote_kv_dtype { MOTE_KV_F32 = 0, MOTE_KV_F16 = 1, MOTE_KV_Q8_0 = 2 
 #define MOTE_MAX_THREADS 1024
 #define MOTE_MAX_BATCH 256
 
+/* Where a session's forward pass runs. CUDA needs a build with -DMOTE_CUDA=ON (linking
+ * mote::mote_cuda) and an NVIDIA GPU; elsewhere mote_session_init says which is missing. */
+typedef enum mote_backend { MOTE_BACKEND_CPU = 0, MOTE_BACKEND_CUDA = 1 } mote_backend;
+
 typedef struct mote_session_options {
   uint32_t context_length; /* tokens the KV cache holds; 0 = the model's max_seq_len */
   mote_kv_dtype kv_dtype;
@@ -77,6 +82,10 @@ typedef struct mote_session_options {
    * mode, no causal mask: each token also sees the later tokens of its own prefill step (prefill
    * a text in one step, batch_size >= its length, for every token to see the whole text). */
   uint32_t bidirectional;
+  mote_backend backend; /* MOTE_BACKEND_CPU by default */
+  /* CUDA only: weights already on the device (a mote_cuda_model from mote_cuda_model_upload),
+   * shared by every session given it; null: the session uploads its own copy. */
+  const void *device_model;
 } mote_session_options;
 
 /* The default options: the model's full context, f32 KV cache, one thread, batches of 16. */
@@ -85,6 +94,16 @@ mote_session_options mote_session_options_default(void);
 /* Exact number of arena bytes mote_session_init needs for these options; 0 if the options are
  * invalid for the model (mote_session_init then says why). */
 size_t mote_arena_size(const mote_model *model, const mote_session_options *options);
+
+/* Device memory a session on options->backend takes besides the host arena, each in one
+ * allocation: *weight_bytes for the model's weights (once per uploaded model), *session_bytes
+ * for the session's KV cache and activations. Both 0 for the CPU. MOTE_ERR_UNSUPPORTED (with a
+ * one-line reason) when this build has no such backend or the model cannot run on it. */
+mote_status mote_backend_memory(const mote_model *model, const mote_session_options *options, uint64_t *weight_bytes,
+                                uint64_t *session_bytes, char *err, size_t err_n);
+
+/* The backend's name ("cpu", "cuda"), or null when this build lacks it. */
+const char *mote_backend_name(mote_backend backend);
 
 typedef struct mote_session {
   void *impl_; /* lives at the start of the arena */
@@ -95,6 +114,9 @@ typedef struct mote_session {
  * dropped afterwards, but the model bytes must stay mapped for the session's life. */
 mote_status mote_session_init(mote_session *session, const mote_model *model, const mote_session_options *options,
                               void *arena, size_t arena_n, char *err, size_t err_n);
+/* Frees what the session holds outside its arena (a CUDA session's device memory and graph);
+ * nothing for the CPU. The session is unusable afterwards; the arena may be reused. */
+void mote_session_release(mote_session *session);
 /* Forgets every token: the next prefill starts at position 0. */
 void mote_session_reset(mote_session *session);
 /* Tokens currently in the KV cache, and how many it holds. */

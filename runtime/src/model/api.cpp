@@ -79,6 +79,12 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "batch size %u is above %d", static_cast<unsigned>(out->batch_size),
                 MOTE_MAX_BATCH);
   }
+  if (find_backend(out->backend) == nullptr) {
+    if (out->backend == MOTE_BACKEND_CUDA) {
+      return fail(err, MOTE_ERR_UNSUPPORTED, "this build has no CUDA backend (configure with -DMOTE_CUDA=ON)");
+    }
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown backend %d", static_cast<int>(out->backend));
+  }
   if (out->n_threads > MOTE_MAX_THREADS) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "thread count %u is above %d", static_cast<unsigned>(out->n_threads),
                 MOTE_MAX_THREADS);
@@ -139,6 +145,8 @@ mote_session_options mote_session_options_default(void) {
   o.n_threads = 1;
   o.batch_size = kDefaultBatchSize;
   o.bidirectional = 0;
+  o.backend = MOTE_BACKEND_CPU;
+  o.device_model = nullptr;
   return o;
 }
 
@@ -147,6 +155,25 @@ size_t mote_arena_size(const mote_model *model, const mote_session_options *opti
   mote_session_options resolved;
   if (m == nullptr || resolve_options(*m, options, &resolved, ErrorSink{}) != MOTE_OK) return 0;
   return planned_arena_size(*m, resolved);
+}
+
+mote_status mote_backend_memory(const mote_model *model, const mote_session_options *options, uint64_t *weight_bytes,
+                                uint64_t *session_bytes, char *err, size_t err_n) {
+  const ErrorSink sink{err, err_n};
+  const Model *m = model_of(model);
+  if (m == nullptr || weight_bytes == nullptr || session_bytes == nullptr) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "model or an output is null");
+  }
+  *weight_bytes = *session_bytes = 0;
+  mote_session_options resolved;
+  const Status status = resolve_options(*m, options, &resolved, sink);
+  if (status != MOTE_OK) return status;
+  return find_backend(resolved.backend)->device_memory(*m, resolved, weight_bytes, session_bytes, sink);
+}
+
+const char *mote_backend_name(mote_backend backend) {
+  const Backend *b = find_backend(backend);
+  return b == nullptr ? nullptr : b->name;
 }
 
 mote_status mote_session_init(mote_session *session, const mote_model *model, const mote_session_options *options,
@@ -177,8 +204,19 @@ mote_status mote_session_init(mote_session *session, const mote_model *model, co
   ArenaPlanner planner(arena, arena_n);
   Session *s = plan_session(planner, *m, resolved);
   bind_session(*s, *m, resolved);
+  if (s->backend->init != nullptr) {
+    status = s->backend->init(*s, resolved, sink);
+    if (status != MOTE_OK) return status;
+  }
   session->impl_ = s;
   return MOTE_OK;
+}
+
+void mote_session_release(mote_session *session) {
+  Session *s = session_of(session);
+  if (s == nullptr) return;
+  if (s->backend->release != nullptr) s->backend->release(*s);
+  session->impl_ = nullptr;
 }
 
 void mote_session_reset(mote_session *session) {
@@ -257,7 +295,9 @@ mote_status mote_prefill(mote_session *session, const int32_t *tokens, size_t n_
   }
   for (size_t i = 0; i < n_tokens; i += s->batch_size) {
     const size_t n = n_tokens - i < s->batch_size ? n_tokens - i : s->batch_size;
-    forward(*s, tokens + i, n, i + n == n_tokens);
+    const Status status = n == 1 && i + n == n_tokens ? s->backend->decode(*s, tokens[i])
+                                                      : s->backend->prefill(*s, tokens + i, n, i + n == n_tokens);
+    if (status != MOTE_OK) return status;
   }
   return MOTE_OK;
 }
@@ -373,7 +413,8 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
       piece_for(s->model.view.tokenizer, prev, token, &byte, &piece, &n);
       stop = on_token(user, token, piece, n) != 0;
     }
-    forward(*s, &token, 1, true);  // the cache holds every token the caller saw
+    status = s->backend->decode(*s, token);  // the cache holds every token the caller saw
+    if (status != MOTE_OK) return status;
     if (stop) break;
   }
   return MOTE_OK;

@@ -12,6 +12,10 @@ extern "C" mote_status mote_embed(mote_session *session, const int32_t *tokens, 
   if (s == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
   const ErrorSink err{s->error, sizeof s->error};
   s->error[0] = '\0';
+  if (s->backend != find_backend(MOTE_BACKEND_CPU)) {
+    return fail(err, MOTE_ERR_UNSUPPORTED, "embeddings run on the CPU backend only (this session uses %s)",
+                s->backend->name);
+  }
   const format::ModelConfig &c = s->model.view.config;
   if (tokens == nullptr || n_tokens == 0 || (out == nullptr && out_n > 0)) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "embed needs at least one token and an output buffer");

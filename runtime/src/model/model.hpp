@@ -9,6 +9,7 @@
 #include "core/status.hpp"
 #include "format/reader.hpp"
 #include "kernels/kernels.hpp"
+#include "model/backend.hpp"
 #include "model/parallel.hpp"
 #include "model/weight_types.hpp"
 #include "mote/mote.h"
@@ -93,6 +94,8 @@ struct KvCache {
 
 struct Session {
   Model model;  // the validated view, copied: sessions depend on the model bytes only
+  const Backend *backend;  // where the forward pass runs
+  void *backend_state;     // the backend's own state, in the arena (null for the CPU)
   format::BlockSpec spec;  // what each step of the forward pass does
   bool causal;             // false: encoder mode, every token of a batch sees the whole batch
   const kernels::KernelTable *kernels;

@@ -64,15 +64,23 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   const uint64_t context = options.context_length;
   const uint64_t q_dim = static_cast<uint64_t>(c.n_heads) * c.head_dim;
   const uint64_t kv_dim = static_cast<uint64_t>(c.n_kv_heads) * c.head_dim;
-  const uint64_t kv_elements = c.n_layers * context * kv_dim;
+  uint64_t kv_elements = c.n_layers * context * kv_dim;
   const uint64_t kv_element_bytes = options.kv_dtype == MOTE_KV_F32 ? 4 : options.kv_dtype == MOTE_KV_F16 ? 2 : 1;
   const uint64_t blocks_per_head = (c.head_dim + kernels::kQuantBlock - 1) / kernels::kQuantBlock;
-  const uint64_t kv_scales = options.kv_dtype == MOTE_KV_Q8_0 ? c.n_layers * context * c.n_kv_heads * blocks_per_head : 0;
+  uint64_t kv_scales = options.kv_dtype == MOTE_KV_Q8_0 ? c.n_layers * context * c.n_kv_heads * blocks_per_head : 0;
 
-  const uint64_t batch = options.batch_size;
+  // Another backend keeps activations and the KV cache on its device: the host arena holds
+  // the bound weights, the logits, the sampler's buffers and the backend's own state.
+  const Backend *backend = find_backend(options.backend);
+  const bool host_forward = options.backend == MOTE_BACKEND_CPU;
+  const uint64_t batch = host_forward ? options.batch_size : 0;
   const uint64_t half_head = c.head_dim / 2;
   Session *s = arena.take<Session>(1);
   LayerWeights *layers = arena.take<LayerWeights>(c.n_layers);
+  void *backend_state = nullptr;
+  if (backend != nullptr && backend->host_bytes != nullptr) {
+    backend_state = arena.take<uint8_t>(backend->host_bytes(model, options));
+  }
   RunState st{};
   st.x = arena.take<float>(batch * c.dim);
   st.xb = arena.take<float>(batch * (q_dim > c.dim ? q_dim : c.dim));
@@ -82,13 +90,15 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   st.q = arena.take<float>(batch * q_dim);
   st.k = arena.take<float>(batch * kv_dim);
   st.v = arena.take<float>(batch * kv_dim);
-  st.att = arena.take<float>(c.n_heads * context);
+  st.att = arena.take<float>(host_forward ? c.n_heads * context : 0);
   st.logits = arena.take<float>(c.vocab_size);
   st.rope_cos = arena.take<float>(batch * half_head);
   st.rope_sin = arena.take<float>(batch * half_head);
   st.rope_inv_freq = arena.take<double>(half_head);
-  if (c.position_kind == format::PositionKind::sinusoidal) st.sinusoids = arena.take<float>(context * c.dim);
-  if (takes_q8_activations(model.view)) {
+  if (host_forward && c.position_kind == format::PositionKind::sinusoidal) {
+    st.sinusoids = arena.take<float>(context * c.dim);
+  }
+  if (host_forward && takes_q8_activations(model.view)) {
     uint64_t widest = q_dim > c.dim ? q_dim : c.dim;  // every product's input width
     if (c.ffn_dim > widest) widest = c.ffn_dim;
     st.xq.q = arena.take<int8_t>(batch * widest);
@@ -98,6 +108,7 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
     st.xq.block_sum = arena.take<int32_t>(batch * widest / kernels::kQuantBlock);
   }
   KvCache cache{};
+  if (!host_forward) kv_elements = kv_scales = 0;
   cache.keys = arena.take<uint8_t>(kv_elements * kv_element_bytes);
   cache.values = arena.take<uint8_t>(kv_elements * kv_element_bytes);
   if (kv_scales > 0) {
@@ -111,6 +122,8 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   if (s == nullptr || candidates == nullptr) return nullptr;  // planning, or the arena is short
 
   new (s) Session{};  // placement: constructs in the arena, allocates nothing
+  s->backend = backend;
+  s->backend_state = backend_state;
   s->weights.layers = layers;
   s->state = st;
   s->cache = cache;

@@ -1,0 +1,45 @@
+// The backend table: the CPU row wraps forward.cpp; the CUDA row comes from ports/cuda when
+// this library is built with MOTE_HAVE_CUDA (nothing CUDA is referenced otherwise).
+#include "model/backend.hpp"
+
+#include "model/model.hpp"
+
+namespace mote {
+namespace {
+
+Status cpu_prefill(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
+  forward(s, tokens, n_tokens, want_logits);
+  return MOTE_OK;
+}
+
+Status cpu_decode(Session &s, int32_t token) {
+  forward(s, &token, 1, true);
+  return MOTE_OK;
+}
+
+Status cpu_device_memory(const Model &, const mote_session_options &, uint64_t *weight_bytes, uint64_t *session_bytes,
+                         ErrorSink) {
+  *weight_bytes = 0;
+  *session_bytes = 0;
+  return MOTE_OK;
+}
+
+const Backend kCpuBackend = {"cpu", nullptr, cpu_device_memory, nullptr, cpu_prefill, cpu_decode, nullptr};
+
+}  // namespace
+
+const Backend *find_backend(mote_backend kind) {
+  switch (kind) {
+    case MOTE_BACKEND_CPU:
+      return &kCpuBackend;
+    case MOTE_BACKEND_CUDA:
+#if MOTE_HAVE_CUDA
+      return mote_cuda_backend();
+#else
+      return nullptr;
+#endif
+  }
+  return nullptr;
+}
+
+}  // namespace mote
