@@ -105,13 +105,15 @@ TEST_CASE("rng_next_float is uniform in [0, 1)") {
   CHECK(sum / n == doctest::Approx(0.5).epsilon(0.01));
 }
 
-TEST_CASE("argmax takes the lowest index on ties and never a NaN") {
+TEST_CASE("argmax takes the lowest index on ties and refuses a NaN") {
   const float tie[] = {1.0f, 3.0f, 2.0f, 3.0f};
   CHECK(mote::argmax(tie, 4) == 1);
   const float one[] = {-5.0f};
   CHECK(mote::argmax(one, 1) == 0);
-  const float with_nan[] = {NAN, -1.0f, NAN, 0.5f};
-  CHECK(mote::argmax(with_nan, 4) == 3);
+  const float with_nan[] = {-2.0f, -1.0f, NAN, 0.5f};
+  size_t bad = 99;
+  CHECK(mote::argmax(with_nan, 4, &bad) == -1);
+  CHECK(bad == 2);
   CHECK(mote::argmax(tie, 0) == -1);
 }
 

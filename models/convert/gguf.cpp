@@ -1,11 +1,14 @@
 #include "gguf.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <unordered_set>
 
 #include "dequant.hpp"
+#include "file_map.hpp"
 #include "text/tokenizer.hpp"
 
 namespace mote::convert {
@@ -928,35 +931,22 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
 }
 
 bool is_gguf_file(const std::string &path) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
+  uint64_t size = 0;
+  std::string ignored;
+  const int fd = posix::open_regular_file(path, &size, &ignored);  // never blocks on a FIFO
+  if (fd < 0) return false;
   char magic[4] = {};
-  const bool ok = std::fread(magic, 1, 4, f) == 4 && std::memcmp(magic, "GGUF", 4) == 0;
-  std::fclose(f);
+  const bool ok = size >= 4 && ::read(fd, magic, 4) == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+  ::close(fd);
   return ok;
 }
 
 bool load_gguf(const std::string &path, const GgufOptions &options, ModelData *out, std::string *error) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    *error = "cannot open '" + path + "'";
-    return false;
-  }
-  std::vector<uint8_t> bytes;
-  bool ok = std::fseek(f, 0, SEEK_END) == 0;
-  const long size = ok ? std::ftell(f) : -1;
-  ok = ok && size >= 0 && std::fseek(f, 0, SEEK_SET) == 0;
-  if (ok) {
-    bytes.resize(static_cast<size_t>(size));
-    ok = std::fread(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  }
-  std::fclose(f);
-  if (!ok) {
-    *error = "cannot read '" + path + "'";
-    return false;
-  }
+  // Mapped, not read: only the header, the metadata and the tensors converted are ever loaded.
+  posix::FileMap bytes;
+  if (!bytes.open(path, error)) return false;
   GgufFile file;
-  if (!parse_gguf(bytes.data(), bytes.size(), &file, error) || !gguf_to_model(file, options, out, error)) {
+  if (!parse_gguf(bytes.bytes(), bytes.size(), &file, error) || !gguf_to_model(file, options, out, error)) {
     *error = "'" + path + "': " + *error;
     return false;
   }

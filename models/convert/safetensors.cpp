@@ -5,9 +5,11 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "dequant.hpp"
+#include "file_map.hpp"
 #include "gguf.hpp"  // the byte-level vocabulary builder, chat template detection, printable()
 #include "text/tokenizer.hpp"
 
@@ -22,27 +24,14 @@ constexpr uint64_t kMaxElements = 1ull << 56;
 
 std::string num(uint64_t v) { return std::to_string(v); }
 
-bool read_whole_file(const std::string &path, std::vector<uint8_t> *bytes, std::string *error) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    *error = "'" + path + "' is a directory, not a file";
-    return false;
-  }
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    *error = "cannot open '" + path + "'";
-    return false;
-  }
-  bool ok = std::fseek(f, 0, SEEK_END) == 0;
-  const long size = ok ? std::ftell(f) : -1;
-  ok = ok && size >= 0 && std::fseek(f, 0, SEEK_SET) == 0;
-  if (ok) {
-    bytes->resize(static_cast<size_t>(size));
-    ok = std::fread(bytes->data(), 1, bytes->size(), f) == bytes->size();
-  }
-  std::fclose(f);
-  if (!ok) *error = "cannot read '" + path + "'";
-  return ok;
+// JSON files are read whole, under these caps (real ones are far smaller: SmolLM2's tokenizer.json
+// is 2 MB, the largest common ones about 35 MB).
+constexpr uint64_t kMaxTokenizerJsonBytes = 256ull << 20;
+constexpr uint64_t kMaxConfigJsonBytes = 16ull << 20;
+
+bool read_whole_file(const std::string &path, std::vector<uint8_t> *bytes, std::string *error,
+                     uint64_t max_bytes = kMaxConfigJsonBytes) {
+  return posix::read_small_file(path, max_bytes, bytes, error);
 }
 
 bool read_json_file(const std::string &path, JsonValue *out, std::string *error) {
@@ -536,7 +525,7 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
     *error = "'" + where + "' has no tokenizer.json: mote needs a byte-level BPE tokenizer.json (or --tokenizer FILE)";
     return false;
   }
-  if (!read_whole_file(tokenizer_path, &tokenizer_bytes, error)) return false;
+  if (!read_whole_file(tokenizer_path, &tokenizer_bytes, error, kMaxTokenizerJsonBytes)) return false;
   const std::string tokenizer_config_path = (dir / "tokenizer_config.json").string();
   if (fs::exists(tokenizer_config_path, ec) && !read_whole_file(tokenizer_config_path, &tokenizer_config_bytes, error))
     return false;
@@ -583,13 +572,15 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
     size_t file;
     SafetensorsTensor tensor;
   };
-  std::vector<std::vector<uint8_t>> contents(files.size());
+  // Shards are mapped, not read: only the header and the tensors converted are ever loaded.
+  std::vector<std::unique_ptr<posix::FileMap>> contents(files.size());
   std::map<std::string, Located> by_name;
   for (size_t f = 0; f < files.size(); ++f) {
     const std::string file_path = (dir / files[f]).string();
     std::vector<SafetensorsTensor> tensors;
-    if (!read_whole_file(file_path, &contents[f], error)) return false;
-    if (!parse_safetensors(contents[f].data(), contents[f].size(), &tensors, error)) {
+    contents[f] = std::make_unique<posix::FileMap>();
+    if (!contents[f]->open(file_path, error)) return false;
+    if (!parse_safetensors(contents[f]->bytes(), contents[f]->size(), &tensors, error)) {
       *error = "'" + file_path + "': " + *error;
       return false;
     }
@@ -650,7 +641,7 @@ bool load_hf_llama(const std::string &path, const SafetensorsOptions &options, M
       return false;
     }
     const GgmlType type = t.dtype == "F32" ? GgmlType::f32 : t.dtype == "F16" ? GgmlType::f16 : GgmlType::bf16;
-    const SourceTensor source = {contents[at.file].data() + t.offset, static_cast<uint32_t>(type)};
+    const SourceTensor source = {contents[at.file]->bytes() + t.offset, static_cast<uint32_t>(type)};
     if (!add_tensor(w, source, options.dtype, options.layout, &m, error)) {
       *error = "'" + where + "': " + *error;
       return false;

@@ -63,6 +63,8 @@ extern "C" const char *mote_status_name(mote_status status) {
       return "buffer too small";
     case MOTE_ERR_BAD_TOKEN:
       return "bad token";
+    case MOTE_ERR_NUMERIC:
+      return "non-finite number";
   }
   return "unknown status";
 }

@@ -316,8 +316,16 @@ mote_status mote_sample(mote_session *session, const mote_sampler_options *optio
   if (!s->has_logits) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "no logits to sample: prefill or decode first");
   const size_t last_n = static_cast<size_t>(options->repetition_last_n);
   const size_t n_recent = last_n < s->position ? last_n : s->position;
-  *token = sample(*options, s->rng, s->state.logits, s->model.view.config.vocab_size,
-                  s->history + (s->position - n_recent), n_recent, s->candidates);
+  const uint32_t vocab = s->model.view.config.vocab_size;
+  size_t bad = 0;
+  *token = sample(*options, s->rng, s->state.logits, vocab, s->history + (s->position - n_recent), n_recent,
+                  s->candidates, &bad);
+  if (*token < 0) {
+    char number[32];
+    return fail(sink, MOTE_ERR_NUMERIC, "logit %llu of %u is %s after position %u: the model computed a non-finite number",
+                static_cast<unsigned long long>(bad), static_cast<unsigned>(vocab),
+                float_text(s->state.logits[bad], number, sizeof number), static_cast<unsigned>(s->position));
+  }
   return MOTE_OK;
 }
 
@@ -350,6 +358,11 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
   for (uint32_t i = 0; i < max_new_tokens; ++i) {
     int32_t token = 0;
     status = mote_sample(session, options, &token);
+    if (status == MOTE_ERR_NUMERIC) {
+      char reason[sizeof s->error];
+      std::memcpy(reason, s->error, sizeof reason);
+      return fail(session_sink(*s), status, "generation step %u: %s", static_cast<unsigned>(i), reason);
+    }
     if (status != MOTE_OK) return status;
     // llama2.c's convention: BOS separates documents, so it ends generation; so do EOS and
     // every other control token (ChatML's <|im_end|>, <|endoftext|>).
