@@ -20,7 +20,9 @@ const char *position_name(uint32_t kind, uint32_t layout) {
 
 int command_inspect(int argc, char **argv) {
   uint32_t context = 0;
-  const std::vector<Option> options = {{"--ctx", nullptr, Option::kU32, &context}};
+  bool check = false;
+  const std::vector<Option> options = {{"--ctx", nullptr, Option::kU32, &context},
+                                       {"--check", nullptr, Option::kSwitch, &check}};
   std::vector<std::string> positional;
   std::string error;
   if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("inspect", error, kExitUsage);
@@ -78,6 +80,12 @@ int command_inspect(int argc, char **argv) {
   char message[256] = "";
   if (check_supported(view, ErrorSink{message, sizeof message}) != MOTE_OK) {
     std::printf("runnable        no: %s\n", message);
+  }
+  if (check) {  // every weight read once: NaN or inf anywhere is an error
+    if (mote_model_check_values(&loaded->model, message, sizeof message) != MOTE_OK) {
+      return report("inspect", message, kExitError);
+    }
+    std::printf("values          all finite (every weight, scale and minimum checked)\n");
   }
   return 0;
 }

@@ -58,6 +58,11 @@ typedef struct mote_model_info {
 mote_status mote_model_open(const void *bytes, size_t n_bytes, mote_model *model, char *err, size_t err_n);
 void mote_model_info_get(const mote_model *model, mote_model_info *info);
 
+/* Scans every tensor's stored numbers (float elements; quantized blocks' scales and minimums)
+ * for NaN or inf: MOTE_ERR_NUMERIC with the first bad tensor and index ("tensor 'blk.0.attn_q'
+ * holds nan at index 64"). Reads every weight once, so mote_model_open does not do it. */
+mote_status mote_model_check_values(const mote_model *model, char *err, size_t err_n);
+
 /* The KV cache's element type. Q8_0 keeps each head's keys and values per position in 8-bit
  * blocks of 32 (a shorter last block when head_dim is not a multiple of 32) with a float scale:
  * a quarter of f32's memory, logits within a small tolerance of f32's. */

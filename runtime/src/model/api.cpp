@@ -4,6 +4,7 @@
 #include <new>
 
 #include "format/reader.hpp"
+#include "format/values.hpp"
 #include "model/model.hpp"
 #include "mote/mote.h"
 #include "sample/sampler.hpp"
@@ -126,6 +127,26 @@ void mote_model_info_get(const mote_model *model, mote_model_info *info) {
   info->tokenizer_kind = m->view.tokenizer_kind;
   info->add_bos = m->view.tokenizer.add_bos ? 1u : 0u;
   info->weight_bytes = m->view.weight_bytes;
+}
+
+mote_status mote_model_check_values(const mote_model *model, char *err, size_t err_n) {
+  const ErrorSink sink{err, err_n};
+  const Model *m = model_of(model);
+  if (m == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "model is null or was not opened");
+  for (uint32_t i = 0; i < m->view.n_tensors; ++i) {
+    const format::TensorEntry &t = m->view.tensors[i];
+    uint64_t index = 0;
+    float value = 0.0f;
+    if (format::find_non_finite(t, m->view.bytes + t.offset, &index, &value)) {
+      char name[48], number[32];
+      format::tensor_name(t, name, sizeof name);
+      const bool scale = format::dtype_traits(t.dtype)->block_elements > 1;
+      return fail(sink, MOTE_ERR_NUMERIC, "tensor '%s' %s %s at index %llu", name,
+                  scale ? "has a block scale or minimum of" : "holds", float_text(value, number, sizeof number),
+                  static_cast<unsigned long long>(index));
+    }
+  }
+  return MOTE_OK;
 }
 
 mote_session_options mote_session_options_default(void) {
