@@ -1,5 +1,6 @@
 #include "safetensors.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -229,6 +230,7 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
     return false;
   }
   const uint64_t data_start = 8 + header_bytes, data_size = n - data_start;
+  uint64_t data_end = 0;  // the largest tensor end offset
   for (const auto &member : header.members) {
     if (member.first == "__metadata__") continue;
     const JsonValue &v = member.second;
@@ -286,7 +288,14 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
     }
     t.offset = data_start + begin;
     t.n_bytes = end - begin;
+    data_end = std::max(data_end, end);
     tensors->push_back(std::move(t));
+  }
+  // The header states the file's size: trailing bytes (a file padded or grown) are refused.
+  if (data_size > data_end) {
+    *error = "the file holds " + num(data_size - data_end) +
+             " bytes past its last tensor's data (the safetensors format allows none)";
+    return false;
   }
   return true;
 }
