@@ -68,8 +68,9 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "context length %u exceeds the model's maximum of %u",
                 static_cast<unsigned>(out->context_length), static_cast<unsigned>(max_seq_len));
   }
-  if (out->kv_dtype != MOTE_KV_F32 && out->kv_dtype != MOTE_KV_F16 && out->kv_dtype != MOTE_KV_Q8_0) {
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown KV cache dtype %d", static_cast<int>(out->kv_dtype));
+  const uint32_t kv_dtype = enum_value(out->kv_dtype);
+  if (kv_dtype != MOTE_KV_F32 && kv_dtype != MOTE_KV_F16 && kv_dtype != MOTE_KV_Q8_0) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown KV cache dtype %u", static_cast<unsigned>(kv_dtype));
   }
   if (out->batch_size == 0) out->batch_size = kDefaultBatchSize;
   if (out->batch_size > MOTE_MAX_BATCH) {
