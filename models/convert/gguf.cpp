@@ -794,7 +794,7 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
       !meta.integer("llama.feed_forward_length", true, 0, 1, 1 << 18, &ffn) ||
       !meta.integer("llama.attention.head_count", true, 0, 1, 1024, &heads) ||
       !meta.integer("llama.attention.head_count_kv", false, heads, 1, 1024, &kv_heads) ||
-      !meta.integer("llama.context_length", true, 0, 1, INT64_MAX, &context) ||
+      !meta.integer("llama.context_length", true, 0, 1, 1 << 20, &context) ||
       !meta.real("llama.rope.freq_base", 10000.0, false, &theta) ||
       !meta.real("llama.attention.layer_norm_rms_epsilon", 1e-5, false, &eps))
     return false;

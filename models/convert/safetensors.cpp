@@ -341,7 +341,7 @@ bool hf_llama_config(const JsonValue &json, format::ModelConfig *out, bool *tied
       !cfg.integer("num_key_value_heads", false, heads, 1, 1024, &kv_heads) ||
       !cfg.integer("intermediate_size", true, 0, 1, 1 << 18, &ffn) ||
       !cfg.integer("vocab_size", true, 0, 1, 1 << 24, &vocab) ||
-      !cfg.integer("max_position_embeddings", false, 2048, 1, INT64_MAX, &context) ||
+      !cfg.integer("max_position_embeddings", false, 2048, 1, 1 << 20, &context) ||
       !cfg.real("rms_norm_eps", 1e-6, &eps) || !cfg.real("rope_theta", 10000.0, &theta) ||
       !cfg.token_id("bos_token_id", &bos) || !cfg.token_id("eos_token_id", &eos))
     return false;
