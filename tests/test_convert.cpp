@@ -1454,7 +1454,8 @@ TEST_CASE("gguf real: SmolLM2-135M-Instruct Q4_1") {
 
 // ---- convert ok => open ok (issue: hardening) -------------------------------------------------
 
-TEST_CASE("property: a randomized extreme GGUF either converts to a file that opens and runs, or is refused in one line") {
+TEST_CASE(
+    "property: a randomized extreme GGUF either converts to a file that opens and runs, or is refused in one line") {
   std::mt19937 rng(20261201);
   const double eps_values[] = {1e-50, 1e-46, 1e-30, 1e-12, 1e-5, 0.5, 0.999, 1.0, 2.0, 1e300};
   const double theta_values[] = {0.5, 1.0, 1.0001, 100.0, 1e6, 3e38, 1e39};

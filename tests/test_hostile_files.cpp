@@ -57,13 +57,15 @@ TEST_CASE("FIFOs, devices and directories are refused at once, never read") {
   expect_error("run -m " + pipe + " -p hi", 1, "is not a regular file (it is a FIFO)");
   expect_error("convert " + pipe + " --tokenizer " + tok64() + " -o " + out, 1, "is not a regular file (it is a FIFO)");
   expect_error("convert " + mha() + " --tokenizer " + pipe + " -o " + out, 1, "is not a regular file (it is a FIFO)");
-  expect_error("convert /dev/zero --tokenizer " + tok64() + " -o " + out, 1, "'/dev/zero' is not a regular file (it is a device)");
+  expect_error("convert /dev/zero --tokenizer " + tok64() + " -o " + out, 1,
+               "'/dev/zero' is not a regular file (it is a device)");
   expect_error("inspect /dev/zero", 1, "is not a regular file (it is a device)");
 
   // Hugging Face folders: the tokenizer, config and weights are each opened the same way.
   const std::string hf = workspace().path("hf_fifo");
   fs::copy(mote_test::golden_path("tiny_hf"), hf, fs::copy_options::recursive);
-  expect_error("convert " + quote(hf) + " --tokenizer /dev/zero -o " + out, 1, "is not a regular file (it is a device)");
+  expect_error("convert " + quote(hf) + " --tokenizer /dev/zero -o " + out, 1,
+               "is not a regular file (it is a device)");
   fs::remove(hf + "/model.safetensors");
   REQUIRE(mkfifo((hf + "/model.safetensors").c_str(), 0600) == 0);
   expect_error("convert " + quote(hf) + " -o " + out, 1, "model.safetensors' is not a regular file (it is a FIFO)");

@@ -211,8 +211,8 @@ TEST_CASE("what convert writes always opens: the reader's rules apply before wri
   mote_cli_test::write_text(tok_path, tok);
   const std::string out = workspace().path("kept.mote");
   mote_cli_test::write_text(out, "the previous file");
-  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " --tokenizer " + quote(tok_path) +
-                   " -o " + quote(out),
+  expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " --tokenizer " + quote(tok_path) + " -o " +
+                   quote(out),
                1, "the converted model would not open: token 5 has a non-finite score");
   CHECK(mote_cli_test::slurp(out) == "the previous file");  // a failed convert leaves OUT as it was
   expect_error(convert_args(checkpoint_with("nan2.bin", 0, NAN)) + " -o " + quote(out), 1, "holds nan");

@@ -20,12 +20,12 @@
 namespace mote_fuzz {
 
 // A broken invariant: print it and abort, so libFuzzer records the input.
-#define FUZZ_CHECK(condition)                                                               \
-  do {                                                                                      \
-    if (!(condition)) {                                                                     \
+#define FUZZ_CHECK(condition)                                                                      \
+  do {                                                                                             \
+    if (!(condition)) {                                                                            \
       std::fprintf(stderr, "fuzz invariant failed: %s (%s:%d)\n", #condition, __FILE__, __LINE__); \
-      std::abort();                                                                         \
-    }                                                                                       \
+      std::abort();                                                                                \
+    }                                                                                              \
   } while (0)
 
 // Splits data into n parts: each but the last is prefixed by its u32 little-endian length
@@ -122,8 +122,8 @@ inline void check_converted(const mote::convert::ModelData &model) {
 // A file under $TMPDIR (or /tmp) unique to this process, for importers that read paths.
 inline std::string scratch_path(const char *name) {
   const char *dir = std::getenv("TMPDIR");
-  return std::string(dir != nullptr && dir[0] != '\0' ? dir : "/tmp") + "/mote_fuzz_" + std::to_string(getpid()) +
-         "_" + name;
+  return std::string(dir != nullptr && dir[0] != '\0' ? dir : "/tmp") + "/mote_fuzz_" + std::to_string(getpid()) + "_" +
+         name;
 }
 
 inline void write_whole(const std::string &path, const std::string &bytes) {

@@ -344,7 +344,8 @@ mote_status mote_sample(mote_session *session, const mote_sampler_options *optio
                   s->candidates, &bad);
   if (*token < 0) {
     char number[32];
-    return fail(sink, MOTE_ERR_NUMERIC, "logit %llu of %u is %s after position %u: the model computed a non-finite number",
+    return fail(sink, MOTE_ERR_NUMERIC,
+                "logit %llu of %u is %s after position %u: the model computed a non-finite number",
                 static_cast<unsigned long long>(bad), static_cast<unsigned>(vocab),
                 float_text(s->state.logits[bad], number, sizeof number), static_cast<unsigned>(s->position));
   }
