@@ -86,6 +86,9 @@ TEST_CASE("huge sparse inputs are refused by their size or read only as far as n
   const std::string big_tok = sparse_copy(mote_test::golden_path("tiny_tok64.bin"), "big_tok.bin");
   const mote_cli_test::Result r = run_cli("convert " + mha() + " --tokenizer " + quote(big_tok) + " -o " + out);
   CHECK(r.code == 0);
+  // GGUF: mapped; only the header, metadata and tensors are touched, whatever follows them.
+  const std::string big_gguf = sparse_copy(mote_test::golden_path("tiny_llama.gguf"), "big.gguf");
+  CHECK(run_cli("convert " + quote(big_gguf) + " -o " + out).code == 0);
   // Hugging Face: tokenizer.json is capped; model.safetensors is mapped and its header checked.
   const std::string hf = workspace().path("hf_sparse");
   fs::copy(mote_test::golden_path("tiny_hf"), hf, fs::copy_options::recursive);
