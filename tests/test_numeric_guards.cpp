@@ -7,6 +7,7 @@
 #include "cli_support.hpp"
 #include "dequant.hpp"
 #include "mote_writer.hpp"
+#include "quantize.hpp"
 
 namespace {
 
@@ -217,4 +218,17 @@ TEST_CASE("what convert writes always opens: the reader's rules apply before wri
   CHECK(mote_cli_test::slurp(out) == "the previous file");  // a failed convert leaves OUT as it was
   expect_error(convert_args(checkpoint_with("nan2.bin", 0, NAN)) + " -o " + quote(out), 1, "holds nan");
   CHECK(mote_cli_test::slurp(out) == "the previous file");
+}
+
+TEST_CASE("q8_0 quantization of a block whose scale is subnormal stays in range (fuzz finding)") {
+  // amax / 127 is a subnormal whose reciprocal overflows to inf: each x * (1 / d) was inf (or
+  // NaN for 0), undefined to convert to int8. Now: +-127 for the largest, 0 for zeros.
+  float block[32] = {};
+  block[3] = 1e-39f;
+  block[4] = -1e-39f;
+  uint8_t out[34];
+  mote::convert::quantize_q8_0(block, 1, out);
+  CHECK(static_cast<int8_t>(out[2 + 3]) == 127);
+  CHECK(static_cast<int8_t>(out[2 + 4]) == -127);
+  CHECK(out[2] == 0);
 }
