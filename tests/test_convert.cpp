@@ -1456,3 +1456,64 @@ TEST_CASE("gguf real: SmolLM2-135M-Instruct Q4_1") {
   CHECK(the == 1);
   CHECK(open_error(m) == "");
 }
+
+// ---- convert ok => open ok (issue: hardening) -------------------------------------------------
+
+TEST_CASE(
+    "property: a randomized extreme GGUF either converts to a file that opens and runs, or is refused in one line") {
+  std::mt19937 rng(20261201);
+  const double eps_values[] = {1e-50, 1e-46, 1e-30, 1e-12, 1e-5, 0.5, 0.999, 1.0, 2.0, 1e300};
+  const double theta_values[] = {0.5, 1.0, 1.0001, 100.0, 1e6, 3e38, 1e39};
+  const uint64_t context_values[] = {1, 2, 64, 1u << 20, (1u << 20) + 1, 1ull << 40};
+  const uint32_t head_values[] = {1, 2, 4, 8, 16, 32};  // head_dim 32 .. 1 (odd at 1)
+  int converted = 0, refused = 0;
+  for (int round = 0; round < 60; ++round) {
+    Gguf g = valid_gguf();
+    const double eps = eps_values[rng() % std::size(eps_values)];
+    const double theta = theta_values[rng() % std::size(theta_values)];
+    const uint64_t context = context_values[rng() % std::size(context_values)];
+    const uint32_t heads = head_values[rng() % std::size(head_values)];
+    Bytes b;
+    put(b, eps);
+    g.set("llama.attention.layer_norm_rms_epsilon", kF64, b);
+    b.clear();
+    put(b, theta);
+    g.set("llama.rope.freq_base", kF64, b);
+    b.clear();
+    put(b, context);
+    g.set("llama.context_length", kU64, b);
+    // Multi-head attention with `heads` heads: k and v become (dim, dim).
+    g.set_u32("llama.attention.head_count", heads);
+    g.set_u32("llama.attention.head_count_kv", heads);
+    for (const char *name : {"blk.0.attn_k.weight", "blk.0.attn_v.weight"}) {
+      Tensor *t = g.tensor(name);
+      t->dims = {kDim, kDim};
+      t->type = kGgmlF32;
+      t->data = f32_bytes(std::vector<float>(kDim * kDim, 0.01f));
+    }
+    ModelData model;
+    const std::string error = convert_gguf(g.build(), &model);
+    std::string refusal = error;
+    if (error.empty()) {
+      const Bytes bytes = mote::convert::serialize(model);
+      if (mote::convert::check_opens(bytes, &refusal)) {
+        // Convert ok: the file opens, and a session runs a token.
+        const Aligned file(bytes);
+        mote_model m{};
+        REQUIRE(mote_model_open(file.data.get(), file.size, &m, nullptr, 0) == MOTE_OK);
+        auto s = mote_test::open_session(m, mote_session_options_default());
+        const float *logits = nullptr;
+        CHECK(mote_decode(&s->session, 1, &logits) == MOTE_OK);
+        ++converted;
+        continue;
+      }
+    }
+    INFO("eps " << eps << ", theta " << theta << ", context " << context << ", heads " << heads);
+    CHECK(!refusal.empty());
+    CHECK(refusal.find('\n') == std::string::npos);
+    ++refused;
+  }
+  MESSAGE(converted << " converted and opened, " << refused << " refused");
+  CHECK(converted > 0);
+  CHECK(refused > 0);
+}

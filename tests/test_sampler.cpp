@@ -105,13 +105,15 @@ TEST_CASE("rng_next_float is uniform in [0, 1)") {
   CHECK(sum / n == doctest::Approx(0.5).epsilon(0.01));
 }
 
-TEST_CASE("argmax takes the lowest index on ties and never a NaN") {
+TEST_CASE("argmax takes the lowest index on ties and refuses a NaN") {
   const float tie[] = {1.0f, 3.0f, 2.0f, 3.0f};
   CHECK(mote::argmax(tie, 4) == 1);
   const float one[] = {-5.0f};
   CHECK(mote::argmax(one, 1) == 0);
-  const float with_nan[] = {NAN, -1.0f, NAN, 0.5f};
-  CHECK(mote::argmax(with_nan, 4) == 3);
+  const float with_nan[] = {-2.0f, -1.0f, NAN, 0.5f};
+  size_t bad = 99;
+  CHECK(mote::argmax(with_nan, 4, &bad) == -1);
+  CHECK(bad == 2);
   CHECK(mote::argmax(tie, 0) == -1);
 }
 
@@ -244,12 +246,48 @@ TEST_CASE("the same seed gives the same tokens; another seed, others") {
   CHECK(sequence(123) != sequence(124));
 }
 
-TEST_CASE("NaN and infinite logits never break sampling") {
-  mote_sampler_options options = plain_options(1.0f);
-  CHECK(sample_once(options, {NAN, NAN, 1.0f}) == 2);
-  CHECK(sample_once(options, {-INFINITY, INFINITY, 0.0f}) == 1);
-  CHECK(sample_once(options, {-INFINITY, -INFINITY}) == 0);
-  options.top_p = 0.5f;
-  options.top_k = 1;
-  CHECK(sample_once(options, {NAN, NAN}) == 0);
+TEST_CASE("a NaN or infinite logit is an error in every mode, wherever it is") {
+  struct Mode {
+    const char *name;
+    mote_sampler_options options;
+  };
+  std::vector<Mode> modes = {{"greedy", plain_options(0.0f)}, {"temperature", plain_options(0.7f)}};
+  modes.push_back({"top-k", plain_options(1.0f)});
+  modes.back().options.top_k = 3;
+  modes.push_back({"top-p", plain_options(1.0f)});
+  modes.back().options.top_p = 0.5f;
+  modes.push_back({"min-p", plain_options(1.0f)});
+  modes.back().options.min_p = 0.1f;
+  modes.push_back({"repetition penalty", plain_options(0.0f)});
+  modes.back().options.repetition_penalty = 1.5f;
+  modes.push_back({"everything", mote_sampler_options_default()});
+  modes.back().options.repetition_penalty = 1.1f;
+  const size_t n = 101;
+  for (const Mode &mode : modes) {
+    for (const float bad : {NAN, INFINITY, -INFINITY}) {
+      for (const size_t at : {size_t{0}, n / 2, n - 1}) {
+        std::vector<float> logits(n);
+        for (size_t i = 0; i < n; ++i) logits[i] = std::sin(static_cast<float>(i));
+        logits[at] = bad;
+        const std::vector<int32_t> recent = {static_cast<int32_t>(at), 3, 4};  // the penalty touches the bad one
+        mote::Rng rng;
+        mote::rng_seed(rng, 1);
+        std::vector<mote::Candidate> scratch(n);
+        size_t reported = 12345;
+        CAPTURE(mode.name);
+        CAPTURE(bad);
+        CAPTURE(at);
+        CHECK(mote::sample(mode.options, rng, logits.data(), n, recent.data(), recent.size(), scratch.data(),
+                           &reported) == -1);
+        CHECK(reported == at);
+      }
+    }
+  }
+}
+
+TEST_CASE("a large repetition penalty never turns a finite logit into an error") {
+  mote_sampler_options options = plain_options(0.0f);
+  options.repetition_penalty = 1e30f;
+  const std::vector<int32_t> recent = {0};
+  CHECK(sample_once(options, {-1e30f, -2.0f, -3.0f}, recent) == 1);  // -1e60 saturates at -FLT_MAX
 }

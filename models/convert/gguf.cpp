@@ -1,11 +1,14 @@
 #include "gguf.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <unordered_set>
 
 #include "dequant.hpp"
+#include "file_map.hpp"
 #include "text/tokenizer.hpp"
 
 namespace mote::convert {
@@ -848,7 +851,7 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
       !meta.integer("llama.feed_forward_length", true, 0, 1, 1 << 18, &ffn) ||
       !meta.integer("llama.attention.head_count", true, 0, 1, 1024, &heads) ||
       !meta.integer("llama.attention.head_count_kv", false, heads, 1, 1024, &kv_heads) ||
-      !meta.integer("llama.context_length", true, 0, 1, INT64_MAX, &context) ||
+      !meta.integer("llama.context_length", true, 0, 1, 1 << 20, &context) ||
       !meta.real("llama.rope.freq_base", 10000.0, false, &theta) ||
       !meta.real("llama.attention.layer_norm_rms_epsilon", 1e-5, false, &eps))
     return false;
@@ -1003,35 +1006,22 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
 }
 
 bool is_gguf_file(const std::string &path) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return false;
+  uint64_t size = 0;
+  std::string ignored;
+  const int fd = posix::open_regular_file(path, &size, &ignored);  // never blocks on a FIFO
+  if (fd < 0) return false;
   char magic[4] = {};
-  const bool ok = std::fread(magic, 1, 4, f) == 4 && std::memcmp(magic, "GGUF", 4) == 0;
-  std::fclose(f);
+  const bool ok = size >= 4 && ::read(fd, magic, 4) == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+  ::close(fd);
   return ok;
 }
 
 bool load_gguf(const std::string &path, const GgufOptions &options, ModelData *out, std::string *error) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    *error = "cannot open '" + path + "'";
-    return false;
-  }
-  std::vector<uint8_t> bytes;
-  bool ok = std::fseek(f, 0, SEEK_END) == 0;
-  const long size = ok ? std::ftell(f) : -1;
-  ok = ok && size >= 0 && std::fseek(f, 0, SEEK_SET) == 0;
-  if (ok) {
-    bytes.resize(static_cast<size_t>(size));
-    ok = std::fread(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  }
-  std::fclose(f);
-  if (!ok) {
-    *error = "cannot read '" + path + "'";
-    return false;
-  }
+  // Mapped, not read: only the header, the metadata and the tensors converted are ever loaded.
+  posix::FileMap bytes;
+  if (!bytes.open(path, error)) return false;
   GgufFile file;
-  if (!parse_gguf(bytes.data(), bytes.size(), &file, error) || !gguf_to_model(file, options, out, error)) {
+  if (!parse_gguf(bytes.bytes(), bytes.size(), &file, error) || !gguf_to_model(file, options, out, error)) {
     *error = "'" + path + "': " + *error;
     return false;
   }

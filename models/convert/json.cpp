@@ -15,8 +15,19 @@ struct Parser {
   size_t max_depth;
   std::string *error;
 
+  // Control bytes of the input shown as \xNN, so a message stays one line.
   bool fail(const std::string &what) {
-    *error = "JSON error at byte " + std::to_string(pos) + ": " + what;
+    std::string shown;
+    for (const char c : what) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x20 || byte == 0x7F) {
+        static const char kHex[] = "0123456789abcdef";
+        shown += std::string("\\x") + kHex[byte >> 4] + kHex[byte & 15];
+      } else {
+        shown += c;
+      }
+    }
+    *error = "JSON error at byte " + std::to_string(pos) + ": " + shown;
     return false;
   }
   void skip_space() {

@@ -4,10 +4,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "dequant.hpp"
+#include "file_map.hpp"
 #include "text/tokenizer.hpp"
 
 namespace mote::convert {
@@ -16,16 +15,6 @@ namespace {
 using format::DType;
 using format::Role;
 
-bool read_whole_file(const std::string &path, std::vector<uint8_t> *bytes, std::string *error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *error = "cannot open '" + path + "'";
-    return false;
-  }
-  bytes->assign(std::istreambuf_iterator<char>(f), {});
-  return true;
-}
-
 // True for SentencePiece's byte pieces "<0xXX>".
 bool is_byte_piece(const std::string &piece) {
   return piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>' &&
@@ -33,12 +22,13 @@ bool is_byte_piece(const std::string &piece) {
 }
 
 bool load_tokenizer(const std::string &path, uint32_t vocab_size, TokenizerData *tok, std::string *error) {
-  std::vector<uint8_t> bytes;
-  if (!read_whole_file(path, &bytes, error)) return false;
+  // Mapped, not read: a huge file costs nothing past the vocab_size entries parsed.
+  posix::FileMap bytes;
+  if (!bytes.open(path, error)) return false;
   size_t at = 0;
   auto take = [&](void *dst, size_t n) {
     if (bytes.size() - at < n) return false;
-    std::memcpy(dst, bytes.data() + at, n);
+    std::memcpy(dst, bytes.bytes() + at, n);
     at += n;
     return true;
   };
@@ -56,7 +46,7 @@ bool load_tokenizer(const std::string &path, uint32_t vocab_size, TokenizerData 
                std::to_string(vocab_size) + " (does it belong to this checkpoint?)";
       return false;
     }
-    tok->pieces.emplace_back(reinterpret_cast<const char *>(bytes.data() + at), static_cast<size_t>(length));
+    tok->pieces.emplace_back(reinterpret_cast<const char *>(bytes.bytes() + at), static_cast<size_t>(length));
     tok->scores.push_back(score);
     at += static_cast<size_t>(length);
   }
@@ -83,14 +73,15 @@ bool load_tokenizer(const std::string &path, uint32_t vocab_size, TokenizerData 
 
 bool load_llama2c(const std::string &checkpoint_path, const std::string &tokenizer_path, const Llama2cOptions &options,
                   ModelData *out, std::string *error) {
-  std::vector<uint8_t> bytes;
-  if (!read_whole_file(checkpoint_path, &bytes, error)) return false;
+  // Mapped, not read: the size check below needs only the header.
+  posix::FileMap bytes;
+  if (!bytes.open(checkpoint_path, error)) return false;
   int32_t header[7];
   if (bytes.size() < sizeof header) {
     *error = "'" + checkpoint_path + "' is too short for a llama2.c checkpoint header";
     return false;
   }
-  std::memcpy(header, bytes.data(), sizeof header);
+  std::memcpy(header, bytes.bytes(), sizeof header);
   const int32_t dim = header[0], hidden = header[1], layers = header[2], heads = header[3], kv_heads = header[4];
   const bool shared_classifier = header[5] > 0;
   const int64_t vocab = header[5] > 0 ? header[5] : -static_cast<int64_t>(header[5]);
@@ -134,7 +125,7 @@ bool load_llama2c(const std::string &checkpoint_path, const std::string &tokeniz
   c.eos_id = m.tokenizer.eos_id;
 
   if (!check_matrix_dtype(options.dtype, error)) return false;
-  const uint8_t *cursor = bytes.data() + sizeof header;
+  const uint8_t *cursor = bytes.bytes() + sizeof header;
   // Takes the next block of float tensors (one per layer when per_layer) in file order.
   bool ok = true;
   auto add = [&](Role role, uint64_t rows, uint64_t cols, bool per_layer) {

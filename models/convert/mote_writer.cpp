@@ -1,15 +1,22 @@
 #include "mote_writer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <numeric>
 
 #include "core/fp16.hpp"
+#include "core/status.hpp"
 #include "dequant.hpp"
 #include "format/reader.hpp"
+#include "file_map.hpp"
+#include "mote/mote.h"
 #include "quantize.hpp"
 #include "repack.hpp"
+#include "value_checks.hpp"
 
 namespace mote::convert {
 namespace {
@@ -198,6 +205,11 @@ bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optiona
   }
   if (same_layout_dtype(source.ggml_type) == blocks) {
     // Already in the output's blocks: copied as stored, so a GGUF Q4_1 tensor keeps its bytes.
+    const BadNumber bad = first_non_finite_stored(source.bytes, n, blocks);
+    if (bad.found) {
+      *error = "tensor '" + tensor_display_name(slot) + "' " + describe(bad);
+      return false;
+    }
     const size_t n_bytes = n / traits->block_elements * traits->block_bytes;
     t.bytes.assign(source.bytes, source.bytes + n_bytes);
   } else {
@@ -206,7 +218,28 @@ bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optiona
       *error = "tensor '" + tensor_display_name(slot) + "' has a source type mote cannot read";
       return false;
     }
+    // A quantized source's bad scale or minimum makes its block's values non-finite.
+    BadNumber bad = first_non_finite(values.data(), n);
+    if (bad.found) {
+      *error = "tensor '" + tensor_display_name(slot) + "' " + describe(bad);
+      return false;
+    }
     t.bytes = is_quantized(blocks) ? quantize(values.data(), n, blocks) : encode_floats(values.data(), n, blocks);
+    // Finite values that still overflow: beyond f16's 65504, or a block scale beyond it.
+    bad = first_non_finite_stored(t.bytes.data(), n, blocks);
+    if (bad.found) {
+      // The value to name: the one that overflowed, or the largest of the block whose scale did.
+      size_t worst = bad.index;
+      for (size_t i = bad.index; is_quantized(blocks) && i < bad.index + traits->block_elements; ++i) {
+        if (std::fabs(values[i]) > std::fabs(values[worst])) worst = i;
+      }
+      char number[32];
+      *error = "tensor '" + tensor_display_name(slot) + "' does not fit " + traits->name + ": the value " +
+               float_text(values[worst], number, sizeof number) + " at index " + std::to_string(worst) +
+               (is_quantized(blocks) ? " needs a block scale" : " is") +
+               " beyond f16's largest, 65504 (convert with --dtype f32)";
+      return false;
+    }
   }
   if (t.dtype != blocks) t.bytes = interleave_rows(t.bytes, blocks, t.rows, t.cols);
   model->tensors.push_back(std::move(t));
@@ -316,21 +349,26 @@ std::vector<uint8_t> serialize(const ModelData &model) {
   return out;
 }
 
-bool write_file(const std::string &path, const std::vector<uint8_t> &bytes, std::string *error) {
-  const std::string temporary = path + ".partial";
-  std::FILE *f = std::fopen(temporary.c_str(), "wb");
-  if (f == nullptr) {
-    *error = "cannot create '" + temporary + "'";
+bool check_opens(const std::vector<uint8_t> &bytes, std::string *error) {
+  // mote_model_open reads only 64-byte aligned bytes (as an mmap is).
+  std::unique_ptr<void, void (*)(void *)> aligned(std::aligned_alloc(format::kAlignment, align_up(bytes.size(), 64)),
+                                                  std::free);
+  if (aligned == nullptr) {
+    *error = "cannot allocate " + std::to_string(bytes.size()) + " bytes to check the converted model";
     return false;
   }
-  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    *error = "cannot write '" + path + "' (disk full or no permission?)";
+  std::memcpy(aligned.get(), bytes.data(), bytes.size());
+  mote_model model;
+  char message[256] = "";
+  if (mote_model_open(aligned.get(), bytes.size(), &model, message, sizeof message) != MOTE_OK) {
+    *error = std::string("the converted model would not open: ") + message;
     return false;
   }
   return true;
+}
+
+bool write_file(const std::string &path, const std::vector<uint8_t> &bytes, std::string *error) {
+  return posix::write_file_atomically(path, bytes.data(), bytes.size(), error);
 }
 
 }  // namespace mote::convert

@@ -105,7 +105,12 @@ std::vector<uint8_t> encode_floats(const float *values, size_t n, format::DType 
 // Lays out and checksums a complete .mote file.
 std::vector<uint8_t> serialize(const ModelData &model);
 
-// Writes bytes to path (through a temporary file, so a failure never leaves half a model).
+// Opens bytes (a serialized .mote) with mote_model_open: the reader's own rules, so a file the
+// converters write is always one the runtime accepts. False with the reader's message.
+bool check_opens(const std::vector<uint8_t> &bytes, std::string *error);
+
+// Writes bytes to path atomically (posix::write_file_atomically: a temporary file in the same
+// folder, fsynced, renamed), so a failure never leaves half a model or harms an existing one.
 bool write_file(const std::string &path, const std::vector<uint8_t> &bytes, std::string *error);
 
 }  // namespace mote::convert

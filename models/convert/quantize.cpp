@@ -38,7 +38,10 @@ void quantize_q8_0(const float *src, size_t n_blocks, uint8_t *dst) {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     store_fp16(d, dst);
     for (size_t j = 0; j < kQuantBlock; ++j) {
-      const float scaled = src[j] * id;
+      // |x| <= amax makes |scaled| <= 127, except when 1 / d overflows (amax a tiny subnormal):
+      // then inf (or 0 x inf) would be undefined to convert, so the range is kept explicitly.
+      float scaled = src[j] * id;
+      if (!(std::fabs(scaled) <= 127.0f)) scaled = std::isnan(scaled) ? 0.0f : std::copysign(127.0f, scaled);
       dst[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(scaled)));  // round: halves away from 0
     }
   }

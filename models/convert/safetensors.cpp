@@ -1,14 +1,17 @@
 #include "safetensors.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "dequant.hpp"
 #include "hf_config.hpp"
+#include "file_map.hpp"
 #include "gguf.hpp"  // the byte-level vocabulary builder, chat template detection, printable()
 #include "text/tokenizer.hpp"
 
@@ -22,27 +25,14 @@ constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the safetensors spec's ow
 constexpr uint64_t kMaxElements = 1ull << 56;
 
 
-bool read_whole_file(const std::string &path, std::vector<uint8_t> *bytes, std::string *error) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    *error = "'" + path + "' is a directory, not a file";
-    return false;
-  }
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    *error = "cannot open '" + path + "'";
-    return false;
-  }
-  bool ok = std::fseek(f, 0, SEEK_END) == 0;
-  const long size = ok ? std::ftell(f) : -1;
-  ok = ok && size >= 0 && std::fseek(f, 0, SEEK_SET) == 0;
-  if (ok) {
-    bytes->resize(static_cast<size_t>(size));
-    ok = std::fread(bytes->data(), 1, bytes->size(), f) == bytes->size();
-  }
-  std::fclose(f);
-  if (!ok) *error = "cannot read '" + path + "'";
-  return ok;
+// JSON files are read whole, under these caps (real ones are far smaller: SmolLM2's tokenizer.json
+// is 2 MB, the largest common ones about 35 MB).
+constexpr uint64_t kMaxTokenizerJsonBytes = 256ull << 20;
+constexpr uint64_t kMaxConfigJsonBytes = 16ull << 20;
+
+bool read_whole_file(const std::string &path, std::vector<uint8_t> *bytes, std::string *error,
+                     uint64_t max_bytes = kMaxConfigJsonBytes) {
+  return posix::read_small_file(path, max_bytes, bytes, error);
 }
 
 bool read_json_file(const std::string &path, JsonValue *out, std::string *error) {
@@ -239,6 +229,7 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
     return false;
   }
   const uint64_t data_start = 8 + header_bytes, data_size = n - data_start;
+  uint64_t data_end = 0;  // the largest tensor end offset
   for (const auto &member : header.members) {
     if (member.first == "__metadata__") continue;
     const JsonValue &v = member.second;
@@ -296,7 +287,14 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
     }
     t.offset = data_start + begin;
     t.n_bytes = end - begin;
+    data_end = std::max(data_end, end);
     tensors->push_back(std::move(t));
+  }
+  // The header states the file's size: trailing bytes (a file padded or grown) are refused.
+  if (data_size > data_end) {
+    *error = "the file holds " + num(data_size - data_end) +
+             " bytes past its last tensor's data (the safetensors format allows none)";
+    return false;
   }
   return true;
 }
@@ -342,7 +340,7 @@ bool hf_llama_config(const JsonValue &json, format::ModelConfig *out, bool *tied
       !cfg.integer("num_key_value_heads", false, heads, 1, 1024, &kv_heads) ||
       !cfg.integer("intermediate_size", true, 0, 1, 1 << 18, &ffn) ||
       !cfg.integer("vocab_size", true, 0, 1, 1 << 24, &vocab) ||
-      !cfg.integer("max_position_embeddings", false, 2048, 1, INT64_MAX, &context) ||
+      !cfg.integer("max_position_embeddings", false, 2048, 1, 1 << 20, &context) ||
       !cfg.real("rms_norm_eps", 1e-6, &eps) || !cfg.real("rope_theta", 10000.0, &theta) ||
       !cfg.token_id("bos_token_id", &bos) || !cfg.token_id("eos_token_id", &eos))
     return false;
@@ -538,7 +536,7 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
     *error = "'" + where + "' has no tokenizer.json: mote needs a byte-level BPE tokenizer.json (or --tokenizer FILE)";
     return false;
   }
-  if (!read_whole_file(tokenizer_path, &tokenizer_bytes, error)) return false;
+  if (!read_whole_file(tokenizer_path, &tokenizer_bytes, error, kMaxTokenizerJsonBytes)) return false;
   const std::string tokenizer_config_path = (dir / "tokenizer_config.json").string();
   if (fs::exists(tokenizer_config_path, ec) && !read_whole_file(tokenizer_config_path, &tokenizer_config_bytes, error))
     return false;
@@ -585,13 +583,15 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
     size_t file;
     SafetensorsTensor tensor;
   };
-  std::vector<std::vector<uint8_t>> contents(files.size());
+  // Shards are mapped, not read: only the header and the tensors converted are ever loaded.
+  std::vector<std::unique_ptr<posix::FileMap>> contents(files.size());
   std::map<std::string, Located> by_name;
   for (size_t f = 0; f < files.size(); ++f) {
     const std::string file_path = (dir / files[f]).string();
     std::vector<SafetensorsTensor> tensors;
-    if (!read_whole_file(file_path, &contents[f], error)) return false;
-    if (!parse_safetensors(contents[f].data(), contents[f].size(), &tensors, error)) {
+    contents[f] = std::make_unique<posix::FileMap>();
+    if (!contents[f]->open(file_path, error)) return false;
+    if (!parse_safetensors(contents[f]->bytes(), contents[f]->size(), &tensors, error)) {
       *error = "'" + file_path + "': " + *error;
       return false;
     }
@@ -662,7 +662,7 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
       return false;
     }
     const GgmlType type = t.dtype == "F32" ? GgmlType::f32 : t.dtype == "F16" ? GgmlType::f16 : GgmlType::bf16;
-    SourceTensor source = {contents[at.file].data() + t.offset, static_cast<uint32_t>(type)};
+    SourceTensor source = {contents[at.file]->bytes() + t.offset, static_cast<uint32_t>(type)};
     std::vector<float> turned;  // a Conv1D weight as the (rows, cols) matrix it is used as
     if (transposed) {
       std::vector<float> stored(w.rows * w.cols);

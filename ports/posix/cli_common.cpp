@@ -92,6 +92,8 @@ int report(const char *command, const std::string &message, int code) {
 std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error) {
   auto loaded = std::make_unique<LoadedModel>();
   if (!loaded->file.open(path, error)) return nullptr;
+  // The CLI owns its process: a model file truncated under it is a message, not "Bus error".
+  loaded->file.exit_on_truncation("mote: model file '" + path + "' changed while running (truncated?); stopping");
   char message[256] = "";
   if (mote_model_open(loaded->file.data(), loaded->file.size(), &loaded->model, message, sizeof message) != MOTE_OK) {
     *error = "'" + path + "': " + message;

@@ -137,7 +137,9 @@ int command_convert(int argc, char **argv) {
   }
   if (!ok) return report("convert", error, kExitError);
   const std::vector<uint8_t> bytes = convert::serialize(model);
-  if (!convert::write_file(output, bytes, &error)) return report("convert", error, kExitError);
+  if (!convert::check_opens(bytes, &error) || !convert::write_file(output, bytes, &error)) {
+    return report("convert", error, kExitError);
+  }
   std::fprintf(stderr, "mote convert: wrote %s (%zu bytes, %zu tensors: %s)\n", output.c_str(), bytes.size(),
                model.tensors.size(), dtype_counts(model).c_str());
   return 0;

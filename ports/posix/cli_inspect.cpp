@@ -47,14 +47,15 @@ int print_arena_bytes(const mote_model &model, uint32_t context, uint32_t batch,
 
 int command_inspect(int argc, char **argv) {
   uint32_t context = 0, arena_batch = 0;
-  bool arena_only = false, gpu = false;
+  bool arena_only = false, gpu = false, check = false;
   std::string kv = "f32", backend_name = "cpu";
   const std::vector<Option> options = {{"--ctx", nullptr, Option::kU32, &context},
                                        {"--arena-bytes", nullptr, Option::kSwitch, &arena_only},
                                        {"--batch", "-b", Option::kU32, &arena_batch},
                                        {"--kv", nullptr, Option::kString, &kv},
                                        {"--backend", nullptr, Option::kString, &backend_name},
-                                       {"--gpu", nullptr, Option::kSwitch, &gpu}};
+                                       {"--gpu", nullptr, Option::kSwitch, &gpu},
+                                       {"--check", nullptr, Option::kSwitch, &check}};
   std::vector<std::string> positional;
   std::string error;
   if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("inspect", error, kExitUsage);
@@ -146,6 +147,12 @@ int command_inspect(int argc, char **argv) {
   }
   if (check_supported(view, ErrorSink{message, sizeof message}) != MOTE_OK) {
     std::printf("runnable        no: %s\n", message);
+  }
+  if (check) {  // every weight read once: NaN or inf anywhere is an error
+    if (mote_model_check_values(&loaded->model, message, sizeof message) != MOTE_OK) {
+      return report("inspect", message, kExitError);
+    }
+    std::printf("values          all finite (every weight, scale and minimum checked)\n");
   }
   return 0;
 }

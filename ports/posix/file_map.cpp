@@ -1,45 +1,190 @@
 #include "file_map.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace mote::posix {
+namespace {
+
+// The mappings exit_on_truncation guards, read by the SIGBUS handler (async-signal-safe: plain
+// loads of lock-free atomics, write(2) and _exit).
+struct GuardedRange {
+  std::atomic<uintptr_t> begin{0}, end{0};
+  char message[512] = "";
+  size_t message_n = 0;
+};
+constexpr int kMaxGuarded = 8;
+GuardedRange g_guarded[kMaxGuarded];
+std::atomic<bool> g_handler_installed{false};
+
+void on_sigbus(int signal, siginfo_t *info, void *) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (GuardedRange &range : g_guarded) {
+    if (address >= range.begin.load() && address < range.end.load()) {
+      ssize_t ignored = write(2, range.message, range.message_n);
+      (void)ignored;
+      _exit(1);
+    }
+  }
+  // Not ours: the default action (the fault repeats on return and kills the process).
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  sigaction(signal, &fallback, nullptr);
+}
+
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a plain file";
+}
+
+}  // namespace
+
+int open_regular_file(const std::string &path, uint64_t *size, std::string *error) {
+  // O_NONBLOCK: opening a FIFO with no writer (or a device) returns at once instead of waiting.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *error = "cannot open '" + path + "': " + std::strerror(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    *error = "'" + path + "' is not a regular file (it is " + kind_of(st.st_mode) + ")";
+    ::close(fd);
+    return -1;
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+bool read_small_file(const std::string &path, uint64_t max_bytes, std::vector<uint8_t> *bytes, std::string *error) {
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size, error);
+  if (fd < 0) return false;
+  if (size > max_bytes) {
+    *error = "'" + path + "' is " + std::to_string(size) + " bytes; files of its kind may hold at most " +
+             std::to_string(max_bytes);
+    ::close(fd);
+    return false;
+  }
+  bytes->resize(static_cast<size_t>(size));
+  size_t done = 0;
+  while (done < bytes->size()) {
+    const ssize_t n = ::read(fd, bytes->data() + done, bytes->size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // an error, or the file shrank while being read
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (done != bytes->size()) {
+    *error = "cannot read '" + path + "' (it changed while being read?)";
+    return false;
+  }
+  return true;
+}
+
+bool write_file_atomically(const std::string &path, const void *data, size_t n, std::string *error) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    *error = "'" + path + "' exists and is not a regular file (it is " + kind_of(st.st_mode) + "): not replacing it";
+    return false;
+  }
+  std::string temporary = path + ".XXXXXX";
+  const int fd = mkstemp(temporary.data());
+  if (fd < 0) {
+    *error = "cannot create a temporary file next to '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  const mode_t mask = umask(0);
+  umask(mask);
+  bool ok = fchmod(fd, 0666 & ~mask) == 0;  // mkstemp's 0600 would make every model private
+  const uint8_t *bytes = static_cast<const uint8_t *>(data);
+  for (size_t done = 0; ok && done < n;) {
+    const ssize_t written = ::write(fd, bytes + done, n - done);
+    if (written < 0 && errno == EINTR) continue;
+    ok = written > 0;
+    if (ok) done += static_cast<size_t>(written);
+  }
+  const int saved = errno;
+  ok = ok && fsync(fd) == 0;
+  ok = ::close(fd) == 0 && ok;
+  ok = ok && std::rename(temporary.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    *error = "cannot write '" + path + "': " + std::strerror(errno != 0 ? errno : saved);
+    ::unlink(temporary.c_str());
+  }
+  return ok;
+}
 
 FileMap::~FileMap() {
+  if (guard_slot_ >= 0) {
+    g_guarded[guard_slot_].end.store(0);
+    g_guarded[guard_slot_].begin.store(0);
+  }
   if (data_ != nullptr) munmap(data_, size_);
 }
 
 bool FileMap::open(const std::string &path, std::string *error) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) {
-    *error = "cannot open '" + path + "': " + std::strerror(errno);
-    return false;
-  }
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *error = "'" + path + "' is not a regular file";
-    ::close(fd);
-    return false;
-  }
-  if (st.st_size == 0) {
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size, error);
+  if (fd < 0) return false;
+  if (size == 0) {
     *error = "'" + path + "' is empty";
     ::close(fd);
     return false;
   }
-  void *data = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  if (size > SIZE_MAX) {
+    *error = "'" + path + "' is too large to map in this address space";
+    ::close(fd);
+    return false;
+  }
+  // MAP_PRIVATE: writes to the file by others never reach pages already read (copy on write).
+  void *data = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);  // the mapping keeps the file alive
   if (data == MAP_FAILED) {
     *error = "cannot map '" + path + "': " + std::strerror(errno);
     return false;
   }
   data_ = data;
-  size_ = static_cast<size_t>(st.st_size);
+  size_ = static_cast<size_t>(size);
   return true;
+}
+
+bool FileMap::exit_on_truncation(const std::string &message) {
+  if (data_ == nullptr || guard_slot_ >= 0) return guard_slot_ >= 0;
+  for (int i = 0; i < kMaxGuarded; ++i) {
+    GuardedRange &range = g_guarded[i];
+    if (range.end.load() != 0) continue;
+    const std::string line = message + "\n";
+    range.message_n = std::min(line.size(), sizeof range.message);
+    std::memcpy(range.message, line.data(), range.message_n);
+    range.begin.store(reinterpret_cast<uintptr_t>(data_));
+    range.end.store(reinterpret_cast<uintptr_t>(data_) + size_);
+    guard_slot_ = i;
+    if (!g_handler_installed.exchange(true)) {
+      struct sigaction action {};
+      action.sa_sigaction = on_sigbus;
+      action.sa_flags = SA_SIGINFO;
+      sigemptyset(&action.sa_mask);
+      sigaction(SIGBUS, &action, nullptr);
+    }
+    return true;
+  }
+  return false;
 }
 
 }  // namespace mote::posix

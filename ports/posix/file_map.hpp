@@ -1,8 +1,16 @@
-// Read-only memory mapping of a model file: the runtime uses the mapping in place (zero-copy).
+// Opening input files without trusting them: a path may name a FIFO, a socket, a device or a
+// directory, a file may be sparse and huge, and a mapped file may be truncated while in use.
+//
+// Every file is opened with O_NONBLOCK and checked with fstat before anything is read, so a FIFO
+// or a device is "not a regular file" at once instead of a read that never returns. Binary
+// inputs (models, checkpoints, safetensors shards) are mapped, never read whole: only the pages
+// a parser touches are loaded. Text inputs are read whole only under a stated size cap.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mote::posix {
 
@@ -13,14 +21,36 @@ class FileMap {
   FileMap &operator=(const FileMap &) = delete;
   ~FileMap();
 
-  // Maps path read-only; on failure returns false with a one-line reason in *error.
+  // Maps path read-only (MAP_PRIVATE); on failure returns false with a one-line reason in *error.
   bool open(const std::string &path, std::string *error);
   const void *data() const { return data_; }
+  const uint8_t *bytes() const { return static_cast<const uint8_t *>(data_); }
   size_t size() const { return size_; }
+
+  // A file truncated while mapped makes the next read of a page past its new end raise SIGBUS.
+  // After this call such a fault inside this mapping prints "message" (one line, on stderr) and
+  // exits with status 1 instead of dying with "Bus error"; a fault anywhere else keeps its
+  // default action. Process-wide (a signal handler), so for programs that own the process, like
+  // the CLI; at most 8 mappings are guarded at once (false when full).
+  bool exit_on_truncation(const std::string &message);
 
  private:
   void *data_ = nullptr;
   size_t size_ = 0;
+  int guard_slot_ = -1;
 };
+
+// Opens path read-only without blocking and checks it is a regular file; returns the descriptor
+// (its size in *size), or -1 with a one-line reason in *error.
+int open_regular_file(const std::string &path, uint64_t *size, std::string *error);
+
+// Reads a whole text file (a JSON config, a prompt) of at most max_bytes; a larger file is an
+// error that names both sizes, before anything is read.
+bool read_small_file(const std::string &path, uint64_t max_bytes, std::vector<uint8_t> *bytes, std::string *error);
+
+// Writes n bytes to path as a regular file, atomically: into a new temporary file in the same
+// folder, fsynced, then renamed over path. An existing path that is not a regular file (a
+// directory, FIFO, device, or a symlink to one) is an error; any failure leaves path untouched.
+bool write_file_atomically(const std::string &path, const void *data, size_t n, std::string *error);
 
 }  // namespace mote::posix

@@ -24,7 +24,8 @@ typedef enum mote_status {
   MOTE_ERR_CONTEXT_FULL = 5,     /* no room left in the KV cache */
   MOTE_ERR_BUFFER_TOO_SMALL = 6, /* an output buffer cannot hold the result */
   MOTE_ERR_BAD_TOKEN = 7,        /* a token id outside the vocabulary */
-  MOTE_ERR_DEVICE = 8            /* a backend's device call failed (the message names it) */
+  MOTE_ERR_DEVICE = 8,           /* a backend's device call failed (the message names it) */
+  MOTE_ERR_NUMERIC = 9           /* the model produced NaN or inf (e.g. corrupt weights) */
 } mote_status;
 
 /* Returns a static, human-readable name for a status ("arena too small"). */
@@ -57,6 +58,11 @@ typedef struct mote_model_info {
  * The bytes must be 64-byte aligned (an mmap or an aligned flash image is). */
 mote_status mote_model_open(const void *bytes, size_t n_bytes, mote_model *model, char *err, size_t err_n);
 void mote_model_info_get(const mote_model *model, mote_model_info *info);
+
+/* Scans every tensor's stored numbers (float elements; quantized blocks' scales and minimums)
+ * for NaN or inf: MOTE_ERR_NUMERIC with the first bad tensor and index ("tensor 'blk.0.attn_q'
+ * holds nan at index 64"). Reads every weight once, so mote_model_open does not do it. */
+mote_status mote_model_check_values(const mote_model *model, char *err, size_t err_n);
 
 /* The KV cache's element type. Q8_0 keeps each head's keys and values per position in 8-bit
  * blocks of 32 (a shorter last block when head_dim is not a multiple of 32) with a float scale:
@@ -199,7 +205,8 @@ mote_status mote_sampler_options_validate(const mote_sampler_options *options, c
 
 /* Seeds the session's random number generator (mote_generate does this itself). */
 void mote_sampler_seed(mote_session *session, uint64_t seed);
-/* Picks the next token from the current logits (which it modifies in place). */
+/* Picks the next token from the current logits (which it modifies in place). A NaN or inf
+ * logit is MOTE_ERR_NUMERIC (never a token): the message names the logit and the position. */
 mote_status mote_sample(mote_session *session, const mote_sampler_options *options, int32_t *token);
 
 /* Called once per generated token; return non-zero to stop. */
@@ -208,7 +215,8 @@ typedef int (*mote_on_token)(void *user, int32_t token, const char *piece, size_
 /* Prefills prompt tokens, then samples and decodes up to max_new_tokens, calling on_token for
  * each; stops early at a control token (EOS, BOS, ChatML's <|im_end|>: the stop token is not
  * passed to on_token nor decoded into the cache), when the callback asks, or when
- * the context is full (reported as MOTE_ERR_CONTEXT_FULL after the tokens that fit).
+ * the context is full (reported as MOTE_ERR_CONTEXT_FULL after the tokens that fit). A NaN or inf
+ * logit stops it with MOTE_ERR_NUMERIC, naming the generation step and the position.
  * *n_generated (may be null) receives the number of tokens produced. */
 mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n_prompt, uint32_t max_new_tokens,
                           const mote_sampler_options *options, mote_on_token on_token, void *user,

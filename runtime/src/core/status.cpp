@@ -46,7 +46,7 @@ const char *float_text(float value, char *out, size_t n) {
 }  // namespace mote
 
 extern "C" const char *mote_status_name(mote_status status) {
-  switch (status) {
+  switch (mote::enum_value(status)) {
     case MOTE_OK:
       return "ok";
     case MOTE_ERR_INVALID_ARGUMENT:
@@ -65,6 +65,8 @@ extern "C" const char *mote_status_name(mote_status status) {
       return "bad token";
     case MOTE_ERR_DEVICE:
       return "device error";
+    case MOTE_ERR_NUMERIC:
+      return "non-finite number";
   }
   return "unknown status";
 }

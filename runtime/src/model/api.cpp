@@ -4,6 +4,7 @@
 #include <new>
 
 #include "format/reader.hpp"
+#include "format/values.hpp"
 #include "model/model.hpp"
 #include "mote/mote.h"
 #include "sample/sampler.hpp"
@@ -67,8 +68,9 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "context length %u exceeds the model's maximum of %u",
                 static_cast<unsigned>(out->context_length), static_cast<unsigned>(max_seq_len));
   }
-  if (out->kv_dtype != MOTE_KV_F32 && out->kv_dtype != MOTE_KV_F16 && out->kv_dtype != MOTE_KV_Q8_0) {
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown KV cache dtype %d", static_cast<int>(out->kv_dtype));
+  const uint32_t kv_dtype = enum_value(out->kv_dtype);
+  if (kv_dtype != MOTE_KV_F32 && kv_dtype != MOTE_KV_F16 && kv_dtype != MOTE_KV_Q8_0) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown KV cache dtype %u", static_cast<unsigned>(kv_dtype));
   }
   if (out->bidirectional > 1) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "bidirectional must be 0 or 1, not %u",
@@ -136,6 +138,26 @@ void mote_model_info_get(const mote_model *model, mote_model_info *info) {
   info->tokenizer_kind = m->view.tokenizer_kind;
   info->add_bos = m->view.tokenizer.add_bos ? 1u : 0u;
   info->weight_bytes = m->view.weight_bytes;
+}
+
+mote_status mote_model_check_values(const mote_model *model, char *err, size_t err_n) {
+  const ErrorSink sink{err, err_n};
+  const Model *m = model_of(model);
+  if (m == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "model is null or was not opened");
+  for (uint32_t i = 0; i < m->view.n_tensors; ++i) {
+    const format::TensorEntry &t = m->view.tensors[i];
+    uint64_t index = 0;
+    float value = 0.0f;
+    if (format::find_non_finite(t, m->view.bytes + t.offset, &index, &value)) {
+      char name[48], number[32];
+      format::tensor_name(t, name, sizeof name);
+      const bool scale = format::dtype_traits(t.dtype)->block_elements > 1;
+      return fail(sink, MOTE_ERR_NUMERIC, "tensor '%s' %s %s at index %llu", name,
+                  scale ? "has a block scale or minimum of" : "holds", float_text(value, number, sizeof number),
+                  static_cast<unsigned long long>(index));
+    }
+  }
+  return MOTE_OK;
 }
 
 mote_session_options mote_session_options_default(void) {
@@ -361,8 +383,17 @@ mote_status mote_sample(mote_session *session, const mote_sampler_options *optio
   if (!s->has_logits) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "no logits to sample: prefill or decode first");
   const size_t last_n = static_cast<size_t>(options->repetition_last_n);
   const size_t n_recent = last_n < s->position ? last_n : s->position;
-  *token = sample(*options, s->rng, s->state.logits, s->model.view.config.vocab_size,
-                  s->history + (s->position - n_recent), n_recent, s->candidates);
+  const uint32_t vocab = s->model.view.config.vocab_size;
+  size_t bad = 0;
+  *token = sample(*options, s->rng, s->state.logits, vocab, s->history + (s->position - n_recent), n_recent,
+                  s->candidates, &bad);
+  if (*token < 0) {
+    char number[32];
+    return fail(sink, MOTE_ERR_NUMERIC,
+                "logit %llu of %u is %s after position %u: the model computed a non-finite number",
+                static_cast<unsigned long long>(bad), static_cast<unsigned>(vocab),
+                float_text(s->state.logits[bad], number, sizeof number), static_cast<unsigned>(s->position));
+  }
   return MOTE_OK;
 }
 
@@ -395,6 +426,11 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
   for (uint32_t i = 0; i < max_new_tokens; ++i) {
     int32_t token = 0;
     status = mote_sample(session, options, &token);
+    if (status == MOTE_ERR_NUMERIC) {
+      char reason[sizeof s->error];
+      std::memcpy(reason, s->error, sizeof reason);
+      return fail(session_sink(*s), status, "generation step %u: %s", static_cast<unsigned>(i), reason);
+    }
     if (status != MOTE_OK) return status;
     // llama2.c's convention: BOS separates documents, so it ends generation; so do EOS and
     // every other control token (ChatML's <|im_end|>, <|endoftext|>).

@@ -9,10 +9,14 @@
 // repetition_last_n 0 is off, negative means all of recent, otherwise the last that many
 // entries of recent; temperature not > 0 is greedy; top_k <= 0 or >= n is off; top_p >= 1 is
 // off (<= 0 keeps only the top token); min_p <= 0 is off (> 1 keeps only the top tokens).
-// Out-of-range ids in recent are ignored; NaN logits never win.
+// Out-of-range ids in recent are ignored.
+//
+// Non-finite logits (NaN, +-inf) are an error, never a token: the pass that searches the maximum
+// (argmax, or the softmax's max) checks each logit as it reads it and stops at the first bad one.
 #include "sample/sampler.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 
 namespace mote {
@@ -42,7 +46,10 @@ void apply_repetition_penalty(const mote_sampler_options &options, float *logits
     const int32_t id = first[i];
     if (!in_range(id) || scratch[id].id != 0) continue;
     scratch[id].id = 1;
-    logits[id] = logits[id] > 0.0f ? logits[id] / penalty : logits[id] * penalty;
+    const float scaled = logits[id] > 0.0f ? logits[id] / penalty : logits[id] * penalty;
+    // A finite logit stays finite (a large penalty saturates), so the check after this one
+    // still reports only what the model produced.
+    logits[id] = std::isfinite(logits[id]) && !std::isfinite(scaled) ? std::copysign(FLT_MAX, scaled) : scaled;
   }
 }
 
@@ -65,16 +72,23 @@ size_t keep_at_least(Candidate *c, size_t count, float threshold) {
   return kept;
 }
 
-// Fills c with softmax(logits / temperature); returns false when no logit is above -inf.
-bool softmax_candidates(const float *logits, size_t n, float temperature, Candidate *c) {
+enum class Softmax { ok, all_underflow, non_finite };
+
+// Fills c with softmax(logits / temperature). The max search checks every logit: non_finite
+// (with *bad its index) at the first NaN or inf; all_underflow when every finite logit divided
+// by a tiny temperature is -inf.
+Softmax softmax_candidates(const float *logits, size_t n, float temperature, Candidate *c, size_t *bad) {
   float max_value = -INFINITY;
   for (size_t i = 0; i < n; ++i) {
-    float value = logits[i] / temperature;
-    if (std::isnan(value)) value = -INFINITY;
+    if (!std::isfinite(logits[i])) {
+      *bad = i;
+      return Softmax::non_finite;
+    }
+    const float value = logits[i] / temperature;  // may overflow to +-inf for a tiny temperature
     c[i] = {value, static_cast<int32_t>(i)};
     if (value > max_value) max_value = value;
   }
-  if (max_value == -INFINITY) return false;
+  if (max_value == -INFINITY) return Softmax::all_underflow;
   double sum = 0.0;
   for (size_t i = 0; i < n; ++i) {
     // The equality case keeps +inf logits finite (inf - inf would be NaN).
@@ -83,7 +97,7 @@ bool softmax_candidates(const float *logits, size_t n, float temperature, Candid
     sum += weight;
   }
   for (size_t i = 0; i < n; ++i) c[i].value = static_cast<float>(c[i].value / sum);
-  return true;
+  return Softmax::ok;
 }
 
 // Nucleus: the smallest most-probable prefix holding top_p of the mass. c must hold all n
@@ -152,24 +166,34 @@ float rng_next_float(Rng &rng) {
   return static_cast<float>(rng_next_u32(rng) >> 8) * (1.0f / 16777216.0f);
 }
 
-int32_t argmax(const float *logits, size_t n) {
+int32_t argmax(const float *logits, size_t n, size_t *non_finite_at) {
   if (n == 0) return -1;
   size_t best = 0;
-  for (size_t i = 1; i < n; ++i) {
-    // Strictly greater keeps the lowest index on ties; a NaN in front loses to any number.
-    if (logits[i] > logits[best] || (std::isnan(logits[best]) && !std::isnan(logits[i]))) {
-      best = i;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(logits[i])) {
+      if (non_finite_at != nullptr) *non_finite_at = i;
+      return -1;
     }
+    if (logits[i] > logits[best]) best = i;  // strictly greater keeps the lowest index on ties
   }
   return static_cast<int32_t>(best);
 }
 
 int32_t sample(const mote_sampler_options &options, Rng &rng, float *logits, size_t n, const int32_t *recent,
-               size_t n_recent, Candidate *scratch) {
+               size_t n_recent, Candidate *scratch, size_t *non_finite_at) {
   if (n == 0) return -1;
   apply_repetition_penalty(options, logits, n, recent, n_recent, scratch);
-  if (!(options.temperature > 0.0f)) return argmax(logits, n);
-  if (!softmax_candidates(logits, n, options.temperature, scratch)) return argmax(logits, n);
+  if (!(options.temperature > 0.0f)) return argmax(logits, n, non_finite_at);
+  size_t bad = 0;
+  switch (softmax_candidates(logits, n, options.temperature, scratch, &bad)) {
+    case Softmax::non_finite:
+      if (non_finite_at != nullptr) *non_finite_at = bad;
+      return -1;
+    case Softmax::all_underflow:
+      return argmax(logits, n, non_finite_at);
+    case Softmax::ok:
+      break;
+  }
 
   size_t count = n;
   bool sorted = false;

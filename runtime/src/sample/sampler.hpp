@@ -22,14 +22,17 @@ struct Candidate {
   int32_t id;
 };
 
-// Index of the largest logit (the lowest index wins ties).
-int32_t argmax(const float *logits, size_t n);
+// Index of the largest logit (the lowest index wins ties). -1 when n is 0, or at the first
+// NaN or inf (its index then goes to *non_finite_at, which may be null): one pass does both.
+int32_t argmax(const float *logits, size_t n, size_t *non_finite_at = nullptr);
 
 // Picks a token: repetition penalty over recent[0..n_recent), then greedy when temperature is
 // 0, otherwise temperature, top-k, top-p and min-p filtering and a draw from rng.
 // logits is modified in place; scratch holds n candidates (from the session arena). Returns -1
-// only when n is 0. Option edge cases (0, negative, > 1) are listed at the top of sampler.cpp.
+// when n is 0, or when a logit is NaN or inf (its index then goes to *non_finite_at, which may
+// be null; the check is part of the max search). Option edge cases (0, negative, > 1) are
+// listed at the top of sampler.cpp.
 int32_t sample(const mote_sampler_options &options, Rng &rng, float *logits, size_t n, const int32_t *recent,
-               size_t n_recent, Candidate *scratch);
+               size_t n_recent, Candidate *scratch, size_t *non_finite_at = nullptr);
 
 }  // namespace mote

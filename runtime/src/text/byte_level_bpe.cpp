@@ -196,7 +196,13 @@ struct PlainCells {
 // rank <= r (then the round ends early and the next one looks again). Trained vocabularies
 // never create such pairs (a merge's parts are older than it), so the rounds number the
 // distinct ranks used: a 10k-byte run of spaces takes a few dozen linear passes. The worst
-// case (a long word of all-different merges) is quadratic: rounds x word length.
+// case (a long word of all-different merges) is quadratic: rounds x word length, which
+// encode_word bounds by merging at most kMaxMergeBytes at a time.
+//
+// Cost of each pass of encode_byte_level, for text of n bytes: special-token matching O(n log V)
+// (binary searches per byte that starts a special token); pre-tokenization O(n) (each code
+// point decoded a bounded number of times); byte lookup O(n); merging O(n x kMaxMergeBytes)
+// at worst, O(n x distinct ranks) for real text. Linear in n overall.
 template <typename Cells>
 size_t merge_word(const TokenizerView &tok, Cells cells, size_t n) {
   if (n < 2) return n;
@@ -399,13 +405,31 @@ class Encoder {
       if (byte_ids_[byte] < 0) return MOTE_ERR_UNSUPPORTED;
       symbols[i] = byte_ids_[byte];
     }
+    // merge_word is quadratic in a word's length at worst, so a word longer than kMaxMergeBytes
+    // merges in runs of at most that many bytes, cut where a code point starts: linear time
+    // for any input. Tokens never span a cut, so only a word longer than real ones (a
+    // run of 256 letters with no space) can tokenize differently from Hugging Face's.
+    size_t kept = 0;
+    for (size_t start = 0; start < n;) {
+      size_t stop = n - start > kMaxMergeBytes ? start + kMaxMergeBytes : n;
+      while (stop < n && stop > start + 1 && is_continuation(text_.at(begin + stop))) --stop;
+      const size_t merged = merge_symbols(symbols + start, stop - start);
+      for (size_t i = 0; i < merged; ++i) symbols[kept + i] = symbols[start + i];  // kept <= start
+      kept += merged;
+      start = stop;
+    }
+    count_ += kept;
+    return MOTE_OK;
+  }
+
+  static constexpr size_t kMaxMergeBytes = 256;
+
+  size_t merge_symbols(int32_t *symbols, size_t n) {
     if (PackedCells::fits(tok_)) {
       // int32_t and uint32_t may alias each other; ids below 2^16 keep the low half exact.
-      count_ += merge_word(tok_, PackedCells{tok_, reinterpret_cast<uint32_t *>(symbols)}, n);
-    } else {
-      count_ += merge_word(tok_, PlainCells{tok_, symbols, n}, n);
+      return merge_word(tok_, PackedCells{tok_, reinterpret_cast<uint32_t *>(symbols)}, n);
     }
-    return MOTE_OK;
+    return merge_word(tok_, PlainCells{tok_, symbols, n}, n);
   }
 
   const TokenizerView &tok_;

@@ -52,13 +52,14 @@ int32_t special_token(const TokenizerView &tok, const char *text) {
   return (id >= 0 && tok.types[id] == kTokenControl) ? id : -1;
 }
 
-const char *role_name(mote_chat_role role) {
-  switch (role) {
+// Null for a value outside the enum (read as an integer: see enum_value).
+const char *role_name(const mote_chat_role &role) {
+  switch (enum_value(role)) {
     case MOTE_ROLE_SYSTEM: return "system";
     case MOTE_ROLE_USER: return "user";
     case MOTE_ROLE_ASSISTANT: return "assistant";
+    default: return nullptr;
   }
-  return nullptr;
 }
 
 struct ChatmlTokens {

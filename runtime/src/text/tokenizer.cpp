@@ -253,6 +253,41 @@ void merge_uncached(const TokenizerView &tok, int32_t *ids, size_t *n) {
   *n = count;
 }
 
+// Both merge loops are quadratic in the pieces they are given (a scan per merge). A text is
+// therefore merged one word at a time: a piece that starts with a space after a piece that
+// does not end with one starts a new word. SentencePiece vocabularies trained with
+// split_by_whitespace (the default, and llama2.c's) hold no piece with a space after other
+// bytes, so no merge crosses that cut and the result is the whole text's. A word of more than
+// kMaxMergePieces pieces (no real one is) is also cut every kMaxMergePieces pieces, where merges
+// could then differ; with that bound the cost is O(n x kMaxMergePieces) for n pieces: linear.
+// The passes of encode: splitting into pieces O(n log V) (a binary search per code point),
+// merging O(n x kMaxMergePieces) at worst.
+constexpr size_t kMaxMergePieces = 256;
+
+bool starts_word(const TokenizerView &tok, int32_t prev, int32_t piece) {
+  const ByteRange p = piece_of(tok, static_cast<uint32_t>(prev)), c = piece_of(tok, static_cast<uint32_t>(piece));
+  return c.size > 0 && c.data[0] == ' ' && (p.size == 0 || p.data[p.size - 1] != ' ');
+}
+
+void merge_words(const TokenizerView &tok, int32_t *ids, size_t *n) {
+  size_t kept = 0;
+  for (size_t start = 0; start < *n;) {
+    size_t stop = start + 1;
+    while (stop < *n && stop - start < kMaxMergePieces && !starts_word(tok, ids[stop - 1], ids[stop])) ++stop;
+    size_t count = stop - start;
+    if (tok.n_tokens <= kNoMerge16) {
+      // int32_t and uint32_t may alias each other; ids are below 2^16 so cells stay exact.
+      merge_packed(tok, reinterpret_cast<uint32_t *>(ids + start), &count);
+    } else {
+      merge_uncached(tok, ids + start, &count);
+    }
+    for (size_t i = 0; i < count; ++i) ids[kept + i] = ids[start + i];  // kept <= start
+    kept += count;
+    start = stop;
+  }
+  *n = kept;
+}
+
 }  // namespace
 
 int32_t find_token(const TokenizerView &tok, const char *text, size_t n) {
@@ -300,12 +335,7 @@ Status encode_spans(const TokenizerView &tok, const TextSpan *spans, size_t n_sp
   size_t n_text = 0;
   const Status status = split_into_pieces(tok, spans, n_spans, text_n, text_tokens, &n_text);
   if (status != MOTE_OK) return status;
-  if (tok.n_tokens <= kNoMerge16) {
-    // int32_t and uint32_t may alias each other; ids are below 2^16 so cells stay exact.
-    merge_packed(tok, reinterpret_cast<uint32_t *>(text_tokens), &n_text);
-  } else {
-    merge_uncached(tok, text_tokens, &n_text);
-  }
+  merge_words(tok, text_tokens, &n_text);
   *n_tokens = n_bos + n_text;
   return MOTE_OK;
 }
