@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.dtype = mote::format::DType::f32;
   mote::convert::ModelData model;
   std::string error;
-  if (!mote::convert::load_hf_llama(dir, options, &model, &error)) {
+  if (!mote::convert::load_hf_checkpoint(dir, options, &model, &error)) {
     FUZZ_CHECK(!error.empty() && error.find('\n') == std::string::npos);
     return 0;
   }
