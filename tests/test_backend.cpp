@@ -1,6 +1,7 @@
 // The backend seam on every build: the CPU is the default and takes no device memory; asking for
 // CUDA where the build (MOTE_CUDA=OFF) or the machine (no GPU) has none is a clear one-line
 // error from the C API and from the CLI (exit 1), never a crash or a silent CPU run.
+#include <cstring>
 #include <string>
 
 #include "cli_support.hpp"
@@ -36,9 +37,11 @@ TEST_CASE("backend: the CPU is the default and takes no device memory") {
 TEST_CASE("backend: an unknown backend is an invalid argument") {
   auto m = convert_and_open(golden_path("tiny_mha.bin"), golden_path("tiny_tok64.bin"));
   mote_session_options o = mote_session_options_default();
-  o.backend = static_cast<mote_backend>(7);
+  const uint32_t unknown = 7;  // stored as a C caller would: loading it as the C++ enum is undefined
+  std::memcpy(&o.backend, &unknown, sizeof unknown);
   CHECK(mote_arena_size(&m->model, &o) == 0);
-  CHECK(mote_backend_name(o.backend) == nullptr);
+  const auto backend_name_of_int = reinterpret_cast<const char *(*)(uint32_t)>(&mote_backend_name);
+  CHECK(backend_name_of_int(unknown) == nullptr);
   mote_session session{};
   char message[256] = "";
   alignas(64) static unsigned char arena[64];

@@ -170,7 +170,7 @@ inline std::unique_ptr<TestSession> open_session(const mote_model &model, mote_s
 inline std::vector<float> read_floats(const std::string &path) {
   const std::vector<unsigned char> bytes = read_file(path);
   std::vector<float> values(bytes.size() / 4);
-  std::memcpy(values.data(), bytes.data(), values.size() * 4);
+  if (!values.empty()) std::memcpy(values.data(), bytes.data(), values.size() * 4);
   return values;
 }
 

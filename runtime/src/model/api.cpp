@@ -81,11 +81,12 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "batch size %u is above %d", static_cast<unsigned>(out->batch_size),
                 MOTE_MAX_BATCH);
   }
-  if (find_backend(out->backend) == nullptr) {
-    if (out->backend == MOTE_BACKEND_CUDA) {
+  const uint32_t backend = enum_value(out->backend);
+  if (find_backend(backend) == nullptr) {
+    if (backend == MOTE_BACKEND_CUDA) {
       return fail(err, MOTE_ERR_UNSUPPORTED, "this build has no CUDA backend (configure with -DMOTE_CUDA=ON)");
     }
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown backend %d", static_cast<int>(out->backend));
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown backend %u", static_cast<unsigned>(backend));
   }
   if (out->n_threads > MOTE_MAX_THREADS) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "thread count %u is above %d", static_cast<unsigned>(out->n_threads),
@@ -190,11 +191,11 @@ mote_status mote_backend_memory(const mote_model *model, const mote_session_opti
   mote_session_options resolved;
   const Status status = resolve_options(*m, options, &resolved, sink);
   if (status != MOTE_OK) return status;
-  return find_backend(resolved.backend)->device_memory(*m, resolved, weight_bytes, session_bytes, sink);
+  return find_backend(enum_value(resolved.backend))->device_memory(*m, resolved, weight_bytes, session_bytes, sink);
 }
 
 const char *mote_backend_name(mote_backend backend) {
-  const Backend *b = find_backend(backend);
+  const Backend *b = find_backend(enum_value(backend));
   return b == nullptr ? nullptr : b->name;
 }
 

@@ -28,17 +28,11 @@ const Backend kCpuBackend = {"cpu", nullptr, cpu_device_memory, nullptr, cpu_pre
 
 }  // namespace
 
-const Backend *find_backend(mote_backend kind) {
-  switch (kind) {
-    case MOTE_BACKEND_CPU:
-      return &kCpuBackend;
-    case MOTE_BACKEND_CUDA:
+const Backend *find_backend(uint32_t kind) {
+  if (kind == MOTE_BACKEND_CPU) return &kCpuBackend;
 #if MOTE_HAVE_CUDA
-      return mote_cuda_backend();
-#else
-      return nullptr;
+  if (kind == MOTE_BACKEND_CUDA) return mote_cuda_backend();
 #endif
-  }
   return nullptr;
 }
 

@@ -36,7 +36,7 @@ struct Backend {
 };
 
 // The table for a backend kind, or null when this build lacks it.
-const Backend *find_backend(mote_backend kind);
+const Backend *find_backend(uint32_t kind);  // a raw mote_backend value: a caller may pass any int
 
 }  // namespace mote
 
