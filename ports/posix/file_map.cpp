@@ -26,7 +26,9 @@ struct GuardedRange {
 };
 constexpr int kMaxGuarded = 8;
 GuardedRange g_guarded[kMaxGuarded];
-std::atomic<bool> g_handler_installed{false};
+// int, not bool: a word-sized exchange is lock-free without libatomic on every target (riscv64 has
+// no byte-sized atomic exchange and would need it).
+std::atomic<int> g_handler_installed{0};
 
 void on_sigbus(int signal, siginfo_t *info, void *) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(info->si_addr);
@@ -175,7 +177,7 @@ bool FileMap::exit_on_truncation(const std::string &message) {
     range.begin.store(reinterpret_cast<uintptr_t>(data_));
     range.end.store(reinterpret_cast<uintptr_t>(data_) + size_);
     guard_slot_ = i;
-    if (!g_handler_installed.exchange(true)) {
+    if (g_handler_installed.exchange(1) == 0) {
       struct sigaction action {};
       action.sa_sigaction = on_sigbus;
       action.sa_flags = SA_SIGINFO;
