@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "mote/mote.h"
 
@@ -27,10 +28,13 @@ Status fail(ErrorSink sink, Status code, const char *format, ...)
 // The integer a caller stored in an enum field or argument. A C caller may pass any int where a
 // mote enum is expected; loading a value outside the enum's range as the C++ enum is undefined
 // behaviour (UBSan's -fsanitize=enum), so the C API reads every such value through this first.
+// Enums are 32-bit on hosted ABIs and as small as their values on arm-none-eabi (short enums),
+// so the value is read at the enum's own size.
 template <typename Enum>
 uint32_t enum_value(const Enum &value) {
-  static_assert(sizeof(Enum) == sizeof(uint32_t), "mote's C enums are 32-bit");
-  uint32_t raw;
+  using Raw = std::make_unsigned_t<std::underlying_type_t<Enum>>;
+  static_assert(sizeof(Raw) == sizeof(Enum) && sizeof(Raw) <= sizeof(uint32_t), "enum wider than 32 bits");
+  Raw raw;
   std::memcpy(&raw, &value, sizeof raw);
   return raw;
 }
