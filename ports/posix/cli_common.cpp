@@ -275,7 +275,7 @@ void GenerationSettings::add_options(std::vector<Option> *options) {
       {"-s|--seed", Option::kU64, &sampler.seed, "S", "the sampler's seed", &seed_given, "the current time"},
       {"--ignore-eos", Option::kSwitch, &ignore_eos, nullptr, "go on past end-of-text tokens (until -n or a full context)"},
       {"-r|--reverse-prompt", Option::kString, &stop, "TEXT", "stop once the output holds TEXT (TEXT is not printed)"},
-      {"-t|--threads", Option::kU32, &threads, "N", "threads (default: every CPU this process may use)", nullptr, nullptr},
+      {"-t|--threads", Option::kU32, &threads, "N", "threads (the default: the CPUs this process may use)"},
       {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
       {"--backend", Option::kString, &backend_name, "NAME", "cpu or cuda (cuda: a -DMOTE_CUDA=ON build and an NVIDIA GPU)"},
       {"--gpu", Option::kSwitch, &gpu, nullptr, "the same as --backend cuda"},

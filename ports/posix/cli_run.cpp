@@ -72,10 +72,10 @@ int command_run(int argc, char **argv) {
   if (!positional.empty()) return report("run", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (!system.empty() && !chat) return report("run", "--system needs --chat", kExitUsage);
   if (prompt_given && !prompt_file.empty()) return report("run", "give -p or -f, not both", kExitUsage);
+  if (!settings.finish(&error)) return report("run", error, kExitUsage);
   if (!prompt_given && prompt_file.empty()) {
     return report("run", "a prompt is required (-p TEXT or -f FILE)", kExitUsage);
   }
-  if (!settings.finish(&error)) return report("run", error, kExitUsage);
   if (!prompt_file.empty() && !read_prompt_file(prompt_file, &prompt, &error)) return report("run", error, kExitError);
   if (chat) return run_chat_turn(settings, system, prompt);
 
