@@ -68,7 +68,7 @@ class Conversation {
         generate(model_, &session_, settings_, tokens.back(), out, &stats->reply, &interrupted);
     if (status == MOTE_ERR_CONTEXT_FULL) return TurnResult::kContextFull;
     if (status != MOTE_OK) {
-      *error = mote_session_error(&session_);
+      *error = stats->reply.error;
       return TurnResult::kError;
     }
     // The reply is in the cache; the template's end of turn goes in with the next message.

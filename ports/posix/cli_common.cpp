@@ -257,6 +257,9 @@ void GenerationSettings::use_chat_defaults() {
   // SmolLM2's model card suggests a low temperature for chat; flags still override these.
   sampler.temperature = 0.2f;
   sampler.top_p = 0.9f;
+  // Without a penalty SmolLM2-135M loops on one sentence in 10 of 16 replies; 1.1 in 0 of 16,
+  // 1.2 in 2 of 16 (bench/repeat_penalty.py: 8 prompts x 2 seeds, 200 tokens, README).
+  sampler.repetition_penalty = 1.1f;
 }
 
 void GenerationSettings::add_options(std::vector<Option> *options) {
@@ -458,6 +461,7 @@ mote_status generate(const mote_model &model, mote_session *session, const Gener
   for (uint32_t i = 0; i < settings.n_new && (interrupt == nullptr || *interrupt == 0); ++i) {
     int32_t token = 0;
     status = mote_sample(session, &settings.sampler, &token);
+    if (status == MOTE_ERR_NUMERIC) generated->error = "generation step " + std::to_string(i) + ": ";
     if (status != MOTE_OK) break;
     if (!settings.ignore_eos && mote_token_ends_generation(&model, token)) break;
     if (mote_session_position(session) >= mote_session_context_length(session)) {
@@ -478,6 +482,7 @@ mote_status generate(const mote_model &model, mote_session *session, const Gener
   }
   writer.finish();
   generated->seconds = now_seconds() - start;
+  if (status != MOTE_OK && status != MOTE_ERR_CONTEXT_FULL) generated->error += mote_session_error(session);
   return status;
 }
 

@@ -160,7 +160,8 @@ struct Generated {
   uint32_t tokens = 0;
   double first_token_seconds = 0;  // from the call to the first piece
   double seconds = 0;
-  std::string text;  // what was printed
+  std::string text;   // what was printed
+  std::string error;  // why it failed (a status other than MOTE_OK or MOTE_ERR_CONTEXT_FULL)
 };
 // previous: the last token in the cache (-1 for none), which some tokenizers need to print the first piece.
 mote_status generate(const mote_model &model, mote_session *session, const GenerationSettings &settings,

@@ -108,7 +108,7 @@ int command_run(int argc, char **argv) {
     stats_line("mote run: stopped: the context of %u tokens is full\n", static_cast<unsigned>(capacity));
   } else if (status != MOTE_OK) {
     stats_line("%s", "");
-    return report("run", mote_session_error(session), kExitError);
+    return report("run", generated.error, kExitError);
   }
   stats_line("prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
              tokens.size(), tokens.size() / prefill_seconds, (prefill_seconds + generated.first_token_seconds) * 1e3,
