@@ -1,9 +1,9 @@
 // `mote bench`: prompt and decode throughput, mean ± standard deviation over repetitions, for
 // every combination of the comma lists given (llama-bench's -t 1,2 -p 128,512 -n 128).
-#include <algorithm>
-#include <cmath>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "cli_common.hpp"

@@ -514,9 +514,13 @@ void end_reply_line() {
   std::fflush(stdout);
 }
 
-void stats_line(const char *format, ...) {
+void begin_stderr_line() {
   if (reply_line_open && stdout_is_stderr()) std::fputc('\n', stderr);
   reply_line_open = false;
+}
+
+void stats_line(const char *format, ...) {
+  begin_stderr_line();
   va_list args;
   va_start(args, format);
   std::vfprintf(stderr, format, args);

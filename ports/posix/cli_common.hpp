@@ -175,8 +175,11 @@ mote_status prefill_with_progress(mote_session *session, const int32_t *tokens, 
 // Ends the reply's line on a terminal (piped output stays exactly the text).
 void end_reply_line();
 
-// Starts a line on stderr when the last thing written to the terminal or a shared log (stdout)
-// did not end one, so the statistics line never sticks to the reply.
+// Starts a new line on stderr when the reply printed last did not end one and stdout and stderr
+// are the same file, pipe or terminal (2>&1), so what follows never sticks to the reply.
+void begin_stderr_line();
+
+// A line on stderr (printf-style) that starts on a line of its own (begin_stderr_line).
 void stats_line(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 // The subcommands; argv[1] is the command name.

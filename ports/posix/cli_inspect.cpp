@@ -45,7 +45,7 @@ int print_arena_bytes(const mote_model &model, uint32_t context, uint32_t batch,
 }  // namespace
 
 int command_inspect(int argc, char **argv) {
-  uint32_t context = 0, arena_batch = 0;
+  uint32_t context = 0, arena_batch = mote_session_options_default().batch_size;
   bool arena_only = false, gpu = false, check = false;
   KvCacheOptions kv;
   std::string backend_name = "cpu";
@@ -58,7 +58,7 @@ int command_inspect(int argc, char **argv) {
                           {"--arena-bytes", Option::kSwitch, &arena_only, nullptr,
                            "print only the session's arena bytes (for --ctx, -b and --kv)"},
                           {"-b|--batch-size|--batch", Option::kU32, &arena_batch, "N",
-                           "prompt tokens per forward pass (--arena-bytes)", nullptr, "16"},
+                           "prompt tokens per forward pass (--arena-bytes)"},
                           {"--backend", Option::kString, &backend_name, "NAME",
                            "cpu or cuda: also print the device memory a session takes"},
                           {"--gpu", Option::kSwitch, &gpu, nullptr, "the same as --backend cuda"},

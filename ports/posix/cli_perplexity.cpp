@@ -52,7 +52,7 @@ struct Score {
 
 int command_perplexity(int argc, char **argv) {
   std::string model_path, text_path;
-  uint32_t window = 0, threads = available_cpus(), batch = 0, chunks = 0;
+  uint32_t window = 0, threads = available_cpus(), batch = mote_session_options_default().batch_size, chunks = 0;
   bool window_given = false, chunks_given = false;
   KvCacheOptions kv;
   CommandHelp command{
@@ -65,7 +65,7 @@ int command_perplexity(int argc, char **argv) {
           {"-c|--ctx-size|--ctx", Option::kU32, &window, "N", "window length in tokens", &window_given,
            "the model's context, at most 512"},
           {"-t|--threads", Option::kU32, &threads, "N", "threads"},
-          {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass", nullptr, "16"},
+          {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
           {"--chunks", Option::kU32, &chunks, "K", "score at most K windows", &chunks_given, "all"},
       }};
   kv.add_options(&command.options);

@@ -107,7 +107,7 @@ int command_run(int argc, char **argv) {
   if (status == MOTE_ERR_CONTEXT_FULL) {
     stats_line("mote run: stopped: the context of %u tokens is full\n", static_cast<unsigned>(capacity));
   } else if (status != MOTE_OK) {
-    stats_line("%s", "");
+    begin_stderr_line();
     return report("run", generated.error, kExitError);
   }
   stats_line("prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
