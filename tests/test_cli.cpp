@@ -28,6 +28,7 @@ TEST_CASE("cli: usage errors exit 2") {
                "no model given (-m MODEL) and the default model " + empty_cache +
                    "/mote/SmolLM2-135M-Instruct.mote is not installed");
   expect_error("chat", 1, "is not installed: run models/fetch_smollm2.sh");
+  expect_error("bench -r 1", 1, "is not installed: run models/fetch_smollm2.sh");
   unsetenv("XDG_CACHE_HOME");
   expect_error("run -m " + model + " -p hi --system 'be brief'", 2, "--system needs --chat");
   expect_error("chat -m " + model + " extra", 2, "unexpected argument 'extra'");

@@ -201,6 +201,33 @@ TEST_CASE("cli: a GGUF model runs directly, converted once into the cache") {
   CHECK(count_cached() == 1);
   unsetenv("XDG_CACHE_HOME");
 
+  // The tiny GGUF has a ChatML template: -sys is --system.
+  const std::string chat = "run --chat -m " + quote(converted) + " -p hi -n 6 --temp 0 ";
+  CHECK(run_text(chat.substr(4) + "-sys 'be brief'") == run_text(chat.substr(4) + "--system 'be brief'"));
+  CHECK(run_text(chat.substr(4) + "--system-prompt 'be brief'") == run_text(chat.substr(4) + "--system 'be brief'"));
+
+  // A reply cut by -n never ends inside a UTF-8 character: the random byte-level model emits
+  // bytes >= 0x80 freely, so some of these cuts fall inside a character that the longer run of
+  // the same seed completes (the cut run's text is a prefix of the longer run's).
+  for (int seed = 1; seed <= 12; ++seed) {
+    INFO("seed " << seed);
+    const std::string common = "-m " + quote(converted) + " -p a --no-display-prompt --temp 1.5 -s " + std::to_string(seed);
+    const std::string longer = run_text(common + " -n 8");
+    const std::string cut = run_text(common + " -n " + std::to_string(seed % 5 + 1));
+    REQUIRE(longer.compare(0, cut.size(), cut) == 0);
+    for (size_t back = 1; back <= 3 && back <= cut.size(); ++back) {
+      const auto lead = static_cast<unsigned char>(cut[cut.size() - back]);
+      if ((lead & 0xC0) == 0x80) continue;
+      const size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+      bool completed_later = length > back && longer.size() >= cut.size() + (length - back);
+      for (size_t i = cut.size(); completed_later && i < cut.size() + (length - back); ++i) {
+        completed_later = (static_cast<unsigned char>(longer[i]) & 0xC0) == 0x80;
+      }
+      CHECK_FALSE(completed_later);
+      break;
+    }
+  }
+
   // Formats mote converts from but does not open name `mote convert`.
   expect_error("run -m " + quote(mote_test::golden_path("tiny_mha.bin")) + " -p hi", 1,
                "a llama2.c checkpoint, not a .mote file: convert it with 'mote convert");
