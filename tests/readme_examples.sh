@@ -35,7 +35,8 @@ count=0
 while IFS= read -r line; do
   command=$(printf '%s' "$line" | sed -e 's/  *#.*$//' -e 's/ \[[^]]*\]//g')
   echo "readme_examples: \$ $command" >&2
-  (cd "$scratch" && bash -c "$command" >"$scratch/out.txt" 2>"$scratch/err.txt") || {
+  # stdin: nothing (mote chat then answers no message and ends, as with Ctrl-D at once).
+  (cd "$scratch" && bash -c "$command" </dev/null >"$scratch/out.txt" 2>"$scratch/err.txt") || {
     echo "readme_examples: failed: $command" >&2
     cat "$scratch/err.txt" >&2
     exit 1
