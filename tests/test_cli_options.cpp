@@ -123,6 +123,12 @@ TEST_CASE("cli: llama.cpp's spellings give what the long names give") {
   CHECK(full.substr(full.size() - generated.size()) == generated);
   const std::string prompt_part = full.substr(0, full.size() - generated.size());
 
+  // With stdout and stderr in one log, the statistics line starts a line of its own (the piped
+  // reply does not end with a newline).
+  const std::string log = workspace().path("shared_log.txt");
+  REQUIRE(std::system((quote(kCli) + " run " + greedy + " >" + quote(log) + " 2>&1 </dev/null").c_str()) == 0);
+  CHECK(slurp(log).find(full + "\nprompt: ") == 0);
+
   // -f FILE and -f - read the prompt.
   write_text(workspace().path("prompt.txt"), "a b");
   const std::string from_file = "-m " + quote(tiny_model()) + " -n 8 --temp 0 -f ";
