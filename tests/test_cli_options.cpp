@@ -2,11 +2,11 @@
 // every option its parser accepts, --version, llama.cpp's spellings give what the long names give,
 // prompts from files and stdin, stop strings, bench's lists and output formats, and GGUF models
 // run directly (converted once into the cache, reused, reconverted when the file changes).
-#include <filesystem>
 #include <chrono>
+#include <filesystem>
 #include <regex>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "cli_support.hpp"
@@ -100,10 +100,10 @@ TEST_CASE("cli: llama.cpp's spellings give what the long names give") {
   };
   for (const auto &[alias, long_form] : pairs) {
     INFO(alias << " vs " << long_form);
-    const std::string defaults = std::string(alias).find("-n") == std::string::npos &&
-                                         std::string(alias).find("predict") == std::string::npos
-                                     ? "-n 7 "
-                                     : "";
+    const std::string defaults =
+        std::string(alias).find("-n") == std::string::npos && std::string(alias).find("predict") == std::string::npos
+            ? "-n 7 "
+            : "";
     const std::string seed = std::string(alias).find("-s ") == std::string::npos ? "--seed 5 " : "";
     CHECK(run_text(model + seed + defaults + alias) == run_text(model + seed + defaults + long_form));
   }
@@ -196,7 +196,8 @@ TEST_CASE("cli: a GGUF model runs directly, converted once into the cache") {
   // A changed GGUF (here: a new mtime) is converted again and the stale file removed.
   const auto count_cached = [&] {
     size_t n = 0;
-    for (const auto &entry : std::filesystem::directory_iterator(cache + "/mote")) n += entry.path().extension() == ".mote";
+    for (const auto &entry : std::filesystem::directory_iterator(cache + "/mote"))
+      n += entry.path().extension() == ".mote";
     return n;
   };
   CHECK(count_cached() == 1);
@@ -217,7 +218,8 @@ TEST_CASE("cli: a GGUF model runs directly, converted once into the cache") {
   // the same seed completes (the cut run's text is a prefix of the longer run's).
   for (int seed = 1; seed <= 12; ++seed) {
     INFO("seed " << seed);
-    const std::string common = "-m " + quote(converted) + " -p a --no-display-prompt --temp 1.5 -s " + std::to_string(seed);
+    const std::string common =
+        "-m " + quote(converted) + " -p a --no-display-prompt --temp 1.5 -s " + std::to_string(seed);
     const std::string longer = run_text(common + " -n 8");
     const std::string cut = run_text(common + " -n " + std::to_string(seed % 5 + 1));
     REQUIRE(longer.compare(0, cut.size(), cut) == 0);

@@ -34,10 +34,10 @@ inline bool &skip_noted() {
 
 // Skips the rest of what needs the absent thing, saying why ("SKIPPED: ..."); a binary whose
 // every case skipped exits 77 (ctest: "Skipped").
-#define MOTE_SKIP(reason)                   \
-  do {                                      \
+#define MOTE_SKIP(reason)             \
+  do {                                \
     MESSAGE("SKIPPED: " << reason);   \
-    ::mote_test::skip_noted() = true;       \
+    ::mote_test::skip_noted() = true; \
   } while (false)
 
 namespace mote_test {

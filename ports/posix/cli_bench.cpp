@@ -53,13 +53,15 @@ int command_bench(int argc, char **argv) {
   std::vector<uint32_t> threads = {available_cpus()}, prompt_tokens = {128}, gen_tokens = {64};
   uint32_t reps = 3, batch = mote_session_options_default().batch_size;
   CommandHelp command{
-      "bench", "[-m MODEL] [-t N[,N...]] [-p N[,N...]] [-n N[,N...]] [OPTIONS]",
+      "bench",
+      "[-m MODEL] [-t N[,N...]] [-p N[,N...]] [-n N[,N...]] [OPTIONS]",
       "Measure prompt (prefill) and decode tokens per second, mean ± standard deviation over the\n"
       "repetitions, for every combination of the lists (decode is greedy, after the prompt).\n"
       "-o json prints one JSON array with an object per combination.",
       {
-          {"-m|--model", Option::kString, &model_path, "FILE", "the model (.mote, or GGUF converted once into the cache)",
-           nullptr, "SmolLM2-135M-Instruct from ~/.cache/mote"},
+          {"-m|--model", Option::kString, &model_path, "FILE",
+           "the model (.mote, or GGUF converted once into the cache)", nullptr,
+           "SmolLM2-135M-Instruct from ~/.cache/mote"},
           {"-t|--threads", Option::kU32List, &threads, "N,...", "thread counts"},
           {"-p|--n-prompt|--prompt-tokens", Option::kU32List, &prompt_tokens, "N,...", "prompt lengths in tokens"},
           {"-n|--n-gen|--gen-tokens", Option::kU32List, &gen_tokens, "N,...", "generated tokens"},
@@ -77,7 +79,8 @@ int command_bench(int argc, char **argv) {
   std::string error;
   if (!positional.empty()) return report("bench", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (json) output = "json";
-  if (output != "md" && output != "csv" && output != "json") return report("bench", "-o must be md, csv or json", kExitUsage);
+  if (output != "md" && output != "csv" && output != "json")
+    return report("bench", "-o must be md, csv or json", kExitUsage);
   const auto all_positive = [](const std::vector<uint32_t> &v) {
     return std::all_of(v.begin(), v.end(), [](uint32_t x) { return x > 0; });
   };
@@ -94,8 +97,10 @@ int command_bench(int argc, char **argv) {
   if (model_path.empty()) {
     model_path = default_model_path();
     if (access(model_path.c_str(), R_OK) != 0) {
-      return report("bench", "no model given (-m MODEL) and the default model " + model_path +
-                                 " is not installed: run models/fetch_smollm2.sh", kExitError);
+      return report("bench",
+                    "no model given (-m MODEL) and the default model " + model_path +
+                        " is not installed: run models/fetch_smollm2.sh",
+                    kExitError);
     }
   }
 
@@ -169,8 +174,10 @@ int command_bench(int argc, char **argv) {
           "\"weight_bytes\": %llu, \"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f, "
           "\"open_to_first_token_s\": %.4f}%s\n",
           model_path.c_str(), backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.gen_tokens, reps, r.batch,
-          kv.dtype == MOTE_KV_F32 ? "f32" : kv.dtype == MOTE_KV_F16 ? "f16" : "q8_0", r.prompt_rate.mean,
-          r.prompt_rate.stddev, r.decode_rate.mean, r.decode_rate.stddev,
+          kv.dtype == MOTE_KV_F32   ? "f32"
+          : kv.dtype == MOTE_KV_F16 ? "f16"
+                                    : "q8_0",
+          r.prompt_rate.mean, r.prompt_rate.stddev, r.decode_rate.mean, r.decode_rate.stddev,
           static_cast<unsigned long long>(info.weight_bytes), r.arena_bytes,
           r.decode_rate.mean * static_cast<double>(info.weight_bytes) / 1e9, r.first_token_s,
           i + 1 < results.size() ? "," : "");

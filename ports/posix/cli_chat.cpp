@@ -4,9 +4,8 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <cstdlib>
-
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli_common.hpp"
 
@@ -32,7 +31,8 @@ bool unrepresentable_text(const mote_model &model, const std::vector<mote_chat_m
   for (const mote_chat_message &m : messages) {
     std::vector<int32_t> ids(m.content_n + 1);
     size_t n = 0;
-    if (mote_tokenize(&model, m.content, m.content_n, 0, ids.data(), ids.size(), &n) == MOTE_ERR_UNSUPPORTED) return true;
+    if (mote_tokenize(&model, m.content, m.content_n, 0, ids.data(), ids.size(), &n) == MOTE_ERR_UNSUPPORTED)
+      return true;
   }
   return false;
 }
@@ -64,8 +64,7 @@ class Conversation {
     owed_.clear();
     stats->prompt_tokens = tokens.size();
     stats->prefill_seconds = now_seconds() - start;
-    const mote_status status =
-        generate(model_, &session_, settings_, tokens.back(), out, &stats->reply, &interrupted);
+    const mote_status status = generate(model_, &session_, settings_, tokens.back(), out, &stats->reply, &interrupted);
     if (status == MOTE_ERR_CONTEXT_FULL) return TurnResult::kContextFull;
     if (status != MOTE_OK) {
       *error = stats->reply.error;
@@ -201,7 +200,8 @@ int command_chat(int argc, char **argv) {
   settings.use_chat_defaults();
   std::string system;
   bool verbose = false;
-  CommandHelp command{"chat", "[-m MODEL] [OPTIONS]",
+  CommandHelp command{"chat",
+                      "[-m MODEL] [OPTIONS]",
                       "Talk with an instruct model through its chat template, one message per line; the KV cache\n"
                       "keeps the conversation. Ctrl-C stops a reply; Ctrl-C at the prompt or Ctrl-D ends.\n"
                       "Commands: /clear (start over), /system TEXT (new system message, starts over),\n"

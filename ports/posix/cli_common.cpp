@@ -6,10 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <csignal>
-#include <cstdarg>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdarg>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -21,7 +21,8 @@ namespace {
 std::vector<std::string> spellings(const Option &o) {
   std::vector<std::string> names;
   std::string rest = o.names;
-  for (size_t bar; (bar = rest.find('|')) != std::string::npos; rest.erase(0, bar + 1)) names.push_back(rest.substr(0, bar));
+  for (size_t bar; (bar = rest.find('|')) != std::string::npos; rest.erase(0, bar + 1))
+    names.push_back(rest.substr(0, bar));
   names.push_back(rest);
   return names;
 }
@@ -148,7 +149,8 @@ void print_help(const CommandHelp &command, const std::vector<std::string> &defa
 int parse_command(const CommandHelp &command, int argc, char **argv, std::vector<std::string> *positional) {
   // The defaults are the targets' values before anything is parsed.
   std::vector<std::string> defaults;
-  for (const Option &o : command.options) defaults.push_back(o.default_text != nullptr ? o.default_text : value_text(o));
+  for (const Option &o : command.options)
+    defaults.push_back(o.default_text != nullptr ? o.default_text : value_text(o));
   const std::string see_help = std::string("; see 'mote ") + command.name + " --help'";
   for (int i = 2; i < argc; ++i) {
     const std::string word = argv[i];
@@ -190,7 +192,8 @@ std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *er
   if (loaded->path.empty()) return nullptr;
   if (!loaded->file.open(loaded->path, error)) return nullptr;
   // The CLI owns its process: a model file truncated under it is a message, not "Bus error".
-  loaded->file.exit_on_truncation("mote: model file '" + loaded->path + "' changed while running (truncated?); stopping");
+  loaded->file.exit_on_truncation("mote: model file '" + loaded->path +
+                                  "' changed while running (truncated?); stopping");
   char message[256] = "";
   if (mote_model_open(loaded->file.data(), loaded->file.size(), &loaded->model, message, sizeof message) != MOTE_OK) {
     const std::string hint = std::strncmp(message, "bad magic", 9) == 0 ? foreign_format_hint(path) : "";
@@ -264,23 +267,30 @@ void GenerationSettings::use_chat_defaults() {
 
 void GenerationSettings::add_options(std::vector<Option> *options) {
   const std::vector<Option> mine = {
-      {"-m|--model", Option::kString, &model_path, "FILE", "the model: a .mote file, or a GGUF file converted once into ~/.cache/mote",
-       nullptr, "SmolLM2-135M-Instruct from ~/.cache/mote (models/fetch_smollm2.sh)"},
+      {"-m|--model", Option::kString, &model_path, "FILE",
+       "the model: a .mote file, or a GGUF file converted once into ~/.cache/mote", nullptr,
+       "SmolLM2-135M-Instruct from ~/.cache/mote (models/fetch_smollm2.sh)"},
       {"-n|--n-predict|--tokens", Option::kCount, &n_new, "N",
        "tokens to generate; -1: until the context is full or the end of the text/turn"},
       {"-c|--ctx-size|--ctx", Option::kU32, &context, "N", "context length in tokens", nullptr, "the model's maximum"},
       {"--temp", Option::kF32, &sampler.temperature, "T", "sampling temperature; 0: greedy"},
       {"--top-k", Option::kI32, &sampler.top_k, "K", "sample among the K most likely tokens; 0: off"},
-      {"--top-p", Option::kF32, &sampler.top_p, "P", "sample among the most likely tokens whose probabilities sum to P; 1: off"},
-      {"--min-p", Option::kF32, &sampler.min_p, "P", "drop tokens less likely than P times the most likely one; 0: off"},
-      {"--repeat-penalty", Option::kF32, &sampler.repetition_penalty, "R", "penalize recently generated tokens by R; 1: off"},
-      {"--repeat-last-n", Option::kI32, &sampler.repetition_last_n, "N", "how many recent tokens --repeat-penalty looks at"},
+      {"--top-p", Option::kF32, &sampler.top_p, "P",
+       "sample among the most likely tokens whose probabilities sum to P; 1: off"},
+      {"--min-p", Option::kF32, &sampler.min_p, "P",
+       "drop tokens less likely than P times the most likely one; 0: off"},
+      {"--repeat-penalty", Option::kF32, &sampler.repetition_penalty, "R",
+       "penalize recently generated tokens by R; 1: off"},
+      {"--repeat-last-n", Option::kI32, &sampler.repetition_last_n, "N",
+       "how many recent tokens --repeat-penalty looks at"},
       {"-s|--seed", Option::kU64, &sampler.seed, "S", "the sampler's seed", &seed_given, "the current time"},
-      {"--ignore-eos", Option::kSwitch, &ignore_eos, nullptr, "go on past end-of-text tokens (until -n or a full context)"},
+      {"--ignore-eos", Option::kSwitch, &ignore_eos, nullptr,
+       "go on past end-of-text tokens (until -n or a full context)"},
       {"-r|--reverse-prompt", Option::kString, &stop, "TEXT", "stop once the output holds TEXT (TEXT is not printed)"},
       {"-t|--threads", Option::kU32, &threads, "N", "threads (the default: the CPUs this process may use)"},
       {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
-      {"--backend", Option::kString, &backend_name, "NAME", "cpu or cuda (cuda: a -DMOTE_CUDA=ON build and an NVIDIA GPU)"},
+      {"--backend", Option::kString, &backend_name, "NAME",
+       "cpu or cuda (cuda: a -DMOTE_CUDA=ON build and an NVIDIA GPU)"},
       {"--gpu", Option::kSwitch, &gpu, nullptr, "the same as --backend cuda"},
   };
   options->insert(options->end(), mine.begin(), mine.end());
@@ -444,7 +454,8 @@ class ReplyWriter {
 
 // True when stdout and stderr are one file, pipe or terminal (2>&1, or both on the terminal).
 bool stdout_is_stderr() {
-  struct stat out {}, err {};
+  struct stat out {
+  }, err{};
   return fstat(1, &out) == 0 && fstat(2, &err) == 0 && out.st_dev == err.st_dev && out.st_ino == err.st_ino;
 }
 

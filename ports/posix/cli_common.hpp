@@ -1,10 +1,10 @@
 // Shared pieces of the `mote` command-line tool: option parsing, model loading, sessions.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <csignal>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,12 +30,12 @@ struct Option {
     kCount,    // a uint32_t where -1 means "no limit" (UINT32_MAX), as llama.cpp's -n -1
     kU32List,  // std::vector<uint32_t>: "1,2,4" (llama-bench's comma lists)
   };
-  const char *names;       // "-n|--n-predict|--tokens": every spelling, the first "--" one names it in messages
+  const char *names;  // "-n|--n-predict|--tokens": every spelling, the first "--" one names it in messages
   Kind kind;
   void *target;            // std::string*, uint32_t*, int32_t*, float*, uint64_t*, bool* or std::vector<uint32_t>*
   const char *value_name;  // "N" in the help line; null for switches
   const char *help;
-  bool *seen = nullptr;           // set when the option was given
+  bool *seen = nullptr;                // set when the option was given
   const char *default_text = nullptr;  // shown as the default; null: the target's value before parsing
 };
 

@@ -68,15 +68,16 @@ int command_convert(int argc, char **argv) {
   std::string output, tokenizer, dtype, rope, layout;
   bool rope_given = false;
   CommandHelp command{
-      "convert", "INPUT -o OUTPUT [OPTIONS]",
+      "convert",
+      "INPUT -o OUTPUT [OPTIONS]",
       "Convert a GGUF file, a Hugging Face checkpoint folder (safetensors) or a llama2.c checkpoint\n"
       "(with --tokenizer) into a .mote file. Quantized matrices of 8k rows are stored 8 rows\n"
       "interleaved (q4_1x8, ...) unless --layout gguf keeps GGUF's block order.",
       {
           {"-o|--output", Option::kString, &output, "FILE", "the .mote file to write"},
           {"--tokenizer", Option::kString, &tokenizer, "FILE", "a llama2.c checkpoint's tokenizer.bin"},
-          {"--dtype", Option::kString, &dtype, "TYPE", "re-quantize the matrices: f32, f16, q8_0, q4_0 or q4_1", nullptr,
-           "GGUF: as stored; Hugging Face: f16; llama2.c: f32"},
+          {"--dtype", Option::kString, &dtype, "TYPE", "re-quantize the matrices: f32, f16, q8_0, q4_0 or q4_1",
+           nullptr, "GGUF: as stored; Hugging Face: f16; llama2.c: f32"},
           {"--rope", Option::kString, &rope, "LAYOUT", "a llama2.c checkpoint's RoPE pairs: interleaved or split",
            &rope_given, "interleaved"},
           {"--layout", Option::kString, &layout, "LAYOUT", "quantized blocks: interleaved or gguf", nullptr,

@@ -49,7 +49,8 @@ int command_inspect(int argc, char **argv) {
   bool arena_only = false, gpu = false, check = false;
   KvCacheOptions kv;
   std::string backend_name = "cpu";
-  CommandHelp command{"inspect", "MODEL [OPTIONS]",
+  CommandHelp command{"inspect",
+                      "MODEL [OPTIONS]",
                       "Print what a model file holds (config, tensor table) and the arena a session needs.\n"
                       "A GGUF model is converted once into ~/.cache/mote first.",
                       {

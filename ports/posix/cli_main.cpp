@@ -34,12 +34,13 @@ const Command *find_command(const char *name) {
 void print_usage(FILE *out) {
   std::fputs("usage: mote COMMAND [OPTIONS]\n\ncommands:\n", out);
   for (const Command &c : kCommands) std::fprintf(out, "  %-11s %s\n", c.name, c.summary);
-  std::fputs("  help       print this list, or 'mote help COMMAND': that command's options and defaults\n"
-             "  version    print the version and how this build was made (also --version)\n"
-             "\n"
-             "Without -m, run, chat and bench use SmolLM2-135M-Instruct from ~/.cache/mote (models/fetch_smollm2.sh).\n"
-             "A GGUF model is converted once into ~/.cache/mote and reused. 'mote COMMAND --help' lists its options.\n",
-             out);
+  std::fputs(
+      "  help       print this list, or 'mote help COMMAND': that command's options and defaults\n"
+      "  version    print the version and how this build was made (also --version)\n"
+      "\n"
+      "Without -m, run, chat and bench use SmolLM2-135M-Instruct from ~/.cache/mote (models/fetch_smollm2.sh).\n"
+      "A GGUF model is converted once into ~/.cache/mote and reused. 'mote COMMAND --help' lists its options.\n",
+      out);
 }
 
 int print_version() {

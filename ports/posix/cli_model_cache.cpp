@@ -117,7 +117,8 @@ std::string foreign_format_hint(const std::string &path) {
     int32_t fields[7];
     std::memcpy(fields, head.data(), sizeof fields);
     bool plausible = true;
-    for (int i = 0; i < 7; ++i) plausible = plausible && (i == 5 ? fields[i] != 0 : fields[i] > 0 && fields[i] < (1 << 20));
+    for (int i = 0; i < 7; ++i)
+      plausible = plausible && (i == 5 ? fields[i] != 0 : fields[i] > 0 && fields[i] < (1 << 20));
     if (plausible) {
       return "a llama2.c checkpoint, not a .mote file: convert it with 'mote convert " + path +
              " --tokenizer tokenizer.bin -o model.mote'";

@@ -55,19 +55,19 @@ int command_perplexity(int argc, char **argv) {
   uint32_t window = 0, threads = available_cpus(), batch = mote_session_options_default().batch_size, chunks = 0;
   bool window_given = false, chunks_given = false;
   KvCacheOptions kv;
-  CommandHelp command{
-      "perplexity", "-m MODEL -f TEXT [OPTIONS]",
-      "The perplexity of TEXT in windows of N tokens, scoring the second half of each as llama.cpp's\n"
-      "llama-perplexity does; running values on stderr.",
-      {
-          {"-m|--model", Option::kString, &model_path, "FILE", "the model"},
-          {"-f|--file", Option::kString, &text_path, "FILE", "the text"},
-          {"-c|--ctx-size|--ctx", Option::kU32, &window, "N", "window length in tokens", &window_given,
-           "the model's context, at most 512"},
-          {"-t|--threads", Option::kU32, &threads, "N", "threads"},
-          {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
-          {"--chunks", Option::kU32, &chunks, "K", "score at most K windows", &chunks_given, "all"},
-      }};
+  CommandHelp command{"perplexity",
+                      "-m MODEL -f TEXT [OPTIONS]",
+                      "The perplexity of TEXT in windows of N tokens, scoring the second half of each as llama.cpp's\n"
+                      "llama-perplexity does; running values on stderr.",
+                      {
+                          {"-m|--model", Option::kString, &model_path, "FILE", "the model"},
+                          {"-f|--file", Option::kString, &text_path, "FILE", "the text"},
+                          {"-c|--ctx-size|--ctx", Option::kU32, &window, "N", "window length in tokens", &window_given,
+                           "the model's context, at most 512"},
+                          {"-t|--threads", Option::kU32, &threads, "N", "threads"},
+                          {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
+                          {"--chunks", Option::kU32, &chunks, "K", "score at most K windows", &chunks_given, "all"},
+                      }};
   kv.add_options(&command.options);
   std::vector<std::string> positional;
   const int parsed = parse_command(command, argc, argv, &positional);

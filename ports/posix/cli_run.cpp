@@ -43,19 +43,20 @@ int command_run(int argc, char **argv) {
   GenerationSettings settings;
   std::string prompt, prompt_file, system;
   bool chat = false, prompt_given = false, no_display_prompt = false;
-  CommandHelp command{"run", "[-m MODEL] (-p PROMPT | -f FILE) [OPTIONS]",
-                      "Print the prompt and the text the model continues it with (stdout: exactly that text;\n"
-                      "statistics on stderr). --chat sends the prompt as a user message through the model's\n"
-                      "chat template and prints the reply alone, with chat's sampling defaults.",
-                      {
-                          {"-p|--prompt", Option::kString, &prompt, "TEXT", "the prompt", &prompt_given},
-                          {"-f|--file", Option::kString, &prompt_file, "FILE", "read the prompt from FILE (-: standard input)"},
-                          {"--no-display-prompt", Option::kSwitch, &no_display_prompt, nullptr,
-                           "print only the generated text, not the prompt"},
-                          {"--chat", Option::kSwitch, &chat, nullptr, "one chat turn: print the reply only"},
-                          {"-sys|--system-prompt|--system", Option::kString, &system, "TEXT",
-                           "the system message of --chat"},
-                      }};
+  CommandHelp command{
+      "run",
+      "[-m MODEL] (-p PROMPT | -f FILE) [OPTIONS]",
+      "Print the prompt and the text the model continues it with (stdout: exactly that text;\n"
+      "statistics on stderr). --chat sends the prompt as a user message through the model's\n"
+      "chat template and prints the reply alone, with chat's sampling defaults.",
+      {
+          {"-p|--prompt", Option::kString, &prompt, "TEXT", "the prompt", &prompt_given},
+          {"-f|--file", Option::kString, &prompt_file, "FILE", "read the prompt from FILE (-: standard input)"},
+          {"--no-display-prompt", Option::kSwitch, &no_display_prompt, nullptr,
+           "print only the generated text, not the prompt"},
+          {"--chat", Option::kSwitch, &chat, nullptr, "one chat turn: print the reply only"},
+          {"-sys|--system-prompt|--system", Option::kString, &system, "TEXT", "the system message of --chat"},
+      }};
   // run --chat shares chat's defaults; the help page shows the plain ones.
   const bool chat_requested = [&] {
     for (int i = 2; i < argc; ++i) {
@@ -112,7 +113,8 @@ int command_run(int argc, char **argv) {
   }
   stats_line("prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
              tokens.size(), tokens.size() / prefill_seconds, (prefill_seconds + generated.first_token_seconds) * 1e3,
-             static_cast<unsigned>(generated.tokens), generated.tokens > 0 ? generated.tokens / generated.seconds : 0.0);
+             static_cast<unsigned>(generated.tokens),
+             generated.tokens > 0 ? generated.tokens / generated.seconds : 0.0);
   return 0;
 }
 
