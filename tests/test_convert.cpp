@@ -1368,7 +1368,7 @@ CliResult run_cli(const std::string &args) {
 
 TEST_CASE("cli: mote convert picks the importer by content") {
   if (std::string(MOTE_CLI_PATH).empty() || !mote_test::file_exists(MOTE_CLI_PATH)) {
-    MESSAGE("SKIPPED: the mote CLI is not part of this build (or not built yet)");
+    MOTE_SKIP("the mote CLI is not part of this build (or not built yet)");
     return;
   }
   char pattern[] = "/tmp/mote_test_convert_cli_XXXXXX";

@@ -175,7 +175,7 @@ TEST_CASE("perplexity: SmolLM2 quantized within tolerance of f16 on a slice of t
   if (gguf.empty()) return;
   const std::string text = "/usr/share/common-licenses/GPL-3";
   if (slurp(text).empty()) {
-    MESSAGE("SKIPPED: " << text << " is absent (Debian's base-files ships it)");
+    MOTE_SKIP(text << " is absent (Debian's base-files ships it)");
     return;
   }
   const auto perplexity = [&](const std::string &dtype) {

@@ -24,6 +24,24 @@ inline std::vector<unsigned char> read_file(const std::string &path) {
   return std::vector<unsigned char>(std::istreambuf_iterator<char>(f), {});
 }
 
+// Whether the running test case skipped (reset per case by test_main.cpp's listener).
+inline bool &skip_noted() {
+  static bool noted = false;
+  return noted;
+}
+
+}  // namespace mote_test
+
+// Skips the rest of what needs the absent thing, saying why ("SKIPPED: ..."); a binary whose
+// every case skipped exits 77 (ctest: "Skipped").
+#define MOTE_SKIP(reason)             \
+  do {                                \
+    MESSAGE("SKIPPED: " << reason);   \
+    ::mote_test::skip_noted() = true; \
+  } while (false)
+
+namespace mote_test {
+
 // Path of a real model in ../shared/models, or "" when the folder is absent (a user's fresh
 // clone): the caller then skips, saying so. With MOTE_REQUIRE_SHARED_MODELS=1 (set by .ci/run)
 // absence is a failure, so nothing skips silently in CI.
@@ -34,7 +52,7 @@ inline std::string shared_model(const std::string &name) {
   if (require != nullptr && std::string(require) == "1") {
     FAIL("required test model missing: " << path);
   }
-  MESSAGE("SKIPPED: " << path << " is absent (set MOTE_SHARED_MODELS_DIR at configure time)");
+  MOTE_SKIP(path << " is absent (set MOTE_SHARED_MODELS_DIR at configure time)");
   return "";
 }
 
@@ -43,7 +61,7 @@ inline std::string shared_model(const std::string &name) {
 // MOTE_REQUIRE_SMOLLM2=1 (set by .ci/run after fetching it) absence is a failure.
 inline std::string smollm2_gguf() {
   if (const char *skip = std::getenv("MOTE_SKIP_SMOLLM2")) {  // set by the emulated test presets
-    MESSAGE("SKIPPED: SmolLM2-135M-Instruct: " << std::string(skip));
+    MOTE_SKIP("SmolLM2-135M-Instruct: " << std::string(skip));
     return "";
   }
   std::string path;
@@ -60,7 +78,7 @@ inline std::string smollm2_gguf() {
   if (require != nullptr && std::string(require) == "1") {
     FAIL("required model missing: " << path << " (models/fetch_smollm2.sh fetches it)");
   }
-  MESSAGE("SKIPPED: " << path << " is absent: run models/fetch_smollm2.sh to fetch SmolLM2-135M-Instruct");
+  MOTE_SKIP(path << " is absent: run models/fetch_smollm2.sh to fetch SmolLM2-135M-Instruct");
   return "";
 }
 

@@ -24,7 +24,8 @@ if [ "$want_cross" = 1 ]; then
              gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm)
 fi
 if [ "$want_python" = 1 ]; then
-  packages+=(python3-numpy python3-torch python3-yaml python3-requests)
+  # python3-matplotlib: bench/report.py's plots.
+  packages+=(python3-numpy python3-torch python3-yaml python3-requests python3-matplotlib)
 fi
 
 missing=()

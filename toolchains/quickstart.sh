@@ -11,6 +11,15 @@ cd "$repo"  # presets are looked up in the current folder
 cmake --preset release >/dev/null
 cmake --build --preset release --target mote_cli
 mote="$repo/build/release/mote"
+# `mote` on the PATH: a link in ~/.local/bin (on the PATH of Debian's default ~/.profile once the
+# folder exists), so README's bare `mote ...` lines work as written.
+mkdir -p "$HOME/.local/bin"
+ln -sf "$mote" "$HOME/.local/bin/mote"
+echo "quickstart: installed $HOME/.local/bin/mote (a link to $mote)" >&2
+case ":$PATH:" in
+  *":$HOME/.local/bin:"*) ;;
+  *) echo "quickstart: add it to your PATH: export PATH=\"\$HOME/.local/bin:\$PATH\"" >&2 ;;
+esac
 
 model=$("$repo/models/fetch_smollm2.sh" "$mote")
 "$mote" run --chat -m "$model" -p "$prompt" -n 256 --seed 42

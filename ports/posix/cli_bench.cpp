@@ -1,5 +1,9 @@
-// `mote bench`: prompt and decode throughput, medians over repetitions.
+// `mote bench`: prompt and decode throughput, mean ± standard deviation over repetitions, for
+// every combination of the comma lists given (llama-bench's -t 1,2 -p 128,512 -n 128).
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "cli_common.hpp"
@@ -7,118 +11,197 @@
 namespace mote::cli {
 namespace {
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+struct Spread {
+  double mean = 0, stddev = 0;
+};
+
+Spread spread(const std::vector<double> &values) {
+  Spread s;
+  for (double v : values) s.mean += v / static_cast<double>(values.size());
+  double squares = 0;
+  for (double v : values) squares += (v - s.mean) * (v - s.mean);
+  s.stddev = values.size() > 1 ? std::sqrt(squares / static_cast<double>(values.size() - 1)) : 0.0;
+  return s;
 }
 
-}  // namespace
+struct BenchResult {
+  uint32_t threads = 0, prompt_tokens = 0, gen_tokens = 0, batch = 0;
+  Spread prompt_rate, decode_rate;
+  double first_token_s = 0;
+  size_t arena_bytes = 0;
+};
 
-int command_bench(int argc, char **argv) {
-  std::string model_path, kv = "f32", backend_name = "cpu";
-  bool gpu = false;
-  uint32_t threads = 1, prompt_tokens = 128, gen_tokens = 64, reps = 3, batch = 0;
-  bool json = false;
-  const std::vector<Option> options = {
-      {"--model", "-m", Option::kString, &model_path},
-      {"--threads", "-t", Option::kU32, &threads},
-      {"--prompt-tokens", "-p", Option::kU32, &prompt_tokens},
-      {"--gen-tokens", "-n", Option::kU32, &gen_tokens},
-      {"--reps", "-r", Option::kU32, &reps},
-      {"--json", nullptr, Option::kSwitch, &json},
-      {"--kv", nullptr, Option::kString, &kv},
-      {"--batch", "-b", Option::kU32, &batch},
-      {"--backend", nullptr, Option::kString, &backend_name},
-      {"--gpu", nullptr, Option::kSwitch, &gpu},
-  };
-  std::vector<std::string> positional;
-  std::string error;
-  if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("bench", error, kExitUsage);
-  if (!positional.empty()) return report("bench", "unexpected argument '" + positional[0] + "'", kExitUsage);
-  if (model_path.empty()) return report("bench", "no model given (-m MODEL)", kExitUsage);
-  if (threads == 0 || threads > kMaxThreads || reps == 0 || prompt_tokens == 0 || gen_tokens == 0) {
-    return report(
-        "bench",
-        "threads (at most " + std::to_string(kMaxThreads) + "), reps, prompt and generated tokens must be at least 1",
-        kExitUsage);
-  }
-  mote_kv_dtype kv_dtype = MOTE_KV_F32;
-  if (!parse_kv_dtype(kv, &kv_dtype, &error)) return report("bench", error, kExitUsage);
-  mote_backend backend = MOTE_BACKEND_CPU;
-  if (!parse_backend(backend_name, gpu, &backend, &error)) return report("bench", error, kExitUsage);
-
-  const double open_start = now_seconds();  // model open to first token: mapping, upload, first prefill
-  auto loaded = load_model(model_path, &error);
-  if (!loaded) return report("bench", error, kExitError);
-  mote_model_info info;
-  mote_model_info_get(&loaded->model, &info);
-  if (static_cast<uint64_t>(prompt_tokens) + gen_tokens > info.max_seq_len) {
-    return report("bench",
-                  std::to_string(prompt_tokens) + " + " + std::to_string(gen_tokens) +
-                      " tokens exceed the model's context of " + std::to_string(info.max_seq_len),
-                  kExitUsage);
-  }
-  mote_session_options session_options = mote_session_options_default();
-  session_options.context_length = prompt_tokens + gen_tokens;
-  session_options.n_threads = threads;
-  session_options.batch_size = batch;
-  session_options.kv_dtype = kv_dtype;
-  session_options.backend = backend;
-  auto holder = open_session(loaded->model, session_options, &error);
-  if (!holder) return report("bench", error, kExitError);
-  mote_session *session = &holder->session;
-
-  // A fixed pseudo-random prompt that avoids BOS and EOS where the vocabulary allows.
-  std::vector<int32_t> prompt(prompt_tokens);
-  for (uint32_t i = 0, id = 0; i < prompt_tokens; ++i) {
+// A fixed pseudo-random prompt that avoids BOS and EOS where the vocabulary allows.
+std::vector<int32_t> bench_prompt(const mote_model_info &info, uint32_t n) {
+  std::vector<int32_t> prompt(n);
+  for (uint32_t i = 0, id = 0; i < n; ++i) {
     for (uint32_t tries = 0; tries < 3; ++tries) {
       id = (id + 7919u) % info.vocab_size;
       if (static_cast<int32_t>(id) != info.bos_id && static_cast<int32_t>(id) != info.eos_id) break;
     }
     prompt[i] = static_cast<int32_t>(id);
   }
+  return prompt;
+}
 
-  std::vector<double> prompt_rates, decode_rates;
-  double first_token_s = 0.0;
-  for (uint32_t r = 0; r < reps; ++r) {
-    mote_session_reset(session);
-    const double t0 = now_seconds();
-    if (mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK)
-      return report("bench", mote_session_error(session), kExitError);
-    const double t1 = now_seconds();
-    if (r == 0) first_token_s = t1 - open_start;
-    const float *logits = mote_logits(session);
-    for (uint32_t i = 0; i < gen_tokens; ++i) {
-      // Greedy without the sampler, so decode time is the forward pass alone.
-      const int32_t next = static_cast<int32_t>(std::max_element(logits, logits + info.vocab_size) - logits);
-      if (mote_decode(session, next, &logits) != MOTE_OK)
-        return report("bench", mote_session_error(session), kExitError);
-    }
-    const double t2 = now_seconds();
-    prompt_rates.push_back(prompt_tokens / (t1 - t0));
-    decode_rates.push_back(gen_tokens / (t2 - t1));
+}  // namespace
+
+int command_bench(int argc, char **argv) {
+  std::string model_path, backend_name = "cpu", output = "md";
+  KvCacheOptions kv;
+  bool gpu = false, json = false;
+  std::vector<uint32_t> threads = {available_cpus()}, prompt_tokens = {128}, gen_tokens = {64};
+  uint32_t reps = 3, batch = mote_session_options_default().batch_size;
+  CommandHelp command{
+      "bench",
+      "[-m MODEL] [-t N[,N...]] [-p N[,N...]] [-n N[,N...]] [OPTIONS]",
+      "Measure prompt (prefill) and decode tokens per second, mean ± standard deviation over the\n"
+      "repetitions, for every combination of the lists (decode is greedy, after the prompt).\n"
+      "-o json prints one JSON array with an object per combination.",
+      {
+          {"-m|--model", Option::kString, &model_path, "FILE",
+           "the model (.mote, or GGUF converted once into the cache)", nullptr,
+           "SmolLM2-135M-Instruct from ~/.cache/mote"},
+          {"-t|--threads", Option::kU32List, &threads, "N,...", "thread counts"},
+          {"-p|--n-prompt|--prompt-tokens", Option::kU32List, &prompt_tokens, "N,...", "prompt lengths in tokens"},
+          {"-n|--n-gen|--gen-tokens", Option::kU32List, &gen_tokens, "N,...", "generated tokens"},
+          {"-r|--repetitions|--reps", Option::kU32, &reps, "N", "repetitions of each combination"},
+          {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
+          {"-o|--output", Option::kString, &output, "FORMAT", "md (a markdown table), csv or json"},
+          {"--json", Option::kSwitch, &json, nullptr, "the same as -o json"},
+          {"--backend", Option::kString, &backend_name, "NAME", "cpu or cuda"},
+          {"--gpu", Option::kSwitch, &gpu, nullptr, "the same as --backend cuda"},
+      }};
+  kv.add_options(&command.options);
+  std::vector<std::string> positional;
+  const int parsed = parse_command(command, argc, argv, &positional);
+  if (parsed != kParsed) return parsed;
+  std::string error;
+  if (!positional.empty()) return report("bench", "unexpected argument '" + positional[0] + "'", kExitUsage);
+  if (json) output = "json";
+  if (output != "md" && output != "csv" && output != "json")
+    return report("bench", "-o must be md, csv or json", kExitUsage);
+  const auto all_positive = [](const std::vector<uint32_t> &v) {
+    return std::all_of(v.begin(), v.end(), [](uint32_t x) { return x > 0; });
+  };
+  const bool threads_ok = std::all_of(threads.begin(), threads.end(), [](uint32_t t) { return t <= kMaxThreads; });
+  if (!threads_ok || !all_positive(threads) || reps == 0 || !all_positive(prompt_tokens) || !all_positive(gen_tokens)) {
+    return report(
+        "bench",
+        "threads (at most " + std::to_string(kMaxThreads) + "), reps, prompt and generated tokens must be at least 1",
+        kExitUsage);
   }
-  const double prompt_rate = median(prompt_rates), decode_rate = median(decode_rates);
-  const double decode_gbps = decode_rate * static_cast<double>(info.weight_bytes) / 1e9;
-  if (json) {
-    std::printf(
-        "{\"model\": \"%s\", \"backend\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, "
-        "\"gen_tokens\": %u, "
-        "\"reps\": %u, \"batch_size\": %u, \"prompt_tokens_per_s\": %.3f, \"decode_tokens_per_s\": %.3f, "
-        "\"weight_bytes\": %llu, "
-        "\"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f, \"open_to_first_token_s\": %.4f}\n",
-        model_path.c_str(), mote_backend_name(backend), mote_isa_name(), threads, prompt_tokens, gen_tokens, reps,
-        batch == 0 ? mote_session_options_default().batch_size : batch, prompt_rate, decode_rate,
-        static_cast<unsigned long long>(info.weight_bytes), holder->arena_bytes, decode_gbps, first_token_s);
+  if (!kv.finish(&error)) return report("bench", error, kExitUsage);
+  mote_backend backend = MOTE_BACKEND_CPU;
+  if (!parse_backend(backend_name, gpu, &backend, &error)) return report("bench", error, kExitUsage);
+  if (model_path.empty()) {
+    model_path = default_model_path();
+    if (access(model_path.c_str(), R_OK) != 0) {
+      return report("bench",
+                    "no model given (-m MODEL) and the default model " + model_path +
+                        " is not installed: run models/fetch_smollm2.sh",
+                    kExitError);
+    }
+  }
+
+  const double open_start = now_seconds();  // model open to first token: mapping, upload, first prefill
+  auto loaded = load_model(model_path, &error);
+  if (!loaded) return report("bench", error, kExitError);
+  mote_model_info info;
+  mote_model_info_get(&loaded->model, &info);
+  std::vector<BenchResult> results;
+  for (uint32_t t : threads) {
+    for (uint32_t p : prompt_tokens) {
+      for (uint32_t n : gen_tokens) {
+        if (static_cast<uint64_t>(p) + n > info.max_seq_len) {
+          return report("bench",
+                        std::to_string(p) + " + " + std::to_string(n) + " tokens exceed the model's context of " +
+                            std::to_string(info.max_seq_len),
+                        kExitUsage);
+        }
+        mote_session_options session_options = mote_session_options_default();
+        session_options.context_length = p + n;
+        session_options.n_threads = t;
+        session_options.batch_size = batch;
+        session_options.kv_dtype = kv.dtype;
+        session_options.backend = backend;
+        auto holder = open_session(loaded->model, session_options, &error);
+        if (!holder) return report("bench", error, kExitError);
+        mote_session *session = &holder->session;
+        const std::vector<int32_t> prompt = bench_prompt(info, p);
+        BenchResult result;
+        result.threads = t;
+        result.prompt_tokens = p;
+        result.gen_tokens = n;
+        result.batch = batch;
+        result.arena_bytes = holder->arena_bytes;
+        std::vector<double> prompt_rates, decode_rates;
+        for (uint32_t r = 0; r < reps; ++r) {
+          mote_session_reset(session);
+          const double t0 = now_seconds();
+          if (mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK)
+            return report("bench", mote_session_error(session), kExitError);
+          const double t1 = now_seconds();
+          if (r == 0) result.first_token_s = t1 - open_start;
+          const float *logits = mote_logits(session);
+          for (uint32_t i = 0; i < n; ++i) {
+            // Greedy without the sampler, so decode time is the forward pass alone.
+            const int32_t next = static_cast<int32_t>(std::max_element(logits, logits + info.vocab_size) - logits);
+            if (mote_decode(session, next, &logits) != MOTE_OK)
+              return report("bench", mote_session_error(session), kExitError);
+          }
+          const double t2 = now_seconds();
+          prompt_rates.push_back(p / (t1 - t0));
+          decode_rates.push_back(n / (t2 - t1));
+        }
+        result.prompt_rate = spread(prompt_rates);
+        result.decode_rate = spread(decode_rates);
+        results.push_back(result);
+      }
+    }
+  }
+
+  const char *backend_label = mote_backend_name(backend);
+  const double weight_mb = info.weight_bytes / 1e6;
+  if (output == "json") {
+    std::printf("[\n");
+    for (size_t i = 0; i < results.size(); ++i) {
+      const BenchResult &r = results[i];
+      std::printf(
+          "  {\"model\": \"%s\", \"backend\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, "
+          "\"gen_tokens\": %u, \"reps\": %u, \"batch_size\": %u, \"kv\": \"%s\", \"prompt_tokens_per_s\": %.3f, "
+          "\"prompt_tokens_per_s_stddev\": %.3f, \"decode_tokens_per_s\": %.3f, \"decode_tokens_per_s_stddev\": %.3f, "
+          "\"weight_bytes\": %llu, \"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f, "
+          "\"open_to_first_token_s\": %.4f}%s\n",
+          model_path.c_str(), backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.gen_tokens, reps, r.batch,
+          kv.dtype == MOTE_KV_F32   ? "f32"
+          : kv.dtype == MOTE_KV_F16 ? "f16"
+                                    : "q8_0",
+          r.prompt_rate.mean, r.prompt_rate.stddev, r.decode_rate.mean, r.decode_rate.stddev,
+          static_cast<unsigned long long>(info.weight_bytes), r.arena_bytes,
+          r.decode_rate.mean * static_cast<double>(info.weight_bytes) / 1e9, r.first_token_s,
+          i + 1 < results.size() ? "," : "");
+    }
+    std::printf("]\n");
+  } else if (output == "csv") {
+    std::printf("model,backend,isa,threads,test,tokens_per_s,stddev\n");
+    for (const BenchResult &r : results) {
+      std::printf("%s,%s,%s,%u,pp%u,%.3f,%.3f\n", model_path.c_str(), backend_label, mote_isa_name(), r.threads,
+                  r.prompt_tokens, r.prompt_rate.mean, r.prompt_rate.stddev);
+      std::printf("%s,%s,%s,%u,tg%u,%.3f,%.3f\n", model_path.c_str(), backend_label, mote_isa_name(), r.threads,
+                  r.gen_tokens, r.decode_rate.mean, r.decode_rate.stddev);
+    }
   } else {
-    std::printf("model %s | backend %s | isa %s | threads %u | weights %.1f MB | arena %.1f MB\n", model_path.c_str(),
-                mote_backend_name(backend), mote_isa_name(), threads, info.weight_bytes / 1e6,
-                holder->arena_bytes / 1e6);
-    std::printf("prompt  %u tokens: %.1f tok/s (median of %u)\n", prompt_tokens, prompt_rate, reps);
-    std::printf("decode  %u tokens: %.1f tok/s (median of %u), %.2f GB/s of weights\n", gen_tokens, decode_rate, reps,
-                decode_gbps);
-    std::printf("model open to first token: %.3f s\n", first_token_s);
+    std::printf("| model | weights | backend | isa | threads | test | t/s |\n");
+    std::printf("| --- | ---: | --- | --- | ---: | ---: | ---: |\n");
+    for (const BenchResult &r : results) {
+      std::printf("| %s | %.1f MB | %s | %s | %u | pp%u | %.1f ± %.1f |\n", model_path.c_str(), weight_mb,
+                  backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.prompt_rate.mean, r.prompt_rate.stddev);
+      std::printf("| %s | %.1f MB | %s | %s | %u | tg%u | %.1f ± %.1f |\n", model_path.c_str(), weight_mb,
+                  backend_label, mote_isa_name(), r.threads, r.gen_tokens, r.decode_rate.mean, r.decode_rate.stddev);
+    }
+    std::printf("\nmodel open to first token: %.3f s; decode reads %.2f GB/s of weights (first row)\n",
+                results.front().first_token_s, results.front().decode_rate.mean * info.weight_bytes / 1e9);
   }
   return 0;
 }

@@ -1,35 +1,27 @@
 // `mote chat`: a multi-turn conversation through the model's chat template, keeping the KV
 // cache across turns; `mote run --chat` is one turn of it with only the reply on stdout.
+#include <termios.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
-#include <iostream>
+#include <cstdlib>
 
 #include "cli_common.hpp"
 
 namespace mote::cli {
 namespace {
 
+// Set by SIGINT: stops the reply being generated (or, at the prompt, the conversation).
+volatile std::sig_atomic_t interrupted = 0;
+
+void on_interrupt(int) { interrupted = 1; }
+
 struct TurnStats {
   size_t prompt_tokens = 0;
-  double prefill_seconds = 0, first_token_seconds = 0, decode_seconds = 0;
-  uint32_t generated = 0;
+  double prefill_seconds = 0;
+  Generated reply;
 };
-
-struct Printer {
-  FILE *out;
-  double start;
-  double first_token = 0;
-  uint32_t count = 0;
-};
-
-int print_piece(void *user, int32_t, const char *piece, size_t n) {
-  Printer &p = *static_cast<Printer *>(user);
-  if (p.count++ == 0) p.first_token = now_seconds() - p.start;
-  std::fwrite(piece, 1, n, p.out);
-  std::fflush(p.out);
-  return 0;
-}
 
 enum class TurnResult { kReplied, kContextFull, kError };
 
@@ -39,7 +31,8 @@ bool unrepresentable_text(const mote_model &model, const std::vector<mote_chat_m
   for (const mote_chat_message &m : messages) {
     std::vector<int32_t> ids(m.content_n + 1);
     size_t n = 0;
-    if (mote_tokenize(&model, m.content, m.content_n, 0, ids.data(), ids.size(), &n) == MOTE_ERR_UNSUPPORTED) return true;
+    if (mote_tokenize(&model, m.content, m.content_n, 0, ids.data(), ids.size(), &n) == MOTE_ERR_UNSUPPORTED)
+      return true;
   }
   return false;
 }
@@ -64,21 +57,17 @@ class Conversation {
     if (tokens.size() >= room) return TurnResult::kContextFull;  // the reply needs a token too
 
     const double start = now_seconds();
-    if (mote_prefill(&session_, tokens.data(), tokens.size()) != MOTE_OK) {
+    if (prefill_with_progress(&session_, tokens.data(), tokens.size()) != MOTE_OK) {
       *error = mote_session_error(&session_);
       return TurnResult::kError;
     }
     owed_.clear();
     stats->prompt_tokens = tokens.size();
     stats->prefill_seconds = now_seconds() - start;
-    Printer printer{out, now_seconds()};
-    const mote_status status =
-        mote_generate(&session_, nullptr, 0, settings_.n_new, &settings_.sampler, print_piece, &printer, &stats->generated);
-    stats->decode_seconds = now_seconds() - printer.start;
-    stats->first_token_seconds = printer.first_token;
+    const mote_status status = generate(model_, &session_, settings_, tokens.back(), out, &stats->reply, &interrupted);
     if (status == MOTE_ERR_CONTEXT_FULL) return TurnResult::kContextFull;
     if (status != MOTE_OK) {
-      *error = mote_session_error(&session_);
+      *error = stats->reply.error;
       return TurnResult::kError;
     }
     // The reply is in the cache; the template's end of turn goes in with the next message.
@@ -132,12 +121,6 @@ class Conversation {
   std::vector<int32_t> owed_;  // the previous reply's end-of-turn tokens
 };
 
-void add_chat_defaults(GenerationSettings *settings) {
-  // SmolLM2's model card suggests a low temperature for chat; flags still override these.
-  settings->sampler.temperature = 0.2f;
-  settings->sampler.top_p = 0.9f;
-}
-
 }  // namespace
 
 int run_chat_turn(GenerationSettings &settings, const std::string &system, const std::string &prompt) {
@@ -148,8 +131,7 @@ int run_chat_turn(GenerationSettings &settings, const std::string &system, const
   Conversation conversation(loaded->model, holder->session, settings);
   TurnStats stats;
   const TurnResult result = conversation.reply(system, prompt, stdout, &stats, &error);
-  if (isatty(fileno(stdout))) std::fputc('\n', stdout);
-  std::fflush(stdout);
+  end_reply_line();
   if (result == TurnResult::kError) return report("run", error, kExitError);
   if (result == TurnResult::kContextFull) {
     const unsigned context = mote_session_context_length(&holder->session);
@@ -157,25 +139,83 @@ int run_chat_turn(GenerationSettings &settings, const std::string &system, const
       return report("run", "the prompt does not fit the context of " + std::to_string(context) + " tokens (use --ctx)",
                     kExitError);
     }
-    std::fprintf(stderr, "mote run: stopped: the context of %u tokens is full\n", context);
+    stats_line("mote run: stopped: the context of %u tokens is full\n", context);
   }
-  std::fprintf(stderr,
-               "prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
-               stats.prompt_tokens, stats.prompt_tokens / stats.prefill_seconds,
-               (stats.prefill_seconds + stats.first_token_seconds) * 1e3, static_cast<unsigned>(stats.generated),
-               stats.generated > 0 ? stats.generated / stats.decode_seconds : 0.0);
+  stats_line("prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
+             stats.prompt_tokens, stats.prompt_tokens / stats.prefill_seconds,
+             (stats.prefill_seconds + stats.reply.first_token_seconds) * 1e3, static_cast<unsigned>(stats.reply.tokens),
+             stats.reply.tokens > 0 ? stats.reply.tokens / stats.reply.seconds : 0.0);
   return 0;
 }
 
+namespace {
+
+// While a reply streams, typed keys are neither echoed into it nor left for the next prompt
+// (a terminal only; restored when the reply ends).
+class QuietTerminal {
+ public:
+  QuietTerminal() : active_(isatty(0) != 0 && tcgetattr(0, &saved_) == 0) {
+    if (!active_) return;
+    termios quiet = saved_;
+    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    tcsetattr(0, TCSANOW, &quiet);
+  }
+  ~QuietTerminal() {
+    if (!active_) return;
+    tcflush(0, TCIFLUSH);  // the type-ahead
+    tcsetattr(0, TCSANOW, &saved_);
+  }
+
+ private:
+  termios saved_{};
+  bool active_;
+};
+
+// The conversation so far, for /save.
+struct Transcript {
+  std::string system;
+  std::vector<std::pair<std::string, std::string>> turns;  // (user, assistant)
+
+  bool save(const std::string &path, std::string *error) const {
+    std::string text = system.empty() ? "" : "system: " + system + "\n";
+    for (const auto &[user, assistant] : turns) text += "user: " + user + "\nassistant: " + assistant + "\n";
+    return posix::write_file_atomically(path, text.data(), text.size(), error);
+  }
+};
+
+// Reads a line; false at the end of input or when Ctrl-C interrupts the wait.
+bool read_line(std::string *line) {
+  char *buffer = nullptr;
+  size_t capacity = 0;
+  const ssize_t n = getline(&buffer, &capacity, stdin);
+  if (n >= 0) line->assign(buffer, static_cast<size_t>(n) - (n > 0 && buffer[n - 1] == '\n' ? 1 : 0));
+  std::free(buffer);
+  return n >= 0;
+}
+
+}  // namespace
+
 int command_chat(int argc, char **argv) {
   GenerationSettings settings;
-  add_chat_defaults(&settings);
+  settings.use_chat_defaults();
   std::string system;
-  std::vector<Option> options = {{"--system", nullptr, Option::kString, &system}};
-  settings.add_options(&options);
+  bool verbose = false;
+  CommandHelp command{"chat",
+                      "[-m MODEL] [OPTIONS]",
+                      "Talk with an instruct model through its chat template, one message per line; the KV cache\n"
+                      "keeps the conversation. Ctrl-C stops a reply; Ctrl-C at the prompt or Ctrl-D ends.\n"
+                      "Commands: /clear (start over), /system TEXT (new system message, starts over),\n"
+                      "/save FILE (the conversation as text), /exit.",
+                      {
+                          {"-sys|--system-prompt|--system", Option::kString, &system, "TEXT", "the system message"},
+                          {"--verbose", Option::kSwitch, &verbose, nullptr,
+                           "after each reply, print tokens/s and the context used on stderr"},
+                      }};
+  settings.add_options(&command.options);
   std::vector<std::string> positional;
+  const int parsed = parse_command(command, argc, argv, &positional);
+  if (parsed != kParsed) return parsed;
   std::string error;
-  if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("chat", error, kExitUsage);
   if (!positional.empty()) return report("chat", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (!settings.finish(&error)) return report("chat", error, kExitUsage);
   std::unique_ptr<LoadedModel> loaded;
@@ -190,29 +230,62 @@ int command_chat(int argc, char **argv) {
   const bool interactive = isatty(fileno(stdin)) != 0;
   const unsigned context = mote_session_context_length(&holder->session);
   if (interactive) {
-    std::fprintf(stderr, "mote chat: %s, context %u tokens. Ctrl-D ends the conversation.\n",
+    std::fprintf(stderr,
+                 "mote chat: %s, context %u tokens. Ctrl-C stops a reply; Ctrl-D or Ctrl-C at the prompt ends.\n"
+                 "/clear, /system TEXT, /save FILE, /exit.\n",
                  settings.model_path.c_str(), context);
   }
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);  // no SA_RESTART: Ctrl-C also ends a wait for input
+
   Conversation conversation(loaded->model, holder->session, settings);
+  Transcript transcript{system, {}};
+  const auto start_over = [&] {
+    conversation.restart();
+    transcript.turns.clear();
+  };
   std::string line;
   for (;;) {
     if (interactive) {
       std::fputs("> ", stdout);
       std::fflush(stdout);
     }
-    if (!std::getline(std::cin, line)) break;
+    interrupted = 0;
+    if (!read_line(&line)) break;  // Ctrl-D, the end of piped input, or Ctrl-C at the prompt
     if (line.empty()) continue;
+    if (line == "/exit") break;
+    if (line == "/clear") {
+      start_over();
+      std::fputs("mote chat: conversation cleared\n", stderr);
+      continue;
+    }
+    if (line.compare(0, 8, "/system ") == 0) {
+      system = transcript.system = line.substr(8);
+      start_over();
+      std::fputs("mote chat: new system message; conversation cleared\n", stderr);
+      continue;
+    }
+    if (line.compare(0, 6, "/save ") == 0) {
+      if (!transcript.save(line.substr(6), &error)) report("chat", error, kExitError);
+      continue;
+    }
     TurnStats stats;
-    TurnResult result = conversation.reply(system, line, stdout, &stats, &error);
-    if (result == TurnResult::kContextFull && stats.prompt_tokens == 0) {
-      // The message did not fit after the conversation so far: start over and try once more.
-      std::fprintf(stderr, "mote chat: the context of %u tokens is full; starting a new conversation\n", context);
-      conversation.restart();
+    TurnResult result;
+    {
+      QuietTerminal quiet;
       result = conversation.reply(system, line, stdout, &stats, &error);
       if (result == TurnResult::kContextFull && stats.prompt_tokens == 0) {
-        std::fprintf(stderr, "mote chat: this message does not fit the context of %u tokens (use --ctx)\n", context);
-        continue;
+        // The message did not fit after the conversation so far: start over and try once more.
+        std::fprintf(stderr, "mote chat: the context of %u tokens is full; starting a new conversation\n", context);
+        start_over();
+        result = conversation.reply(system, line, stdout, &stats, &error);
       }
+    }
+    if (result == TurnResult::kContextFull && stats.prompt_tokens == 0) {
+      std::fprintf(stderr, "mote chat: this message does not fit the context of %u tokens (use --ctx)\n", context);
+      continue;
     }
     if (result == TurnResult::kError && stats.prompt_tokens == 0) {  // nothing ran: the conversation goes on
       report("chat", error, kExitError);
@@ -220,10 +293,19 @@ int command_chat(int argc, char **argv) {
     }
     std::fputc('\n', stdout);
     std::fflush(stdout);
+    transcript.turns.emplace_back(line, stats.reply.text);
     if (result == TurnResult::kError) return report("chat", error, kExitError);
+    if (interrupted) std::fputs("mote chat: reply stopped\n", stderr);
+    if (verbose) {
+      std::fprintf(stderr, "mote chat: %u tokens, %.1f tok/s; prompt %zu tokens, %.1f tok/s; context %u/%u tokens\n",
+                   static_cast<unsigned>(stats.reply.tokens),
+                   stats.reply.tokens > 0 ? stats.reply.tokens / stats.reply.seconds : 0.0, stats.prompt_tokens,
+                   stats.prompt_tokens / stats.prefill_seconds,
+                   static_cast<unsigned>(mote_session_position(&holder->session)), context);
+    }
     if (result == TurnResult::kContextFull) {
       std::fprintf(stderr, "mote chat: the context of %u tokens is full; starting a new conversation\n", context);
-      conversation.restart();
+      start_over();
     }
   }
   if (interactive) std::fputc('\n', stdout);

@@ -1,12 +1,15 @@
 #include "cli_common.hpp"
 
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdarg>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -14,18 +17,55 @@
 namespace mote::cli {
 namespace {
 
-bool parse_number(const Option &o, const std::string &text, std::string *error) {
+// "-n|--n-predict|--tokens" -> {"-n", "--n-predict", "--tokens"}.
+std::vector<std::string> spellings(const Option &o) {
+  std::vector<std::string> names;
+  std::string rest = o.names;
+  for (size_t bar; (bar = rest.find('|')) != std::string::npos; rest.erase(0, bar + 1))
+    names.push_back(rest.substr(0, bar));
+  names.push_back(rest);
+  return names;
+}
+
+// The name messages use: the first long spelling ("--n-predict"), else the only one.
+std::string option_name(const Option &o) {
+  for (const std::string &name : spellings(o)) {
+    if (name.compare(0, 2, "--") == 0) return name;
+  }
+  return spellings(o).front();
+}
+
+bool parse_u32(const std::string &text, uint32_t *value) {
+  char *end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || errno != 0 || *end != '\0' || v > UINT32_MAX) return false;
+  *value = static_cast<uint32_t>(v);
+  return true;
+}
+
+bool parse_value(const Option &o, const std::string &text, std::string *error) {
   const char *s = text.c_str();
   char *end = nullptr;
   errno = 0;
   bool ok = !text.empty();
   switch (o.kind) {
+    case Option::kString:
+      *static_cast<std::string *>(o.target) = text;
+      return true;
+    case Option::kCount:
+      if (text == "-1") {
+        *static_cast<uint32_t *>(o.target) = UINT32_MAX;
+        return true;
+      }
+      [[fallthrough]];
     case Option::kU32:
+      ok = parse_u32(text, static_cast<uint32_t *>(o.target));
+      break;
     case Option::kU64: {
       const unsigned long long v = std::strtoull(s, &end, 10);
-      ok = ok && text[0] != '-' && errno == 0 && *end == '\0' && (o.kind == Option::kU64 || v <= UINT32_MAX);
-      if (ok && o.kind == Option::kU32) *static_cast<uint32_t *>(o.target) = static_cast<uint32_t>(v);
-      if (ok && o.kind == Option::kU64) *static_cast<uint64_t *>(o.target) = v;
+      ok = ok && text[0] != '-' && errno == 0 && *end == '\0';
+      if (ok) *static_cast<uint64_t *>(o.target) = v;
       break;
     }
     case Option::kI32: {
@@ -40,48 +80,105 @@ bool parse_number(const Option &o, const std::string &text, std::string *error) 
       if (ok) *static_cast<float *>(o.target) = v;
       break;
     }
-    default:
+    case Option::kU32List: {
+      std::vector<uint32_t> values;
+      std::string rest = text + ",";
+      for (size_t comma; ok && (comma = rest.find(',')) != std::string::npos; rest.erase(0, comma + 1)) {
+        uint32_t v = 0;
+        ok = parse_u32(rest.substr(0, comma), &v);
+        values.push_back(v);
+      }
+      if (ok) *static_cast<std::vector<uint32_t> *>(o.target) = values;
+      break;
+    }
+    case Option::kSwitch:
       break;
   }
-  if (!ok) *error = std::string("invalid value '") + text + "' for " + o.long_name;
+  if (!ok) *error = "invalid value '" + text + "' for " + option_name(o);
   return ok;
+}
+
+// The option's value as the help page shows it ("" for none).
+std::string value_text(const Option &o) {
+  char number[32] = "";
+  switch (o.kind) {
+    case Option::kString:
+      return *static_cast<const std::string *>(o.target);
+    case Option::kCount:
+      if (*static_cast<const uint32_t *>(o.target) == UINT32_MAX) return "-1";
+      [[fallthrough]];
+    case Option::kU32:
+      return std::to_string(*static_cast<const uint32_t *>(o.target));
+    case Option::kI32:
+      return std::to_string(*static_cast<const int32_t *>(o.target));
+    case Option::kU64:
+      return std::to_string(*static_cast<const uint64_t *>(o.target));
+    case Option::kF32:
+      std::snprintf(number, sizeof number, "%g", static_cast<double>(*static_cast<const float *>(o.target)));
+      return number;
+    case Option::kU32List: {
+      std::string text;
+      for (uint32_t v : *static_cast<const std::vector<uint32_t> *>(o.target)) {
+        text += (text.empty() ? "" : ",") + std::to_string(v);
+      }
+      return text;
+    }
+    case Option::kSwitch:
+      break;
+  }
+  return "";
 }
 
 }  // namespace
 
-bool parse_options(int argc, char **argv, int first, const std::vector<Option> &options,
-                   std::vector<std::string> *positional, std::string *error) {
-  for (int i = first; i < argc; ++i) {
+void print_help(const CommandHelp &command, const std::vector<std::string> &defaults, FILE *out) {
+  std::fprintf(out, "usage: mote %s %s\n\n%s\n\noptions:\n", command.name, command.usage, command.summary);
+  for (size_t i = 0; i < command.options.size(); ++i) {
+    const Option &o = command.options[i];
+    std::string left;
+    for (const std::string &name : spellings(o)) left += (left.empty() ? "" : ", ") + name;
+    if (o.value_name != nullptr) left += std::string(" ") + o.value_name;
+    if (left.size() > 34) left += "\n" + std::string(2 + 34, ' ');  // a long spelling list gets its own line
+    std::fprintf(out, "  %-34s %s", left.c_str(), o.help);
+    if (!defaults[i].empty()) std::fprintf(out, " (default: %s)", defaults[i].c_str());
+    std::fputc('\n', out);
+  }
+  std::fprintf(out, "  %-34s %s\n", "-h, --help", "print this help and exit");
+}
+
+int parse_command(const CommandHelp &command, int argc, char **argv, std::vector<std::string> *positional) {
+  // The defaults are the targets' values before anything is parsed.
+  std::vector<std::string> defaults;
+  for (const Option &o : command.options)
+    defaults.push_back(o.default_text != nullptr ? o.default_text : value_text(o));
+  const std::string see_help = std::string("; see 'mote ") + command.name + " --help'";
+  for (int i = 2; i < argc; ++i) {
     const std::string word = argv[i];
+    if (word == "-h" || word == "--help") {
+      print_help(command, defaults, stdout);
+      return 0;
+    }
     if (word.size() < 2 || word[0] != '-') {
       positional->push_back(word);
       continue;
     }
     const Option *match = nullptr;
-    for (const Option &o : options) {
-      if (word == o.long_name || (o.short_name != nullptr && word == o.short_name)) match = &o;
+    for (const Option &o : command.options) {
+      for (const std::string &name : spellings(o)) {
+        if (word == name) match = &o;
+      }
     }
-    if (match == nullptr) {
-      *error = "unknown option '" + word + "'";
-      return false;
-    }
+    if (match == nullptr) return report(command.name, "unknown option '" + word + "'" + see_help, kExitUsage);
     if (match->seen != nullptr) *match->seen = true;
     if (match->kind == Option::kSwitch) {
       *static_cast<bool *>(match->target) = true;
       continue;
     }
-    if (i + 1 >= argc) {
-      *error = "option " + word + " needs a value";
-      return false;
-    }
-    const std::string value = argv[++i];
-    if (match->kind == Option::kString) {
-      *static_cast<std::string *>(match->target) = value;
-    } else if (!parse_number(*match, value, error)) {
-      return false;
-    }
+    if (i + 1 >= argc) return report(command.name, "option " + word + " needs a value", kExitUsage);
+    std::string error;
+    if (!parse_value(*match, argv[++i], &error)) return report(command.name, error, kExitUsage);
   }
-  return true;
+  return kParsed;
 }
 
 int report(const char *command, const std::string &message, int code) {
@@ -91,12 +188,16 @@ int report(const char *command, const std::string &message, int code) {
 
 std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error) {
   auto loaded = std::make_unique<LoadedModel>();
-  if (!loaded->file.open(path, error)) return nullptr;
+  loaded->path = cached_model_path(path, error);
+  if (loaded->path.empty()) return nullptr;
+  if (!loaded->file.open(loaded->path, error)) return nullptr;
   // The CLI owns its process: a model file truncated under it is a message, not "Bus error".
-  loaded->file.exit_on_truncation("mote: model file '" + path + "' changed while running (truncated?); stopping");
+  loaded->file.exit_on_truncation("mote: model file '" + loaded->path +
+                                  "' changed while running (truncated?); stopping");
   char message[256] = "";
   if (mote_model_open(loaded->file.data(), loaded->file.size(), &loaded->model, message, sizeof message) != MOTE_OK) {
-    *error = "'" + path + "': " + message;
+    const std::string hint = std::strncmp(message, "bad magic", 9) == 0 ? foreign_format_hint(path) : "";
+    *error = "'" + path + "': " + (hint.empty() ? std::string(message) : hint);
     return nullptr;
   }
   return loaded;
@@ -145,31 +246,75 @@ bool tokenize(const mote_model &model, const std::string &text, std::vector<int3
   return true;
 }
 
-std::string default_model_path() {
+std::string cache_dir() {
   const char *cache = std::getenv("XDG_CACHE_HOME");
   const char *home = std::getenv("HOME");
-  std::string dir = cache != nullptr && cache[0] != '\0' ? std::string(cache) : std::string(home ? home : ".") + "/.cache";
-  return dir + "/mote/SmolLM2-135M-Instruct.mote";
+  const std::string dir =
+      cache != nullptr && cache[0] != '\0' ? std::string(cache) : std::string(home ? home : ".") + "/.cache";
+  return dir + "/mote";
+}
+
+std::string default_model_path() { return cache_dir() + "/SmolLM2-135M-Instruct.mote"; }
+
+void GenerationSettings::use_chat_defaults() {
+  // SmolLM2's model card suggests a low temperature for chat; flags still override these.
+  sampler.temperature = 0.2f;
+  sampler.top_p = 0.9f;
+  // Without a penalty SmolLM2-135M loops on one sentence in 10 of 16 replies; 1.1 in 0 of 16,
+  // 1.2 in 2 of 16 (bench/repeat_penalty.py: 8 prompts x 2 seeds, 200 tokens, README).
+  sampler.repetition_penalty = 1.1f;
 }
 
 void GenerationSettings::add_options(std::vector<Option> *options) {
   const std::vector<Option> mine = {
-      {"--model", "-m", Option::kString, &model_path},
-      {"--tokens", "-n", Option::kU32, &n_new},
-      {"--temp", nullptr, Option::kF32, &sampler.temperature},
-      {"--top-k", nullptr, Option::kI32, &sampler.top_k},
-      {"--top-p", nullptr, Option::kF32, &sampler.top_p},
-      {"--min-p", nullptr, Option::kF32, &sampler.min_p},
-      {"--repeat-penalty", nullptr, Option::kF32, &sampler.repetition_penalty},
-      {"--seed", nullptr, Option::kU64, &sampler.seed, &seed_given},
-      {"--threads", "-t", Option::kU32, &threads},
-      {"--ctx", nullptr, Option::kU32, &context},
-      {"--batch", "-b", Option::kU32, &batch},
-      {"--kv", nullptr, Option::kString, &kv},
-      {"--backend", nullptr, Option::kString, &backend_name},
-      {"--gpu", nullptr, Option::kSwitch, &gpu},
+      {"-m|--model", Option::kString, &model_path, "FILE",
+       "the model: a .mote file, or a GGUF file converted once into ~/.cache/mote", nullptr,
+       "SmolLM2-135M-Instruct from ~/.cache/mote (models/fetch_smollm2.sh)"},
+      {"-n|--n-predict|--tokens", Option::kCount, &n_new, "N",
+       "tokens to generate; -1: until the context is full or the end of the text/turn"},
+      {"-c|--ctx-size|--ctx", Option::kU32, &context, "N", "context length in tokens", nullptr, "the model's maximum"},
+      {"--temp", Option::kF32, &sampler.temperature, "T", "sampling temperature; 0: greedy"},
+      {"--top-k", Option::kI32, &sampler.top_k, "K", "sample among the K most likely tokens; 0: off"},
+      {"--top-p", Option::kF32, &sampler.top_p, "P",
+       "sample among the most likely tokens whose probabilities sum to P; 1: off"},
+      {"--min-p", Option::kF32, &sampler.min_p, "P",
+       "drop tokens less likely than P times the most likely one; 0: off"},
+      {"--repeat-penalty", Option::kF32, &sampler.repetition_penalty, "R",
+       "penalize recently generated tokens by R; 1: off"},
+      {"--repeat-last-n", Option::kI32, &sampler.repetition_last_n, "N",
+       "how many recent tokens --repeat-penalty looks at"},
+      {"-s|--seed", Option::kU64, &sampler.seed, "S", "the sampler's seed", &seed_given, "the current time"},
+      {"--ignore-eos", Option::kSwitch, &ignore_eos, nullptr,
+       "go on past end-of-text tokens (until -n or a full context)"},
+      {"-r|--reverse-prompt", Option::kString, &stop, "TEXT", "stop once the output holds TEXT (TEXT is not printed)"},
+      {"-t|--threads", Option::kU32, &threads, "N", "threads (the default: the CPUs this process may use)"},
+      {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
+      {"--backend", Option::kString, &backend_name, "NAME",
+       "cpu or cuda (cuda: a -DMOTE_CUDA=ON build and an NVIDIA GPU)"},
+      {"--gpu", Option::kSwitch, &gpu, nullptr, "the same as --backend cuda"},
   };
   options->insert(options->end(), mine.begin(), mine.end());
+  kv.add_options(options);
+}
+
+void KvCacheOptions::add_options(std::vector<Option> *options) {
+  const std::vector<Option> mine = {
+      {"--kv", Option::kString, &kv, "TYPE", "KV cache type: f32, f16 or q8_0"},
+      {"-ctk|--cache-type-k", Option::kString, &k, "TYPE", "llama.cpp's spelling of --kv", nullptr, "--kv"},
+      {"-ctv|--cache-type-v", Option::kString, &v, "TYPE", "llama.cpp's spelling of --kv (must equal -ctk)", nullptr,
+       "--kv"},
+  };
+  options->insert(options->end(), mine.begin(), mine.end());
+}
+
+bool KvCacheOptions::finish(std::string *error) {
+  // mote keeps K and V in one type: llama.cpp's separate spellings must agree with each other.
+  if (!k.empty() && !v.empty() && k != v) {
+    *error = "-ctk " + k + " and -ctv " + v + " differ: mote keeps K and V in one type (give the same one, or --kv)";
+    return false;
+  }
+  const std::string &name = !k.empty() ? k : !v.empty() ? v : kv;
+  return parse_kv_dtype(name, &dtype, error);
 }
 
 bool parse_kv_dtype(const std::string &name, mote_kv_dtype *dtype, std::string *error) {
@@ -191,7 +336,7 @@ bool parse_backend(const std::string &name, bool gpu, mote_backend *backend, std
 }
 
 bool GenerationSettings::finish(std::string *error) {
-  if (!parse_kv_dtype(kv, &kv_dtype, error)) return false;
+  if (!kv.finish(error)) return false;
   if (!parse_backend(backend_name, gpu, &backend, error)) return false;
   if (threads == 0 || threads > kMaxThreads) {
     *error = "--threads must be in [1, " + std::to_string(kMaxThreads) + "]";
@@ -210,7 +355,7 @@ bool GenerationSettings::finish(std::string *error) {
 mote_session_options GenerationSettings::session_options() const {
   mote_session_options o = mote_session_options_default();
   o.context_length = context;
-  o.kv_dtype = kv_dtype;
+  o.kv_dtype = kv.dtype;
   o.n_threads = threads;
   o.batch_size = batch;
   o.backend = backend;
@@ -240,6 +385,157 @@ uint32_t available_cpus() {
 double now_seconds() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+// Whether the last byte a reply wrote to stdout ended a line (for stats_line).
+bool reply_line_open = false;
+
+// The bytes at the end of text that start a UTF-8 character not yet complete (0 to 3).
+size_t incomplete_utf8_tail(const std::string &text) {
+  for (size_t back = 1; back <= 3 && back <= text.size(); ++back) {
+    const auto c = static_cast<unsigned char>(text[text.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back for the lead
+    const size_t length = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return length > back ? back : 0;
+  }
+  return 0;
+}
+
+// The reply's text on its way to out: bytes that may still turn into the stop string, or that
+// begin a UTF-8 character whose other bytes are still to come, are held back.
+class ReplyWriter {
+ public:
+  ReplyWriter(FILE *out, const std::string &stop, std::string *printed) : out_(out), stop_(stop), printed_(printed) {}
+
+  // Appends a piece; true when the text now holds the stop string (cut there, not printed).
+  bool write(const char *piece, size_t n) {
+    held_.append(piece, n);
+    const size_t stop_at = stop_.empty() ? std::string::npos : held_.find(stop_);
+    if (stop_at != std::string::npos) {
+      emit(stop_at);
+      held_.clear();
+      return true;
+    }
+    size_t keep = incomplete_utf8_tail(held_);
+    for (size_t k = std::min(stop_.size() - (stop_.empty() ? 0 : 1), held_.size()); k > keep; --k) {
+      if (held_.compare(held_.size() - k, k, stop_, 0, k) == 0) {
+        keep = k;
+        break;
+      }
+    }
+    emit(held_.size() - keep);
+    return false;
+  }
+
+  // The end of the reply: what was held as a possible stop string is text after all; a
+  // character cut off by the token limit is dropped, so the output stays valid UTF-8.
+  void finish() {
+    emit(held_.size() - incomplete_utf8_tail(held_));
+    held_.clear();
+  }
+
+ private:
+  void emit(size_t n) {
+    if (n == 0) return;
+    std::fwrite(held_.data(), 1, n, out_);
+    printed_->append(held_, 0, n);
+    std::fflush(out_);
+    if (out_ == stdout) reply_line_open = held_[n - 1] != '\n';
+    held_.erase(0, n);
+  }
+
+  FILE *out_;
+  const std::string &stop_;
+  std::string *printed_;
+  std::string held_;
+};
+
+// True when stdout and stderr are one file, pipe or terminal (2>&1, or both on the terminal).
+bool stdout_is_stderr() {
+  struct stat out {
+  }, err{};
+  return fstat(1, &out) == 0 && fstat(2, &err) == 0 && out.st_dev == err.st_dev && out.st_ino == err.st_ino;
+}
+
+}  // namespace
+
+mote_status generate(const mote_model &model, mote_session *session, const GenerationSettings &settings,
+                     int32_t previous, FILE *out, Generated *generated, const volatile std::sig_atomic_t *interrupt) {
+  *generated = Generated{};
+  mote_sampler_seed(session, settings.sampler.seed);
+  const double start = now_seconds();
+  ReplyWriter writer(out, settings.stop, &generated->text);
+  std::vector<char> piece(256);
+  mote_status status = MOTE_OK;
+  for (uint32_t i = 0; i < settings.n_new && (interrupt == nullptr || *interrupt == 0); ++i) {
+    int32_t token = 0;
+    status = mote_sample(session, &settings.sampler, &token);
+    if (status == MOTE_ERR_NUMERIC) generated->error = "generation step " + std::to_string(i) + ": ";
+    if (status != MOTE_OK) break;
+    if (!settings.ignore_eos && mote_token_ends_generation(&model, token)) break;
+    if (mote_session_position(session) >= mote_session_context_length(session)) {
+      status = MOTE_ERR_CONTEXT_FULL;
+      break;
+    }
+    size_t n = 0;
+    if (mote_detokenize(&model, previous, token, piece.data(), piece.size(), &n) == MOTE_ERR_BUFFER_TOO_SMALL) {
+      piece.resize(n);
+      mote_detokenize(&model, previous, token, piece.data(), piece.size(), &n);
+    }
+    if (generated->tokens++ == 0) generated->first_token_seconds = now_seconds() - start;
+    const bool stop = writer.write(piece.data(), n);
+    const float *logits = nullptr;
+    status = mote_decode(session, token, &logits);  // the cache holds every token the reader saw
+    if (status != MOTE_OK || stop) break;
+    previous = token;
+  }
+  writer.finish();
+  generated->seconds = now_seconds() - start;
+  if (status != MOTE_OK && status != MOTE_ERR_CONTEXT_FULL) generated->error += mote_session_error(session);
+  return status;
+}
+
+mote_status prefill_with_progress(mote_session *session, const int32_t *tokens, size_t n) {
+  constexpr size_t kShowAbove = 256;  // shorter prompts take well under a second
+  constexpr size_t kStep = 64;
+  if (n <= kShowAbove || isatty(2) == 0) return mote_prefill(session, tokens, n);
+  const double start = now_seconds();
+  for (size_t done = 0; done < n;) {
+    const size_t step = std::min(kStep, n - done);
+    const mote_status status = mote_prefill(session, tokens + done, step);
+    if (status != MOTE_OK) {
+      std::fputs("\r\033[K", stderr);
+      return status;
+    }
+    done += step;
+    std::fprintf(stderr, "\rprompt %zu/%zu tokens, %.0f tok/s\033[K", done, n, done / (now_seconds() - start));
+    std::fflush(stderr);
+  }
+  std::fputs("\r\033[K", stderr);  // erased: the reply starts on a clean line
+  return MOTE_OK;
+}
+
+void end_reply_line() {
+  if (reply_line_open && isatty(1)) {
+    std::fputc('\n', stdout);  // piped output stays exactly the text
+    reply_line_open = false;
+  }
+  std::fflush(stdout);
+}
+
+void begin_stderr_line() {
+  if (reply_line_open && stdout_is_stderr()) std::fputc('\n', stderr);
+  reply_line_open = false;
+}
+
+void stats_line(const char *format, ...) {
+  begin_stderr_line();
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(stderr, format, args);
+  va_end(args);
 }
 
 }  // namespace mote::cli

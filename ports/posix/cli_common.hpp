@@ -1,6 +1,7 @@
 // Shared pieces of the `mote` command-line tool: option parsing, model loading, sessions.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,35 +17,85 @@ namespace mote::cli {
 constexpr int kExitError = 1;  // the command ran and failed (bad file, arena, context...)
 constexpr int kExitUsage = 2;  // the command line was wrong
 
+// One command-line option: every spelling it answers to, what it sets, and its help line. A
+// command's table of these is the single source of truth for both parsing and `--help`.
 struct Option {
-  enum Kind { kString, kU32, kI32, kF32, kU64, kSwitch };
-  const char *long_name;   // "--top-k"
-  const char *short_name;  // "-t" or null
+  enum Kind {
+    kString,
+    kU32,
+    kI32,
+    kF32,
+    kU64,
+    kSwitch,
+    kCount,    // a uint32_t where -1 means "no limit" (UINT32_MAX), as llama.cpp's -n -1
+    kU32List,  // std::vector<uint32_t>: "1,2,4" (llama-bench's comma lists)
+  };
+  const char *names;  // "-n|--n-predict|--tokens": every spelling, the first "--" one names it in messages
   Kind kind;
-  void *target;          // std::string*, uint32_t*, int32_t*, float*, uint64_t* or bool*
-  bool *seen = nullptr;  // set when the option was given
+  void *target;            // std::string*, uint32_t*, int32_t*, float*, uint64_t*, bool* or std::vector<uint32_t>*
+  const char *value_name;  // "N" in the help line; null for switches
+  const char *help;
+  bool *seen = nullptr;                // set when the option was given
+  const char *default_text = nullptr;  // shown as the default; null: the target's value before parsing
 };
 
-// Parses argv[first..argc); non-option words go to *positional. Returns false with a one-line
-// reason in *error for an unknown option, a missing value or a malformed number.
+// A command's help page and option table.
+struct CommandHelp {
+  const char *name;     // "run"
+  const char *usage;    // "[-m MODEL] -p PROMPT [OPTIONS]"
+  const char *summary;  // what the command does (may hold newlines)
+  std::vector<Option> options;
+};
+
+// What parse_command returns when the command should go on (otherwise: the exit code).
+constexpr int kParsed = -1;
+
+// Parses argv[2..argc) against the command's table; non-option words go to *positional. --help
+// or -h prints the help page on stdout and returns 0; an unknown option, a missing value or a
+// malformed number is reported on stderr (one line) and returns kExitUsage.
+int parse_command(const CommandHelp &command, int argc, char **argv, std::vector<std::string> *positional);
+
+// The help page: usage, summary and one line per option with its default.
+void print_help(const CommandHelp &command, const std::vector<std::string> &defaults, FILE *out);
+
 // --kv NAME: f32, f16 or q8_0; false (with the usage message in *error) for anything else.
 bool parse_kv_dtype(const std::string &name, mote_kv_dtype *dtype, std::string *error);
+
+// The KV cache type from --kv and llama.cpp's -ctk/-ctv (mote has one KV dtype, so the ones
+// given must agree); false with a usage message otherwise.
+struct KvCacheOptions {
+  std::string kv = "f32", k, v;
+  mote_kv_dtype dtype = MOTE_KV_F32;
+  void add_options(std::vector<Option> *options);
+  bool finish(std::string *error);
+};
 
 // --backend NAME (cpu or cuda; --gpu is --backend cuda): false with the usage message otherwise.
 bool parse_backend(const std::string &name, bool gpu, mote_backend *backend, std::string *error);
 
-bool parse_options(int argc, char **argv, int first, const std::vector<Option> &options,
-                   std::vector<std::string> *positional, std::string *error);
-
 // Prints "mote COMMAND: message" on stderr and returns code.
 int report(const char *command, const std::string &message, int code);
 
-// A memory-mapped, validated model.
+// A memory-mapped, validated model. A GGUF path is converted once into the cache first (see
+// cached_model_path); a file in another known format gets a message naming `mote convert`.
 struct LoadedModel {
   posix::FileMap file;
   mote_model model{};
+  std::string path;  // the .mote file actually mapped
 };
 std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error);
+
+// The folder mote keeps converted models in: $XDG_CACHE_HOME/mote, else ~/.cache/mote.
+std::string cache_dir();
+
+// For a GGUF file: the .mote it converts into in cache_dir(), converted now unless an up-to-date
+// one is there (keyed by the GGUF's path, size, mtime and a hash of its first bytes); a line on
+// stderr says which. Any other path is returned as it is. Empty with a reason on failure.
+std::string cached_model_path(const std::string &path, std::string *error);
+
+// "a safetensors file" for a file in a format mote converts from but cannot open directly, with
+// the `mote convert` command that converts it; empty when the first bytes are no known format.
+std::string foreign_format_hint(const std::string &path);
 
 // A session with its own 64-byte aligned arena.
 struct SessionHolder {
@@ -61,31 +112,36 @@ std::unique_ptr<SessionHolder> open_session(const mote_model &model, const mote_
 
 double now_seconds();
 
-// Threads this process may run on (its CPU affinity), at most kMaxThreads.
+// Threads this process may run on (its CPU affinity), at most kMaxThreads: the default of every
+// command that runs a model (decoding is bandwidth-bound and each thread adds bandwidth).
 constexpr uint32_t kMaxThreads = MOTE_MAX_THREADS;
 uint32_t available_cpus();
 
 // Encodes text, with BOS first when the model expects one; false with a reason on failure.
 bool tokenize(const mote_model &model, const std::string &text, std::vector<int32_t> *tokens, std::string *error);
 
-// The model `mote run` and `mote chat` use when -m is absent: SmolLM2-135M-Instruct, fetched
-// and converted once by models/fetch_smollm2.sh into $XDG_CACHE_HOME/mote (~/.cache/mote).
+// The model commands use when -m is absent: SmolLM2-135M-Instruct, fetched and converted once
+// by models/fetch_smollm2.sh into cache_dir().
 std::string default_model_path();
 
 // What generating commands (run, chat) share: the model, the sampler, threads and context.
 struct GenerationSettings {
   std::string model_path;
-  std::string kv = "f32";
-  mote_kv_dtype kv_dtype = MOTE_KV_F32;  // kv, parsed by finish()
-  uint32_t n_new = 256;
-  uint32_t threads = available_cpus();  // decoding is bandwidth-bound and each thread adds
-  uint32_t context = 0, batch = 0;
+  KvCacheOptions kv;
+  uint32_t n_new = 256;  // UINT32_MAX (-n -1): until the context is full or the end of the turn
+  uint32_t threads = available_cpus();
+  uint32_t context = 0;
+  uint32_t batch = mote_session_options_default().batch_size;
   mote_sampler_options sampler = mote_sampler_options_default();
   bool seed_given = false;
+  bool ignore_eos = false;
+  std::string stop;  // -r: generation stops once the output ends with it (not printed)
   std::string backend_name = "cpu";
   bool gpu = false;                         // --gpu: --backend cuda
   mote_backend backend = MOTE_BACKEND_CPU;  // backend_name, parsed by finish()
 
+  // Chat's sampling defaults, shared by `mote chat` and `mote run --chat`.
+  void use_chat_defaults();
   void add_options(std::vector<Option> *options);
   // Checks the values (a usage error) and fills in the default model and the seed.
   bool finish(std::string *error);
@@ -95,6 +151,36 @@ struct GenerationSettings {
 // Loads the model and opens a session for settings; false with a reason.
 bool open_generation(const GenerationSettings &settings, std::unique_ptr<LoadedModel> *loaded,
                      std::unique_ptr<SessionHolder> *holder, std::string *error);
+
+// Samples and decodes after a prefill until settings.n_new tokens, an end-of-generation token
+// (unless --ignore-eos), the stop string, a full context (MOTE_ERR_CONTEXT_FULL) or *interrupt
+// (when given and set, e.g. by Ctrl-C). Text goes to out as it comes, never split inside a UTF-8
+// character and without the stop string. Every generated token is in the KV cache.
+struct Generated {
+  uint32_t tokens = 0;
+  double first_token_seconds = 0;  // from the call to the first piece
+  double seconds = 0;
+  std::string text;   // what was printed
+  std::string error;  // why it failed (a status other than MOTE_OK or MOTE_ERR_CONTEXT_FULL)
+};
+// previous: the last token in the cache (-1 for none), which some tokenizers need to print the first piece.
+mote_status generate(const mote_model &model, mote_session *session, const GenerationSettings &settings,
+                     int32_t previous, FILE *out, Generated *generated,
+                     const volatile std::sig_atomic_t *interrupt = nullptr);
+
+// Prints the prompt-processing progress ("prompt 1200/5343 tokens, 410 tok/s") on stderr while
+// prefilling long prompts when stderr is a terminal, erased when done.
+mote_status prefill_with_progress(mote_session *session, const int32_t *tokens, size_t n);
+
+// Ends the reply's line on a terminal (piped output stays exactly the text).
+void end_reply_line();
+
+// Starts a new line on stderr when the reply printed last did not end one and stdout and stderr
+// are the same file, pipe or terminal (2>&1), so what follows never sticks to the reply.
+void begin_stderr_line();
+
+// A line on stderr (printf-style) that starts on a line of its own (begin_stderr_line).
+void stats_line(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 // The subcommands; argv[1] is the command name.
 int command_run(int argc, char **argv);

@@ -67,14 +67,26 @@ std::function<void(size_t, size_t)> progress_printer() {
 int command_convert(int argc, char **argv) {
   std::string output, tokenizer, dtype, rope, layout;
   bool rope_given = false;
-  const std::vector<Option> options = {
-      {"--output", "-o", Option::kString, &output},    {"--tokenizer", nullptr, Option::kString, &tokenizer},
-      {"--dtype", nullptr, Option::kString, &dtype},   {"--rope", nullptr, Option::kString, &rope, &rope_given},
-      {"--layout", nullptr, Option::kString, &layout},
-  };
+  CommandHelp command{
+      "convert",
+      "INPUT -o OUTPUT [OPTIONS]",
+      "Convert a GGUF file, a Hugging Face checkpoint folder (safetensors) or a llama2.c checkpoint\n"
+      "(with --tokenizer) into a .mote file. Quantized matrices of 8k rows are stored 8 rows\n"
+      "interleaved (q4_1x8, ...) unless --layout gguf keeps GGUF's block order.",
+      {
+          {"-o|--output", Option::kString, &output, "FILE", "the .mote file to write"},
+          {"--tokenizer", Option::kString, &tokenizer, "FILE", "a llama2.c checkpoint's tokenizer.bin"},
+          {"--dtype", Option::kString, &dtype, "TYPE", "re-quantize the matrices: f32, f16, q8_0, q4_0 or q4_1",
+           nullptr, "GGUF: as stored; Hugging Face: f16; llama2.c: f32"},
+          {"--rope", Option::kString, &rope, "LAYOUT", "a llama2.c checkpoint's RoPE pairs: interleaved or split",
+           &rope_given, "interleaved"},
+          {"--layout", Option::kString, &layout, "LAYOUT", "quantized blocks: interleaved or gguf", nullptr,
+           "interleaved"},
+      }};
   std::vector<std::string> positional;
+  const int parsed = parse_command(command, argc, argv, &positional);
+  if (parsed != kParsed) return parsed;
   std::string error;
-  if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("convert", error, kExitUsage);
   if (positional.size() != 1) return report("convert", "give exactly one input checkpoint", kExitUsage);
   if (output.empty()) return report("convert", "no output file given (-o OUTPUT)", kExitUsage);
   const std::string &input = positional[0];

@@ -9,15 +9,24 @@ int command_embed(int argc, char **argv) {
   std::string model_path, prompt, pool_name = "mean";
   bool normalize = false, json = false, bidirectional = false;
   uint32_t threads = 1;
-  const std::vector<Option> options = {
-      {"--model", "-m", Option::kString, &model_path},  {"--prompt", "-p", Option::kString, &prompt},
-      {"--pool", nullptr, Option::kString, &pool_name}, {"--normalize", nullptr, Option::kSwitch, &normalize},
-      {"--json", nullptr, Option::kSwitch, &json},      {"--bidirectional", nullptr, Option::kSwitch, &bidirectional},
-      {"--threads", "-t", Option::kU32, &threads},
-  };
+  CommandHelp command{
+      "embed",
+      "-m MODEL -p TEXT [OPTIONS]",
+      "Print TEXT's final hidden states pooled into one vector, one float per line (--json: an\n"
+      "array).",
+      {
+          {"-m|--model", Option::kString, &model_path, "FILE", "the model"},
+          {"-p|--prompt", Option::kString, &prompt, "TEXT", "the text"},
+          {"--pool", Option::kString, &pool_name, "KIND", "mean, last or cls"},
+          {"--normalize", Option::kSwitch, &normalize, nullptr, "L2-normalize the vector"},
+          {"--json", Option::kSwitch, &json, nullptr, "print a JSON array"},
+          {"--bidirectional", Option::kSwitch, &bidirectional, nullptr, "drop the causal mask (encoder mode)"},
+          {"-t|--threads", Option::kU32, &threads, "N", "threads"},
+      }};
   std::vector<std::string> positional;
+  const int parsed = parse_command(command, argc, argv, &positional);
+  if (parsed != kParsed) return parsed;
   std::string error;
-  if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("embed", error, kExitUsage);
   if (!positional.empty()) return report("embed", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (model_path.empty()) return report("embed", "give the model with -m MODEL", kExitUsage);
   mote_pool pool = MOTE_POOL_MEAN;

@@ -31,10 +31,9 @@ const char *activation_name(format::Activation activation) {
 
 // `--arena-bytes`: only the number mote_arena_size() returns for these options, e.g. for a build
 // that sizes a static arena (ports/baremetal generates its firmware's arena size this way).
-int print_arena_bytes(const mote_model &model, uint32_t context, uint32_t batch, const std::string &kv) {
+int print_arena_bytes(const mote_model &model, uint32_t context, uint32_t batch, mote_kv_dtype kv) {
   mote_session_options options = mote_session_options_default();
-  std::string error;
-  if (!parse_kv_dtype(kv, &options.kv_dtype, &error)) return report("inspect", error, kExitUsage);
+  options.kv_dtype = kv;
   options.context_length = context;
   if (batch != 0) options.batch_size = batch;
   const size_t bytes = mote_arena_size(&model, &options);
@@ -46,26 +45,40 @@ int print_arena_bytes(const mote_model &model, uint32_t context, uint32_t batch,
 }  // namespace
 
 int command_inspect(int argc, char **argv) {
-  uint32_t context = 0, arena_batch = 0;
+  uint32_t context = 0, arena_batch = mote_session_options_default().batch_size;
   bool arena_only = false, gpu = false, check = false;
-  std::string kv = "f32", backend_name = "cpu";
-  const std::vector<Option> options = {{"--ctx", nullptr, Option::kU32, &context},
-                                       {"--arena-bytes", nullptr, Option::kSwitch, &arena_only},
-                                       {"--batch", "-b", Option::kU32, &arena_batch},
-                                       {"--kv", nullptr, Option::kString, &kv},
-                                       {"--backend", nullptr, Option::kString, &backend_name},
-                                       {"--gpu", nullptr, Option::kSwitch, &gpu},
-                                       {"--check", nullptr, Option::kSwitch, &check}};
+  KvCacheOptions kv;
+  std::string backend_name = "cpu";
+  CommandHelp command{"inspect",
+                      "MODEL [OPTIONS]",
+                      "Print what a model file holds (config, tensor table) and the arena a session needs.\n"
+                      "A GGUF model is converted once into ~/.cache/mote first.",
+                      {
+                          {"-c|--ctx-size|--ctx", Option::kU32, &context, "N", "the context the arena sizes are for",
+                           nullptr, "the model's maximum"},
+                          {"--arena-bytes", Option::kSwitch, &arena_only, nullptr,
+                           "print only the session's arena bytes (for --ctx, -b and --kv)"},
+                          {"-b|--batch-size|--batch", Option::kU32, &arena_batch, "N",
+                           "prompt tokens per forward pass (--arena-bytes)"},
+                          {"--backend", Option::kString, &backend_name, "NAME",
+                           "cpu or cuda: also print the device memory a session takes"},
+                          {"--gpu", Option::kSwitch, &gpu, nullptr, "the same as --backend cuda"},
+                          {"--check", Option::kSwitch, &check, nullptr,
+                           "also scan every weight for NaN or inf (exit 1 naming the first)"},
+                      }};
+  kv.add_options(&command.options);
   std::vector<std::string> positional;
+  const int parsed = parse_command(command, argc, argv, &positional);
+  if (parsed != kParsed) return parsed;
   std::string error;
-  if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("inspect", error, kExitUsage);
   if (positional.size() != 1) return report("inspect", "give exactly one model file", kExitUsage);
+  if (!kv.finish(&error)) return report("inspect", error, kExitUsage);
   mote_backend backend = MOTE_BACKEND_CPU;
   if (!parse_backend(backend_name, gpu, &backend, &error)) return report("inspect", error, kExitUsage);
   if (gpu) backend_name = "cuda";
   auto loaded = load_model(positional[0], &error);
   if (!loaded) return report("inspect", error, kExitError);
-  if (arena_only) return print_arena_bytes(loaded->model, context, arena_batch, kv);
+  if (arena_only) return print_arena_bytes(loaded->model, context, arena_batch, kv.dtype);
   // A backend's device memory: the weights (one allocation per model) and one session's KV cache
   // and activations (f32 KV cache, --ctx, the default batch). Checked first: an error prints nothing else.
   uint64_t weight_bytes = 0, session_bytes = 0;
@@ -82,7 +95,7 @@ int command_inspect(int argc, char **argv) {
 
   const format::ModelView &view = reinterpret_cast<const Model *>(loaded->model.opaque_)->view;
   const format::ModelConfig &c = view.config;
-  std::printf("file            %s (%zu bytes)\n", positional[0].c_str(), loaded->file.size());
+  std::printf("file            %s (%zu bytes)\n", loaded->path.c_str(), loaded->file.size());
   std::printf("family          %s\n", c.family == format::Family::llama ? "llama" : "gpt2");
   std::printf("dim             %u\nlayers          %u\nheads           %u\nkv heads        %u\n", c.dim, c.n_layers,
               c.n_heads, c.n_kv_heads);

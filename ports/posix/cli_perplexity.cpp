@@ -51,28 +51,34 @@ struct Score {
 }  // namespace
 
 int command_perplexity(int argc, char **argv) {
-  std::string model_path, text_path, kv = "f32";
-  uint32_t window = 0, threads = available_cpus(), batch = 0, chunks = 0;
+  std::string model_path, text_path;
+  uint32_t window = 0, threads = available_cpus(), batch = mote_session_options_default().batch_size, chunks = 0;
   bool window_given = false, chunks_given = false;
-  const std::vector<Option> options = {
-      {"--model", "-m", Option::kString, &model_path},
-      {"--file", "-f", Option::kString, &text_path},
-      {"--ctx", nullptr, Option::kU32, &window, &window_given},
-      {"--threads", "-t", Option::kU32, &threads},
-      {"--batch", "-b", Option::kU32, &batch},
-      {"--kv", nullptr, Option::kString, &kv},
-      {"--chunks", nullptr, Option::kU32, &chunks, &chunks_given},
-  };
+  KvCacheOptions kv;
+  CommandHelp command{"perplexity",
+                      "-m MODEL -f TEXT [OPTIONS]",
+                      "The perplexity of TEXT in windows of N tokens, scoring the second half of each as llama.cpp's\n"
+                      "llama-perplexity does; running values on stderr.",
+                      {
+                          {"-m|--model", Option::kString, &model_path, "FILE", "the model"},
+                          {"-f|--file", Option::kString, &text_path, "FILE", "the text"},
+                          {"-c|--ctx-size|--ctx", Option::kU32, &window, "N", "window length in tokens", &window_given,
+                           "the model's context, at most 512"},
+                          {"-t|--threads", Option::kU32, &threads, "N", "threads"},
+                          {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
+                          {"--chunks", Option::kU32, &chunks, "K", "score at most K windows", &chunks_given, "all"},
+                      }};
+  kv.add_options(&command.options);
   std::vector<std::string> positional;
+  const int parsed = parse_command(command, argc, argv, &positional);
+  if (parsed != kParsed) return parsed;
   std::string error;
-  if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("perplexity", error, kExitUsage);
   if (!positional.empty()) return report("perplexity", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (model_path.empty()) return report("perplexity", "no model given (-m MODEL)", kExitUsage);
   if (text_path.empty()) return report("perplexity", "no text file given (-f TEXT)", kExitUsage);
   if (threads == 0 || threads > kMaxThreads)
     return report("perplexity", "--threads must be in [1, " + std::to_string(kMaxThreads) + "]", kExitUsage);
-  mote_kv_dtype kv_dtype = MOTE_KV_F32;
-  if (!parse_kv_dtype(kv, &kv_dtype, &error)) return report("perplexity", error, kExitUsage);
+  if (!kv.finish(&error)) return report("perplexity", error, kExitUsage);
   if (chunks_given && chunks == 0) return report("perplexity", "--chunks must be at least 1", kExitUsage);
 
   auto loaded = load_model(model_path, &error);
@@ -104,7 +110,7 @@ int command_perplexity(int argc, char **argv) {
 
   mote_session_options session_options = mote_session_options_default();
   session_options.context_length = window;
-  session_options.kv_dtype = kv_dtype;
+  session_options.kv_dtype = kv.dtype;
   session_options.n_threads = threads;
   session_options.batch_size = batch;
   auto holder = open_session(model, session_options, &error);

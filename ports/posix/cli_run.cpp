@@ -2,53 +2,88 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <ctime>
+#include <iostream>
+#include <iterator>
 
 #include "cli_common.hpp"
 
 namespace mote::cli {
 namespace {
 
-struct Stream {
-  double start = 0;
-  double first_token = 0;  // seconds from start to the first generated token
-  uint32_t count = 0;
-};
+// The prompt of -f FILE, or of standard input for "-f -".
+bool read_prompt_file(const std::string &path, std::string *prompt, std::string *error) {
+  if (path == "-") {
+    prompt->assign(std::istreambuf_iterator<char>(std::cin), {});
+    return true;
+  }
+  constexpr uint64_t kMaxPromptBytes = 64u << 20;
+  std::vector<uint8_t> bytes;
+  if (!posix::read_small_file(path, kMaxPromptBytes, &bytes, error)) return false;
+  prompt->assign(bytes.begin(), bytes.end());
+  return true;
+}
 
-int print_piece(void *user, int32_t, const char *piece, size_t n) {
-  Stream &stream = *static_cast<Stream *>(user);
-  if (stream.count++ == 0) stream.first_token = now_seconds() - stream.start;
-  std::fwrite(piece, 1, n, stdout);
+void print_prompt(const mote_model &model, const std::vector<int32_t> &tokens) {
+  std::vector<char> piece(256);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const int32_t prev = i == 0 ? -1 : tokens[i - 1];
+    size_t n = 0;
+    if (mote_detokenize(&model, prev, tokens[i], piece.data(), piece.size(), &n) == MOTE_ERR_BUFFER_TOO_SMALL) {
+      piece.resize(n);
+      mote_detokenize(&model, prev, tokens[i], piece.data(), piece.size(), &n);
+    }
+    std::fwrite(piece.data(), 1, n, stdout);
+  }
   std::fflush(stdout);
-  return 0;
 }
 
 }  // namespace
 
 int command_run(int argc, char **argv) {
   GenerationSettings settings;
-  std::string prompt, system;
-  bool chat = false;
-  std::vector<Option> options = {
-      {"--prompt", "-p", Option::kString, &prompt},
-      {"--chat", nullptr, Option::kSwitch, &chat},
-      {"--system", nullptr, Option::kString, &system},
-  };
-  settings.add_options(&options);
+  std::string prompt, prompt_file, system;
+  bool chat = false, prompt_given = false, no_display_prompt = false;
+  CommandHelp command{
+      "run",
+      "[-m MODEL] (-p PROMPT | -f FILE) [OPTIONS]",
+      "Print the prompt and the text the model continues it with (stdout: exactly that text;\n"
+      "statistics on stderr). --chat sends the prompt as a user message through the model's\n"
+      "chat template and prints the reply alone, with chat's sampling defaults.",
+      {
+          {"-p|--prompt", Option::kString, &prompt, "TEXT", "the prompt", &prompt_given},
+          {"-f|--file", Option::kString, &prompt_file, "FILE", "read the prompt from FILE (-: standard input)"},
+          {"--no-display-prompt", Option::kSwitch, &no_display_prompt, nullptr,
+           "print only the generated text, not the prompt"},
+          {"--chat", Option::kSwitch, &chat, nullptr, "one chat turn: print the reply only"},
+          {"-sys|--system-prompt|--system", Option::kString, &system, "TEXT", "the system message of --chat"},
+      }};
+  // run --chat shares chat's defaults; the help page shows the plain ones.
+  const bool chat_requested = [&] {
+    for (int i = 2; i < argc; ++i) {
+      if (std::string(argv[i]) == "--chat") return true;
+    }
+    return false;
+  }();
+  if (chat_requested) settings.use_chat_defaults();
+  settings.add_options(&command.options);
   std::vector<std::string> positional;
+  const int parsed = parse_command(command, argc, argv, &positional);
+  if (parsed != kParsed) return parsed;
   std::string error;
-  if (!parse_options(argc, argv, 2, options, &positional, &error)) return report("run", error, kExitUsage);
   if (!positional.empty()) return report("run", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (!system.empty() && !chat) return report("run", "--system needs --chat", kExitUsage);
+  if (prompt_given && !prompt_file.empty()) return report("run", "give -p or -f, not both", kExitUsage);
   if (!settings.finish(&error)) return report("run", error, kExitUsage);
+  if (!prompt_given && prompt_file.empty()) {
+    return report("run", "a prompt is required (-p TEXT or -f FILE)", kExitUsage);
+  }
+  if (!prompt_file.empty() && !read_prompt_file(prompt_file, &prompt, &error)) return report("run", error, kExitError);
   if (chat) return run_chat_turn(settings, system, prompt);
 
   std::unique_ptr<LoadedModel> loaded;
   std::unique_ptr<SessionHolder> holder;
   if (!open_generation(settings, &loaded, &holder, &error)) return report("run", error, kExitError);
   mote_session *session = &holder->session;
-  mote_sampler_options &sampler = settings.sampler;
-  const uint32_t n_new = settings.n_new;
 
   std::vector<int32_t> tokens;
   if (!tokenize(loaded->model, prompt, &tokens, &error)) return report("run", error, kExitError);
@@ -61,38 +96,25 @@ int command_run(int argc, char **argv) {
                       std::to_string(capacity) + " (use a shorter prompt or a larger --ctx)",
                   kExitError);
   }
-  std::vector<char> piece(256);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const int32_t prev = i == 0 ? -1 : tokens[i - 1];
-    size_t n = 0;
-    if (mote_detokenize(&loaded->model, prev, tokens[i], piece.data(), piece.size(), &n) == MOTE_ERR_BUFFER_TOO_SMALL) {
-      piece.resize(n);
-      mote_detokenize(&loaded->model, prev, tokens[i], piece.data(), piece.size(), &n);
-    }
-    std::fwrite(piece.data(), 1, n, stdout);
-  }
-  std::fflush(stdout);
+  if (!no_display_prompt) print_prompt(loaded->model, tokens);
 
-  Stream stream;
-  stream.start = now_seconds();
-  mote_status status = mote_prefill(session, tokens.data(), tokens.size());
-  const double prefill_seconds = now_seconds() - stream.start;
+  const double prefill_start = now_seconds();
+  mote_status status = prefill_with_progress(session, tokens.data(), tokens.size());
+  const double prefill_seconds = now_seconds() - prefill_start;
   if (status != MOTE_OK) return report("run", mote_session_error(session), kExitError);
-  const double decode_start = now_seconds();
-  uint32_t generated = 0;
-  status = mote_generate(session, nullptr, 0, n_new, &sampler, print_piece, &stream, &generated);
-  const double decode_seconds = now_seconds() - decode_start;
-  if (isatty(fileno(stdout))) std::fputc('\n', stdout);  // piped output stays exactly the text
-  std::fflush(stdout);
+  Generated generated;
+  status = generate(loaded->model, session, settings, tokens.back(), stdout, &generated);
+  end_reply_line();
   if (status == MOTE_ERR_CONTEXT_FULL) {
-    std::fprintf(stderr, "mote run: stopped: the context of %u tokens is full\n", static_cast<unsigned>(capacity));
+    stats_line("mote run: stopped: the context of %u tokens is full\n", static_cast<unsigned>(capacity));
   } else if (status != MOTE_OK) {
-    return report("run", mote_session_error(session), kExitError);
+    begin_stderr_line();
+    return report("run", generated.error, kExitError);
   }
-  std::fprintf(stderr,
-               "prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
-               tokens.size(), tokens.size() / prefill_seconds, stream.first_token * 1e3,
-               static_cast<unsigned>(generated), generated > 0 ? generated / decode_seconds : 0.0);
+  stats_line("prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
+             tokens.size(), tokens.size() / prefill_seconds, (prefill_seconds + generated.first_token_seconds) * 1e3,
+             static_cast<unsigned>(generated.tokens),
+             generated.tokens > 0 ? generated.tokens / generated.seconds : 0.0);
   return 0;
 }
 

@@ -34,6 +34,9 @@ const char *mote_status_name(mote_status status);
 /* The instruction set the kernels use on this CPU ("avx512", "avx2", "neon", "scalar"). */
 const char *mote_isa_name(void);
 
+/* 1 when this build threads the forward pass with OpenMP (n_threads is honoured), else 0. */
+int mote_openmp_enabled(void);
+
 /* The arena and every buffer inside it are aligned to this many bytes. */
 #define MOTE_ARENA_ALIGNMENT 64
 
@@ -211,6 +214,10 @@ mote_status mote_sample(mote_session *session, const mote_sampler_options *optio
 
 /* Called once per generated token; return non-zero to stop. */
 typedef int (*mote_on_token)(void *user, int32_t token, const char *piece, size_t piece_n);
+
+/* 1 when token ends generation (EOS, BOS, or another control token such as ChatML's <|im_end|>):
+ * the tokens at which mote_generate stops; 0 otherwise (and for ids outside the vocabulary). */
+int mote_token_ends_generation(const mote_model *model, int32_t token);
 
 /* Prefills prompt tokens, then samples and decodes up to max_new_tokens, calling on_token for
  * each; stops early at a control token (EOS, BOS, ChatML's <|im_end|>: the stop token is not

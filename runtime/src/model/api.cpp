@@ -102,11 +102,32 @@ size_t planned_arena_size(const Model &model, const mote_session_options &resolv
   return planner.overflowed() ? 0 : planner.used();
 }
 
+// llama2.c's convention: BOS separates documents, so it ends generation; so do EOS and every
+// other control token (ChatML's <|im_end|>, <|endoftext|>).
+bool ends_generation(const Model &m, int32_t token) {
+  const format::ModelConfig &c = m.view.config;
+  if (token < 0 || static_cast<uint32_t>(token) >= c.vocab_size) return false;
+  return token == c.bos_id || token == c.eos_id || m.view.tokenizer.types[token] == kTokenControl;
+}
+
 }  // namespace
 
 extern "C" {
 
 const char *mote_isa_name(void) { return kernels::best_kernels().isa_name; }
+
+int mote_openmp_enabled(void) {
+#ifdef MOTE_OPENMP
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+int mote_token_ends_generation(const mote_model *model, int32_t token) {
+  const Model *m = model_of(model);
+  return m != nullptr && ends_generation(*m, token) ? 1 : 0;
+}
 
 mote_status mote_model_open(const void *bytes, size_t n_bytes, mote_model *model, char *err, size_t err_n) {
   const ErrorSink sink{err, err_n};
@@ -423,7 +444,6 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
   status = mote_prefill(session, prompt, n_prompt);
   if (status != MOTE_OK) return status;
   rng_seed(s->rng, options->seed);
-  const format::ModelConfig &c = s->model.view.config;
   for (uint32_t i = 0; i < max_new_tokens; ++i) {
     int32_t token = 0;
     status = mote_sample(session, options, &token);
@@ -433,9 +453,7 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
       return fail(session_sink(*s), status, "generation step %u: %s", static_cast<unsigned>(i), reason);
     }
     if (status != MOTE_OK) return status;
-    // llama2.c's convention: BOS separates documents, so it ends generation; so do EOS and
-    // every other control token (ChatML's <|im_end|>, <|endoftext|>).
-    if (token == c.bos_id || token == c.eos_id || s->model.view.tokenizer.types[token] == kTokenControl) break;
+    if (ends_generation(s->model, token)) break;
     if (s->position >= s->context_length) {
       return fail(session_sink(*s), MOTE_ERR_CONTEXT_FULL, "the context of %u tokens is full",
                   static_cast<unsigned>(s->context_length));

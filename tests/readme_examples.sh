@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs README.md's `mote ...` examples in order, as a user pastes them, with the models CI has.
+#   tests/readme_examples.sh MODELS_DIR [MOTE_BINARY_DIR]   (default: build/default)
+# Each line of a ```sh block that starts with `mote ` runs in a scratch folder holding the files
+# the examples name: model.gguf is the cached SmolLM2 GGUF (models/fetch_smollm2.sh),
+# stories15M.bin + tokenizer.bin are MODELS_DIR's llama2.c aidreams260K (the tinyllamas need a
+# network), the Hugging Face and GPT-2 folders are the tiny goldens. Optional parts of a synopsis
+# (`[--check]`) are left out. Build lines (cmake, ctest, the quick start) are CI's own steps.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+models=$(cd "${1:?usage: tests/readme_examples.sh MODELS_DIR [MOTE_BINARY_DIR]}" && pwd)
+bin_dir=$(cd "${2:-$repo/build/default}" && pwd)
+[ -x "$bin_dir/mote" ] || { echo "readme_examples: no mote in $bin_dir" >&2; exit 1; }
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/mote"
+gguf="$cache/SmolLM2-135M-Instruct.Q4_1.gguf"
+[ -f "$gguf" ] || { echo "readme_examples: $gguf is absent: run models/fetch_smollm2.sh" >&2; exit 1; }
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+ln -s "$gguf" "$scratch/model.gguf"
+# A cache of the scratch folder's own (holding the default model), so the GGUF examples leave no
+# conversion behind in the user's cache.
+mkdir -p "$scratch/cache/mote"
+ln -s "$cache/SmolLM2-135M-Instruct.mote" "$scratch/cache/mote/SmolLM2-135M-Instruct.mote"
+cp "$models/aidreams260K.bin" "$scratch/stories15M.bin"
+cp "$models/aidreams_tok512.bin" "$scratch/tokenizer.bin"
+cp -r "$repo/tests/golden/tiny_hf" "$scratch/hf_checkpoint_dir"
+mkdir "$scratch/gpt2_dir"
+cp "$repo/tests/golden/tiny_gpt2/prenorm_gelu_tanh/"* "$repo/tests/golden/tiny_gpt2/tokenizer"*.json "$scratch/gpt2_dir/"
+cp "$repo/tests/golden/tiny_gpt2/prenorm_gelu_tanh.gguf" "$scratch/gpt2.gguf"
+for _ in $(seq 40); do cat "$repo/tests/golden/perplexity_text.txt"; done >"$scratch/text.txt"
+
+export PATH="$bin_dir:$PATH" XDG_CACHE_HOME="$scratch/cache"
+count=0
+while IFS= read -r line; do
+  command=$(printf '%s' "$line" | sed -e 's/  *#.*$//' -e 's/ \[[^]]*\]//g')
+  echo "readme_examples: \$ $command" >&2
+  # stdin: nothing (mote chat then answers no message and ends, as with Ctrl-D at once).
+  (cd "$scratch" && bash -c "$command" </dev/null >"$scratch/out.txt" 2>"$scratch/err.txt") || {
+    echo "readme_examples: failed: $command" >&2
+    cat "$scratch/err.txt" >&2
+    exit 1
+  }
+  count=$((count + 1))
+done < <(awk '/^```sh/ { inside = 1; next } /^```/ { inside = 0 } inside && /^mote / { print }' "$repo/README.md")
+echo "readme_examples: $count README examples ran" >&2
