@@ -150,7 +150,7 @@ TEST_CASE("cli: inspect a good model") {
   CHECK(r.out.find("runnable        no") == std::string::npos);
   const Result small = run_cli("inspect " + quote(tiny_model()) + " --ctx 4");
   CHECK(small.code == 0);
-  CHECK(small.out.find("(context 4, f32 KV cache, prefill batch 16)") != std::string::npos);
+  CHECK(small.out.find("(context 4, f32 KV cache, prefill batch 64)") != std::string::npos);
 }
 
 TEST_CASE("cli: run") {

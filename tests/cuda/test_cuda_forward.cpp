@@ -74,7 +74,7 @@ float compare(const mote_model &model, const mote_model &reference, const std::v
   CHECK(worst <= tolerance);
   CHECK(gpu_ids == cpu_ids);
 
-  // The prompt as one prefill (batches of 16 on the device): the last logits agree too.
+  // The prompt as one prefill (default-size batches on the device): the last logits agree too.
   mote_session_reset(&cpu->session);
   mote_session_reset(&gpu->session);
   REQUIRE(mote_prefill(&cpu->session, tokens.data(), tokens.size()) == MOTE_OK);

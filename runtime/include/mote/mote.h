@@ -84,7 +84,7 @@ typedef struct mote_session_options {
   uint32_t context_length; /* tokens the KV cache holds; 0 = the model's max_seq_len */
   mote_kv_dtype kv_dtype;
   uint32_t n_threads; /* 0 or 1 = serial, at most MOTE_MAX_THREADS; ignored without OpenMP */
-  /* Prompt tokens run through the weights together (1..MOTE_MAX_BATCH; 0 = 16). Larger batches prefill
+  /* Prompt tokens run through the weights together (1..MOTE_MAX_BATCH; 0 = 64). Larger batches prefill
    * faster and take more arena; the logits do not depend on it. */
   uint32_t batch_size;
   /* 0: causal attention (a decoder: each token sees itself and the tokens before it). 1: encoder
@@ -97,7 +97,7 @@ typedef struct mote_session_options {
   const void *device_model;
 } mote_session_options;
 
-/* The default options: the model's full context, f32 KV cache, one thread, batches of 16. */
+/* The default options: the model's full context, f32 KV cache, one thread, batches of 64. */
 mote_session_options mote_session_options_default(void);
 
 /* Exact number of arena bytes mote_session_init needs for these options; 0 if the options are

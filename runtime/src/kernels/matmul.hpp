@@ -60,12 +60,22 @@ constexpr size_t tile_tokens() {
 // while its x rows stay in L1), so the weights come from memory once per call.
 constexpr size_t kRowBlockBytes = 128 * 1024;
 
+// Weight tiles a first pass fetches ahead (see dot_tile's kPrefetch).
+constexpr size_t kPrefetchTilesAhead = 2;
+
 // out[t * out_stride + r] = dot(w + r * row_stride, x + t * cols) for r < R, t < T.
-template <class Arch, size_t R, size_t T, class Weight>
+// kPrefetch: this pass reads the rows from memory (the first token tile over a row block), so
+// it prefetches the rows kPrefetchTilesAhead tiles below at its own pace: those R rows are one
+// contiguous run (rows are row_stride == cols apart), consumed R times as fast as one row. The
+// hardware prefetcher alone leaves the FMAs waiting on the weight loads (perf: most samples on
+// them). A prefetch past the matrix's end is harmless (it never faults).
+template <class Arch, size_t R, size_t T, bool kPrefetch, class Weight>
 inline void dot_tile(float *out, size_t out_stride, const Weight *w, size_t row_stride, const float *x, size_t cols) {
   using Batch = Floats<Arch>;
   constexpr size_t width = Batch::size;
   const size_t simd_end = cols - cols % width;
+  const char *ahead_rows = reinterpret_cast<const char *>(w + kPrefetchTilesAhead * R * row_stride);
+  constexpr size_t kStepBytes = R * width * sizeof(Weight);
   Batch acc[R][T], weights[R];
 #pragma GCC unroll 16
   for (size_t r = 0; r < R; ++r) {
@@ -74,6 +84,11 @@ inline void dot_tile(float *out, size_t out_stride, const Weight *w, size_t row_
   }
   // acc[r][t] += weights[r] * x[t][c .. c + width), each weight block loaded once for T tokens.
   for (size_t c = 0; c < simd_end; c += width) {
+    if constexpr (kPrefetch) {
+      const char *ahead = ahead_rows + R * c * sizeof(Weight);
+#pragma GCC unroll 16
+      for (size_t b = 0; b < kStepBytes; b += 64) __builtin_prefetch(ahead + b);
+    }
 #pragma GCC unroll 16
     for (size_t r = 0; r < R; ++r) weights[r] = load_floats<Arch>(w + r * row_stride + c);
 #pragma GCC unroll 16
@@ -93,26 +108,26 @@ inline void dot_tile(float *out, size_t out_stride, const Weight *w, size_t row_
 }
 
 // Every row of a block against K tokens: tiles of tile_rows(K) rows, then single rows.
-template <class Arch, size_t K, class Weight>
+template <class Arch, size_t K, bool kPrefetch, class Weight>
 inline void dot_token_tile(float *out, size_t out_stride, const Weight *w, const float *x, size_t rows, size_t cols) {
   constexpr size_t R = tile_rows<Arch>(K);
   size_t r = 0;
   for (; r + R <= rows; r += R) {
-    dot_tile<Arch, R, K>(out + r, out_stride, w + r * cols, cols, x, cols);
+    dot_tile<Arch, R, K, kPrefetch>(out + r, out_stride, w + r * cols, cols, x, cols);
   }
   if constexpr (R > 1) {
-    for (; r < rows; ++r) dot_tile<Arch, 1, K>(out + r, out_stride, w + r * cols, cols, x, cols);
+    for (; r < rows; ++r) dot_tile<Arch, 1, K, false>(out + r, out_stride, w + r * cols, cols, x, cols);
   }
 }
 
 // The last n_tokens < tile_tokens() tokens as one tile of exactly that many (K counts down).
-template <class Arch, size_t K, class Weight>
+template <class Arch, size_t K, bool kPrefetch, class Weight>
 inline void dot_token_rest(float *out, size_t out_stride, const Weight *w, const float *x, size_t rows, size_t cols,
                            size_t n_tokens) {
   if (n_tokens == K) {
-    dot_token_tile<Arch, K>(out, out_stride, w, x, rows, cols);
+    dot_token_tile<Arch, K, kPrefetch>(out, out_stride, w, x, rows, cols);
   } else if constexpr (K > 1) {
-    dot_token_rest<Arch, K - 1>(out, out_stride, w, x, rows, cols, n_tokens);
+    dot_token_rest<Arch, K - 1, kPrefetch>(out, out_stride, w, x, rows, cols, n_tokens);
   }
 }
 
@@ -128,13 +143,21 @@ inline void matmul(float *out, size_t out_stride, const Weight *w, const float *
     const size_t n_rows = rows - r0 < block_rows ? rows - r0 : block_rows;
     float *block_out = out + r0;
     const Weight *block_w = w + r0 * cols;
+    // The first token tile streams the block's rows in from memory; later ones find them cached.
     size_t t = 0;
+    if (n_tokens >= T) {
+      dot_token_tile<Arch, T, true>(block_out, out_stride, block_w, x, n_rows, cols);
+      t = T;
+    } else {
+      dot_token_rest<Arch, T - 1, true>(block_out, out_stride, block_w, x, n_rows, cols, n_tokens);
+      t = n_tokens;
+    }
     for (; t + T <= n_tokens; t += T) {
-      dot_token_tile<Arch, T>(block_out + t * out_stride, out_stride, block_w, x + t * cols, n_rows, cols);
+      dot_token_tile<Arch, T, false>(block_out + t * out_stride, out_stride, block_w, x + t * cols, n_rows, cols);
     }
     if (t < n_tokens) {
-      dot_token_rest<Arch, T - 1>(block_out + t * out_stride, out_stride, block_w, x + t * cols, n_rows, cols,
-                                  n_tokens - t);
+      dot_token_rest<Arch, T - 1, false>(block_out + t * out_stride, out_stride, block_w, x + t * cols, n_rows, cols,
+                                         n_tokens - t);
     }
   }
 }
