@@ -324,3 +324,57 @@ TEST_CASE("interleaved quantized products: exact sums, every SIMD table bit-iden
   check_interleaved_matmul<BlockQ4_0x8, BlockQ4_0>("matmul_q4_0x8");
   check_interleaved_matmul<BlockQ4_1x8, BlockQ4_1>("matmul_q4_1x8");
 }
+
+// --- SmolLM2's shapes: past the L2 row blocks --------------------------------------------------
+
+namespace {
+
+// Every table against the scalar twin at SmolLM2-135M's product shapes (q/k/v/o 576 or 192 rows
+// of 576, gate/up 1536 of 576, down 576 of 1536) and prefill batches up to 64 tokens: the
+// drivers split rows into L2-sized blocks (kRowBlockBytes: 200 to 400 rows of 576 columns, 40 to
+// 80 of 1536) and tokens into tiles, and the sweeps above (at most 40 rows, 7 tokens) never
+// leave the first block. A wrong row offset at a block boundary fails here and nowhere above.
+template <class Block>
+void check_model_shapes(const char *name) {
+  const KernelTable &ref = mote::kernels::scalar_kernels();
+  std::mt19937 rng(31);
+  const struct { size_t rows, cols; } kShapes[] = {{192, 576}, {576, 576}, {1536, 576}, {576, 1536}};
+  for (const auto &shape : kShapes) {
+    const size_t n_blocks = shape.cols / kQuantBlock, max_tokens = 64;
+    using Plain = std::conditional_t<
+        std::is_same_v<Block, BlockQ8_0x8>, BlockQ8_0,
+        std::conditional_t<std::is_same_v<Block, BlockQ4_0x8>, BlockQ4_0,
+                           std::conditional_t<std::is_same_v<Block, BlockQ4_1x8>, BlockQ4_1, Block>>>;
+    const std::vector<Plain> plain = random_blocks<Plain>(shape.rows * n_blocks, rng);
+    std::vector<Block> w;
+    if constexpr (std::is_same_v<Block, Plain>) {
+      w = plain;
+    } else {
+      w = interleave<Block>(plain, shape.rows, n_blocks);
+    }
+    const std::vector<float> x = random_activations(shape.cols * max_tokens, rng);
+    Activations xq(shape.cols, max_tokens);
+    ref.quantize_q8(xq.view(), x.data(), shape.cols, max_tokens);
+    for (size_t n_tokens : {size_t{8}, size_t{16}, size_t{17}, size_t{64}}) {
+      std::vector<float> expected(shape.rows * n_tokens);
+      quant_matmul<Block>(ref)(expected.data(), shape.rows, w.data(), xq.view(), shape.rows, shape.cols, n_tokens);
+      for (const KernelTable *table : simd_tables()) {
+        std::vector<float> actual(shape.rows * n_tokens, -1.0f);
+        quant_matmul<Block> (*table)(actual.data(), shape.rows, w.data(), xq.view(), shape.rows, shape.cols, n_tokens);
+        const std::string what = label(*table, name, shape.rows, shape.cols) + " tokens " + std::to_string(n_tokens);
+        CHECK_MESSAGE(same_bits(actual, expected), what);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("quantized products at SmolLM2's shapes and batches: every SIMD table bit-identical to the scalar twin") {
+  check_model_shapes<BlockQ8_0>("matmul_q8_0");
+  check_model_shapes<BlockQ4_0>("matmul_q4_0");
+  check_model_shapes<BlockQ4_1>("matmul_q4_1");
+  check_model_shapes<BlockQ8_0x8>("matmul_q8_0x8");
+  check_model_shapes<BlockQ4_0x8>("matmul_q4_0x8");
+  check_model_shapes<BlockQ4_1x8>("matmul_q4_1x8");
+}
