@@ -4,7 +4,6 @@
 // run directly (converted once into the cache, reused, reconverted when the file changes).
 #include <chrono>
 #include <filesystem>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -18,16 +17,17 @@ namespace {
 const char *const kCommandNames[] = {"run", "chat", "bench", "inspect", "convert", "perplexity", "embed"};
 
 // Every spelling on the help page's option lines ("  -n, --n-predict, --tokens N   ...").
+// (No std::regex: GCC 12's <regex> trips -Werror=maybe-uninitialized in the asan build.)
 std::vector<std::string> help_spellings(const std::string &help) {
   std::vector<std::string> names;
-  const std::regex line(R"(^  (-[^ ]+(?:, -[^ ]+)*))");
   std::istringstream in(help);
   for (std::string text; std::getline(in, text);) {
-    std::smatch m;
-    if (!std::regex_search(text, m, line)) continue;
-    std::string list = m[1].str() + ",";
-    for (size_t comma; (comma = list.find(',')) != std::string::npos; list.erase(0, comma + 2)) {
-      names.push_back(list.substr(0, comma));
+    if (text.rfind("  -", 0) != 0) continue;
+    for (size_t begin = 2;;) {
+      const size_t end = text.find_first_of(", ", begin);
+      names.push_back(text.substr(begin, end - begin));
+      if (end == std::string::npos || text.compare(end, 3, ", -") != 0) break;
+      begin = end + 2;
     }
   }
   return names;
