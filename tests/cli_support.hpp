@@ -80,15 +80,20 @@ struct Result {
   std::string out, err;
 };
 
+// The shell words that start the CLI: cross builds run it under the emulator ctest uses (its
+// words are not quoted).
+inline std::string cli_invocation() {
+  const std::string emulator = MOTE_CLI_EMULATOR;
+  return (emulator.empty() ? "" : emulator + " ") + quote(kCli);
+}
+
 // Runs `mote ARGS` through the shell with stdout and stderr captured in files.
 inline Result run_cli(const std::string &args, const std::string &stdin_path = "/dev/null") {
   Workspace &w = workspace();
   REQUIRE(!w.dir.empty());
   const std::string out = w.path("stdout.txt"), err = w.path("stderr.txt");
-  // Cross builds run the CLI under the emulator ctest uses (its words are not quoted).
-  const std::string emulator = MOTE_CLI_EMULATOR;
-  const std::string command = (emulator.empty() ? "" : emulator + " ") + quote(kCli) + " " + args + " >" + quote(out) +
-                              " 2>" + quote(err) + " <" + quote(stdin_path);
+  const std::string command =
+      cli_invocation() + " " + args + " >" + quote(out) + " 2>" + quote(err) + " <" + quote(stdin_path);
   const int status = std::system(command.c_str());
   Result r;
   REQUIRE(status != -1);

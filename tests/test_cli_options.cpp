@@ -59,9 +59,8 @@ TEST_CASE("cli: every command's --help lists its options with defaults, and each
       if (spelling == "-h" || spelling == "--help") continue;
       // The parser stops at --help after the option: "1" is a valid value of every kind.
       INFO("option " << spelling);
-      const Result with_value = run_cli(std::string(name) + " " + spelling + " 1 --help");
-      const Result as_switch = run_cli(std::string(name) + " " + spelling + " --help");
-      CHECK((with_value.code == 0 || as_switch.code == 0));
+      const bool with_value = run_cli(std::string(name) + " " + spelling + " 1 --help").code == 0;
+      CHECK((with_value || run_cli(std::string(name) + " " + spelling + " --help").code == 0));
     }
     expect_error(std::string(name) + " --no-such-option", 2,
                  std::string("unknown option '--no-such-option'; see 'mote ") + name + " --help'");
@@ -126,7 +125,7 @@ TEST_CASE("cli: llama.cpp's spellings give what the long names give") {
   // With stdout and stderr in one log, the statistics line starts a line of its own (the piped
   // reply does not end with a newline).
   const std::string log = workspace().path("shared_log.txt");
-  REQUIRE(std::system((quote(kCli) + " run " + greedy + " >" + quote(log) + " 2>&1 </dev/null").c_str()) == 0);
+  REQUIRE(std::system((cli_invocation() + " run " + greedy + " >" + quote(log) + " 2>&1 </dev/null").c_str()) == 0);
   CHECK(slurp(log).find(full + "\nprompt: ") == 0);
 
   // -f FILE and -f - read the prompt.
