@@ -1,8 +1,9 @@
-// Every weight type's matrix products (model/weight_types: f32, f16, q8_0, q4_0, q4_1) on every
-// instruction set this CPU has, at the shapes of real models. Decoding (one token) is bound by
-// reading the weights, so its figure to compare is bytes/s (GB/s); prefill batches n_tokens
-// vectors per weight pass: compare tokens/s (items_per_second) and GFLOP/s. Quantized products
-// include quantizing their input to 8-bit blocks, as the forward pass does.
+// Every weight type's matrix products (model/weight_types: f32, f16, q8_0, q4_0, q4_1 and their
+// x8 interleavings) on every instruction set this CPU has, at the shapes of real models.
+// Decoding (one token) is bound by reading the weights, so its figure to compare is bytes/s
+// (GB/s); prefill batches n_tokens vectors per weight pass: compare tokens/s (items_per_second)
+// and GFLOP/s. Quantized products include quantizing their input to 8-bit blocks, as the
+// forward pass does.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -31,7 +32,8 @@ constexpr Shape kMatvecShapes[] = {{288, 288}, {768, 288}, {576, 576}, {576, 153
 // Prefill's batched products.
 constexpr Shape kMatmulShapes[] = {{288, 288}, {576, 576}, {1536, 576}, {576, 1536}};
 constexpr size_t kMatmulTokens[] = {4, 16, 64};
-constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::q8_0, DType::q4_0, DType::q4_1};
+constexpr DType kDTypes[] = {DType::f32,  DType::f16,    DType::q8_0,   DType::q4_0,
+                             DType::q4_1, DType::q8_0x8, DType::q4_0x8, DType::q4_1x8};
 
 // 64-byte aligned, as tensors are in a .mote file.
 template <class T>
@@ -56,10 +58,16 @@ void fill_weights(DType dtype, uint8_t *bytes, size_t n_bytes, size_t n_values, 
     return;
   }
   for (size_t i = 0; i < n_bytes; ++i) bytes[i] = static_cast<uint8_t>(rng());
-  const size_t block_bytes = mote::format::dtype_traits(static_cast<uint32_t>(dtype))->block_bytes;
+  // Each block starts with its halves: d (and q4_1's m), one per row in the x8 layouts.
+  const mote::format::DTypeTraits &traits = *mote::format::dtype_traits(static_cast<uint32_t>(dtype));
+  const size_t rows_per_block = traits.interleaved_rows;
+  const size_t halves = rows_per_block * (dtype == DType::q4_1 || dtype == DType::q4_1x8 ? 2 : 1);
+  const size_t block_bytes = traits.block_bytes * rows_per_block;
   for (size_t b = 0; b < n_bytes; b += block_bytes) {
-    const uint16_t scales[2] = {mote::f32_to_fp16(0.01f * dist(rng)), mote::f32_to_fp16(0.1f * dist(rng))};
-    std::memcpy(bytes + b, scales, dtype == DType::q4_1 ? 4 : 2);
+    for (size_t h = 0; h < halves; ++h) {
+      const uint16_t scale = mote::f32_to_fp16((h < rows_per_block ? 0.01f : 0.1f) * dist(rng));
+      std::memcpy(bytes + b + 2 * h, &scale, 2);
+    }
   }
 }
 
@@ -80,7 +88,8 @@ void bench_product(benchmark::State &state, const KernelTable *table, DType dtyp
     input.q8.q = reinterpret_cast<int8_t *>(p);
     input.q8.scale = reinterpret_cast<float *>(p += n_tokens * cols);
     input.q8.lane_offset = reinterpret_cast<int32_t *>(p += n_tokens * cols / 32 * 4);
-    input.q8.lane_sum_scaled = reinterpret_cast<float *>(p + n_tokens * cols);
+    input.q8.lane_sum_scaled = reinterpret_cast<float *>(p += n_tokens * cols);
+    input.q8.block_sum = reinterpret_cast<int32_t *>(p + n_tokens * cols);
   }
 
   for (auto _ : state) {
@@ -107,8 +116,7 @@ void register_product(const KernelTable *table, DType dtype, Shape shape, size_t
 }
 
 void register_all() {
-  constexpr Isa kIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::neon, Isa::mve};
-  for (Isa isa : kIsas) {
+  for (Isa isa : mote::kernels::kIsasFastestFirst) {
     const KernelTable *table = mote::kernels::kernels_for(isa);
     if (table == nullptr) continue;  // not in this build or not on this CPU
     for (DType dtype : kDTypes) {

@@ -21,13 +21,18 @@ struct IsaCase {
   Isa isa;
   const char *name;
 };
-inline constexpr IsaCase kSimdIsas[] = {
-    {Isa::avx2, "avx2"}, {Isa::avx512, "avx512"}, {Isa::neon, "neon"}, {Isa::mve, "mve"}};
+// Every ISA but the scalar twins, from the one list (kernels/isa_list.inc).
+inline constexpr IsaCase kIsaCases[] = {
+#define MOTE_ISA(name) {Isa::name, #name},
+#include "kernels/isa_list.inc"
+#undef MOTE_ISA
+};
 
 // The SIMD tables this build and CPU can run, saying which are skipped and why.
 inline std::vector<const KernelTable *> simd_tables() {
   std::vector<const KernelTable *> tables;
-  for (const IsaCase &c : kSimdIsas) {
+  for (const IsaCase &c : kIsaCases) {
+    if (c.isa == Isa::scalar) continue;
     if (const KernelTable *table = mote::kernels::kernels_for(c.isa)) {
       tables.push_back(table);
     } else {

@@ -30,7 +30,7 @@ TEST_CASE("every kernel table has every kernel") {
 #undef MOTE_KERNEL
   }
   CHECK(mote::kernels::scalar_kernels().isa == Isa::scalar);
-  for (const IsaCase &c : kSimdIsas) {
+  for (const IsaCase &c : kIsaCases) {
     if (const KernelTable *table = mote::kernels::kernels_for(c.isa)) {
       CHECK(table->isa == c.isa);
       CHECK(std::string(table->isa_name) == c.name);

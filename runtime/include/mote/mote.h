@@ -31,7 +31,8 @@ typedef enum mote_status {
 /* Returns a static, human-readable name for a status ("arena too small"). */
 const char *mote_status_name(mote_status status);
 
-/* The instruction set the kernels use on this CPU ("avx512", "avx2", "neon", "scalar"). */
+/* The instruction set the kernels use on this CPU ("avx512_vnni", "avx512", "avx2_vnni", "avx2",
+   "neon", "mve", "scalar"). */
 const char *mote_isa_name(void);
 
 /* 1 when this build threads the forward pass with OpenMP (n_threads is honoured), else 0. */

@@ -5,7 +5,7 @@
 #include "kernels/ref.hpp"
 
 // Run-time detection only where x86 SIMD kernels were built (MOTE_SIMD=OFF builds have none).
-#if defined(MOTE_HAVE_AVX2) || defined(MOTE_HAVE_AVX512)
+#if defined(MOTE_HAVE_AVX2)  // every x86 table needs AVX2
 #define MOTE_DETECT_X86 1
 #include <cpuid.h>
 #endif
@@ -25,22 +25,28 @@ constexpr KernelTable kScalarTable = {
 struct X86Features {
   bool avx2 = false;
   bool avx512 = false;
+  bool avx2_vnni = false;    // AVX-VNNI (VEX vpdpbusd)
+  bool avx512_vnni = false;  // AVX-512 VNNI (EVEX vpdpbusd, its 256-bit form through VL)
 };
 
-// Asked of cpuid directly: clang 14's __builtin_cpu_supports does not know "f16c".
-bool cpu_has_f16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+// Asked of cpuid directly: clang 14's __builtin_cpu_supports knows neither "f16c" nor "avxvnni".
+bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, unsigned bit) {
+  unsigned r[4] = {0, 0, 0, 0};  // eax, ebx, ecx, edx
+  if (__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3]) == 0) return false;
+  return (r[reg] & bit) != 0;
 }
+constexpr int kEax = 0, kEcx = 2;
 
 X86Features detect_x86_features() {
   __builtin_cpu_init();  // may run before libgcc's own constructor has filled the answers
   X86Features features;
   // The AVX2 kernels also use FMA and F16C (half loads); the AVX-512 ones xsimd's avx512bw arch,
-  // whose float horizontal sum needs DQ.
-  features.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+  // whose float horizontal sum needs DQ. "avx2" and "avx512f" also mean the OS saves the state.
+  features.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuid_bit(1, 0, kEcx, bit_F16C);
   features.avx512 = features.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                     __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  features.avx2_vnni = features.avx2 && cpuid_bit(7, 1, kEax, 1u << 4);       // CPUID.(7,1):EAX AVX-VNNI
+  features.avx512_vnni = features.avx512 && cpuid_bit(7, 0, kEcx, 1u << 11);  // CPUID.(7,0):ECX AVX512_VNNI
   return features;
 }
 
@@ -68,6 +74,16 @@ const KernelTable *kernels_for(Isa isa) {
       if (x86_features().avx512) return &avx512_kernels();
 #endif
       return nullptr;
+    case Isa::avx2_vnni:
+#if defined(MOTE_HAVE_AVX2_VNNI)
+      if (x86_features().avx2_vnni) return &avx2_vnni_kernels();
+#endif
+      return nullptr;
+    case Isa::avx512_vnni:
+#if defined(MOTE_HAVE_AVX512_VNNI)
+      if (x86_features().avx512_vnni) return &avx512_vnni_kernels();
+#endif
+      return nullptr;
     case Isa::neon:
 #if defined(MOTE_HAVE_NEON)
       return &neon_kernels();
@@ -86,8 +102,7 @@ const KernelTable *kernels_for(Isa isa) {
 
 const KernelTable &best_kernels() {
   static const KernelTable *const best = [] {
-    constexpr Isa kFastestFirst[] = {Isa::avx512, Isa::avx2, Isa::neon, Isa::mve};
-    for (Isa isa : kFastestFirst) {
+    for (Isa isa : kIsasFastestFirst) {
       if (const KernelTable *table = kernels_for(isa)) return table;
     }
     return &kScalarTable;

@@ -9,7 +9,18 @@
 
 namespace mote::kernels {
 
-enum class Isa { scalar, avx2, avx512, neon, mve };
+enum class Isa {
+#define MOTE_ISA(name) name,
+#include "kernels/isa_list.inc"
+#undef MOTE_ISA
+};
+
+// Every Isa, fastest first.
+inline constexpr Isa kIsasFastestFirst[] = {
+#define MOTE_ISA(name) Isa::name,
+#include "kernels/isa_list.inc"
+#undef MOTE_ISA
+};
 
 struct KernelTable {
   Isa isa;

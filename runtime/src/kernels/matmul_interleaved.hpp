@@ -21,21 +21,19 @@ struct TokenBlock {
 };
 
 // Four activation bytes x[4k .. 4k + 3] in every 32-bit lane.
+template <class Arch>
 inline __m256i broadcast_quad(const int8_t *q) {
   int32_t quad;
   __builtin_memcpy(&quad, q, sizeof quad);
   return _mm256_set1_epi32(quad);
 }
 
-// Eight rows' sums of 4-element products, unsigned weights times signed activations.
-inline __m256i pair_sums(__m256i u, const int8_t *x) { return _mm256_maddubs_epi16(u, broadcast_quad(x)); }
-
 template <class Arch, class Block>
 struct InterleavedBlock;
 
 // q4_0x8 and q4_1x8: the nibbles unpacked once per group block (eight registers), then for
-// each token eight vpmaddubsw whose int16 sums cannot overflow (8 x 2 x 15 x 127 < 32768).
-template <class Block>
+// each token eight integer steps per block.
+template <class Arch, class Block>
 struct Nibbles {
   __m256i low[4], high[4];  // elements 4k .. 4k + 3 and 16 + 4k .. 16 + 4k + 3 of each row
   __m256 d;
@@ -52,17 +50,29 @@ struct Nibbles {
   }
   // Per row: sum over the block of nibble * x, exact.
   __m256i dot(const int8_t *x) const {
+#if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
+    // Four independent chains of two vpdpbusd: one chain of eight would wait on its latency.
+    __m256i sums[4];
+    for (size_t k = 0; k < 4; ++k) {
+      sums[k] = QuantIsa<Arch>::dot_add(_mm256_setzero_si256(), low[k], broadcast_quad<Arch>(x + 4 * k));
+    }
+    for (size_t k = 0; k < 4; ++k) sums[k] = QuantIsa<Arch>::dot_add(sums[k], high[k], broadcast_quad<Arch>(x + 16 + 4 * k));
+    return _mm256_add_epi32(_mm256_add_epi32(sums[0], sums[1]), _mm256_add_epi32(sums[2], sums[3]));
+#else
+    // Eight vpmaddubsw summed in int16 (8 x 2 x 15 x 127 < 32768), widened once.
+    const auto pair_sums = [](__m256i u, const int8_t *q) { return _mm256_maddubs_epi16(u, broadcast_quad<Arch>(q)); };
     __m256i sums = pair_sums(low[0], x);
     for (size_t k = 1; k < 4; ++k) sums = _mm256_add_epi16(sums, pair_sums(low[k], x + 4 * k));
     for (size_t k = 0; k < 4; ++k) sums = _mm256_add_epi16(sums, pair_sums(high[k], x + 16 + 4 * k));
     return _mm256_madd_epi16(sums, _mm256_set1_epi16(1));
+#endif
   }
 };
 
 template <class Arch>
 struct InterleavedBlock<Arch, BlockQ4_0x8> {
   static constexpr size_t kTokens = 4;
-  using Prepared = Nibbles<BlockQ4_0x8>;
+  using Prepared = Nibbles<Arch, BlockQ4_0x8>;
   static Prepared prepare(const BlockQ4_0x8 &b) { return Prepared::unpack(b); }
   static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
     // sum (n - 8) x = sum n x - 8 sum x, exactly.
@@ -75,11 +85,11 @@ template <class Arch>
 struct InterleavedBlock<Arch, BlockQ4_1x8> {
   static constexpr size_t kTokens = 4;
   struct Prepared {
-    Nibbles<BlockQ4_1x8> nibbles;
+    Nibbles<Arch, BlockQ4_1x8> nibbles;
     __m256 m;
   };
   static Prepared prepare(const BlockQ4_1x8 &b) {
-    return {Nibbles<BlockQ4_1x8>::unpack(b), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.m)))};
+    return {Nibbles<Arch, BlockQ4_1x8>::unpack(b), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.m)))};
   }
   static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w.nibbles.dot(x.q)), _mm256_mul_ps(w.nibbles.d, _mm256_set1_ps(x.scale)),
@@ -104,15 +114,20 @@ struct InterleavedBlock<Arch, BlockQ8_0x8> {
     return p;
   }
   static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i sums = _mm256_setzero_si256();
+    __m256i chains[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                         _mm256_setzero_si256()};  // independent chains hide vpdpbusd's latency
     for (size_t k = 0; k < 8; ++k) {
-      const __m256i signed_x = _mm256_sign_epi8(broadcast_quad(x.q + 4 * k), w.q[k]);
-      sums = _mm256_add_epi32(sums, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w.q[k]), signed_x), ones));
+      const __m256i signed_x = _mm256_sign_epi8(broadcast_quad<Arch>(x.q + 4 * k), w.q[k]);
+      chains[k % 4] = QuantIsa<Arch>::dot_add(chains[k % 4], _mm256_abs_epi8(w.q[k]), signed_x);
     }
+    const __m256i sums = _mm256_add_epi32(_mm256_add_epi32(chains[0], chains[1]), _mm256_add_epi32(chains[2], chains[3]));
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(w.d, _mm256_set1_ps(x.scale)), acc);
   }
 };
+
+// How far ahead of its reads a tile asks for weights (a prefetch never faults, even past a
+// matrix's end).
+constexpr size_t kPrefetchBytes = 2048;
 
 // One group of 8 rows against K tokens from token0, every block.
 template <class Arch, class Block, size_t K>
@@ -123,6 +138,12 @@ inline void interleaved_tile(float *out, size_t out_stride, const Block *group, 
 #pragma GCC unroll 8
   for (size_t t = 0; t < K; ++t) acc[t] = _mm256_setzero_ps();
   for (size_t b = 0; b < n_blocks; ++b) {
+    // The weights stream from memory once per pass: ask for them kPrefetchBytes ahead (past
+    // this group's end that is the next group's start). The hardware prefetcher alone left a
+    // decoding core waiting on these loads at under half its bandwidth (perf: most samples on
+    // the first use of each block).
+    const char *ahead = reinterpret_cast<const char *>(group + b) + kPrefetchBytes;
+    for (size_t line = 0; line < sizeof(Block); line += 64) __builtin_prefetch(ahead + line);
     const typename Ops::Prepared w = Ops::prepare(group[b]);
 #pragma GCC unroll 8
     for (size_t t = 0; t < K; ++t) {

@@ -1,8 +1,9 @@
 // Integer products of quantized weights with 8-bit activations (kernels/quant.hpp defines the
 // exact sum). The tiling driver is written once; each ISA supplies a few intrinsics that turn
 // one weight block and one activation block into eight int32 lanes and fold them into eight
-// float lanes: x86 (AVX2 and the AVX-512 table) with vpmaddubsw + vpmaddwd, NEON with sdot
-// where the CPU has the dot-product extension and widening multiplies elsewhere.
+// float lanes: x86 (AVX2 and the AVX-512 table) with vpmaddubsw + vpmaddwd, or vpdpbusd in the
+// _vnni tables' TUs, NEON with sdot where the CPU has the dot-product extension and widening
+// multiplies elsewhere.
 //
 // Every helper is a template on the xsimd arch, so the AVX2 and AVX-512 translation units never
 // emit the same symbol (see simd.hpp).
@@ -42,10 +43,25 @@ struct QuantIsa {
     return _mm_cvtss_f32(_mm_add_ss(two, _mm_shuffle_ps(two, two, 1)));
   }
 
-  // Eight lanes of 4-element dot products of unsigned u with signed x (no saturation: |u| <= 128
-  // and |x| <= 127 keep every pair inside int16).
+  // acc + eight lanes of 4-element dot products of unsigned u with signed x, exact both ways:
+  // vpdpbusd sums the four products straight into int32; vpmaddubsw's int16 pair sums cannot
+  // saturate here (|u| <= 128 and |x| <= 127), and vpmaddwd widens them.
+  static __m256i dot_add(__m256i acc, __m256i u, __m256i x) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, u, x);
+#elif defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, u, x);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1)));
+#endif
+  }
+
   static __m256i dot_lanes(__m256i u, __m256i x) {
+#if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
+    return dot_add(_mm256_setzero_si256(), u, x);
+#else
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), _mm256_set1_epi16(1));
+#endif
   }
 
   // 16 bytes of packed nibbles as 32 bytes: low nibbles, then high nibbles (the block order).

@@ -1,5 +1,6 @@
 // The per-ISA kernel tables, each defined in its own translation unit compiled with that ISA's
-// flags (kernels_avx2.cpp, kernels_avx512.cpp, kernels_neon.cpp, kernels_mve.cpp). Only
+// flags (kernels_avx2.cpp, kernels_avx512.cpp, their _vnni variants, kernels_neon.cpp,
+// kernels_mve.cpp). Only
 // dispatch.cpp calls these, and only after checking that the CPU can run them. Deliberately free
 // of xsimd.
 #pragma once
@@ -13,6 +14,12 @@ const KernelTable &avx2_kernels();
 #endif
 #if defined(MOTE_HAVE_AVX512)
 const KernelTable &avx512_kernels();
+#endif
+#if defined(MOTE_HAVE_AVX2_VNNI)
+const KernelTable &avx2_vnni_kernels();  // kernels_avx2_vnni.cpp: avx2's table, VNNI products
+#endif
+#if defined(MOTE_HAVE_AVX512_VNNI)
+const KernelTable &avx512_vnni_kernels();  // kernels_avx512_vnni.cpp: avx512's, VNNI products
 #endif
 #if defined(MOTE_HAVE_NEON)
 const KernelTable &neon_kernels();

@@ -28,4 +28,21 @@ constexpr KernelTable make_simd_table(Isa isa, const char *isa_name) {
   };
 }
 
+// A table that differs from base only in its 8-bit products: those are instantiated for Tag in
+// the calling TU, whose flags (e.g. -mavx512vnni) pick the integer dot-product instructions.
+// Tag must be a type of that TU alone (an anonymous-namespace struct): the quantized kernels use
+// their Arch parameter only to keep symbols apart, never as an xsimd arch on x86.
+template <class Tag>
+KernelTable with_quant_products(KernelTable base, Isa isa, const char *isa_name) {
+  base.isa = isa;
+  base.isa_name = isa_name;
+  base.matmul_q8_0 = &simd::matmul_q8_0<Tag>;
+  base.matmul_q4_0 = &simd::matmul_q4_0<Tag>;
+  base.matmul_q4_1 = &simd::matmul_q4_1<Tag>;
+  base.matmul_q8_0x8 = &simd::matmul_q8_0x8<Tag>;
+  base.matmul_q4_0x8 = &simd::matmul_q4_0x8<Tag>;
+  base.matmul_q4_1x8 = &simd::matmul_q4_1x8<Tag>;
+  return base;
+}
+
 }  // namespace mote::kernels

@@ -1,0 +1,19 @@
+// The avx512 table with its 8-bit products on AVX-512 VNNI's vpdpbusd (built with the avx512
+// flags plus -mavx512vnni; chosen only when the CPU has AVX512_VNNI). vpdpbusd adds four
+// unsigned x signed byte products straight into an int32 lane: the same exact sums the
+// vpmaddubsw + vpmaddwd pair makes, so every result is bit-identical to the avx512 table's.
+#include "kernels/arch/arch_tables.hpp"
+#include "kernels/arch/simd_table.hpp"
+
+namespace mote::kernels {
+
+namespace {
+struct Avx512Vnni {};  // this TU's own instantiations of the quantized kernels
+}  // namespace
+
+const KernelTable &avx512_vnni_kernels() {
+  static const KernelTable table = with_quant_products<Avx512Vnni>(avx512_kernels(), Isa::avx512_vnni, "avx512_vnni");
+  return table;
+}
+
+}  // namespace mote::kernels
