@@ -415,6 +415,11 @@ inline void quant_tile(float *out, size_t out_stride, const Block *w, size_t n_b
       for (size_t t = 0; t < T; ++t) Isa::multiply(scales[r][t], d[r], x_scales[t]);
     }
     for (size_t j = 0; j < n; ++j) {
+      // As matmul.hpp's dot_tile: the R rows are one contiguous run, consumed R blocks at a
+      // time; ask for the run kPrefetchTilesAhead tiles below (never faults past the end).
+      const char *ahead = reinterpret_cast<const char *>(w + (kPrefetchTilesAhead * R * n_blocks + R * (g + j)));
+#pragma GCC unroll 16
+      for (size_t line = 0; line < R * sizeof(Block); line += 64) __builtin_prefetch(ahead + line);
       typename Ops::Prepared weights[R];
 #pragma GCC unroll 16
       for (size_t r = 0; r < R; ++r) weights[r] = Ops::prepare(w[r * n_blocks + g + j]);
