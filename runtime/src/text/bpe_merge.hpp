@@ -6,13 +6,22 @@
 // queue makes it n log n but needs memory per symbol, and mote has none of its own: the word's
 // n symbols start as n cells of the token buffer and that is all there is.
 //
+// Where the scratch comes from (the decision): from those n cells and nothing else. A scratch
+// argument or arena would be memory a firmware caller must size for the longest word it might
+// ever see; cutting long words into windows is not exact (a merge can depend on a symbol any
+// distance away: with "aa" then "ab" merging, "aaa...ab" pairs from the left and the last "a"
+// joins "b" or not by the parity of the whole run). The buffer already holds one entry per
+// symbol, so the same call with the same buffer is now exact at any length.
+//
 // So the word's cells are cut into blocks of kBlock (the last block takes the remainder:
 // kBlock..2 kBlock - 1 cells), and each block keeps, inside its own cells:
 //   - starts: one bit per cell, set where a symbol starts (a symbol spans its start's cell
 //     up to the next start);
 //   - leaf: the lowest key of the pairs whose left symbol starts in the block;
 //   - two nodes of a min-tree over the leaves (a complete binary tree of leaves_ >= m leaves
-//     has leaves_ - 1 < 2m inner nodes, so two per block hold them all);
+//     has leaves_ - 1 < 2m inner nodes, so two per block hold them all; they are laid out in
+//     order, each beside the leaves it splits, so that a merge touches memory near its block
+//     and the tree costs few cache misses even when the word is far larger than the cache);
 //   - the tokens of the symbols starting there, kept where a Store says (see below).
 // The lowest pair is found by walking down the tree (the left child on ties: leftmost), then
 // scanning its block. A merge changes the pairs of at most three blocks (the merged symbol's,
@@ -58,6 +67,7 @@ struct Blocks {
 
 inline unsigned lowest_bit(uint32_t bits) { return static_cast<unsigned>(__builtin_ctz(bits)); }
 inline unsigned highest_bit(uint32_t bits) { return 31u - static_cast<unsigned>(__builtin_clz(bits)); }
+inline unsigned lowest_bit_of_size(size_t s) { return static_cast<unsigned>(__builtin_ctzll(s)); }
 
 template <typename Store>
 class BlockedMerger {
@@ -74,19 +84,37 @@ class BlockedMerger {
       for (size_t p = 0; p < blocks_.n; ++p) s_.set_key(p, lookup_key(p, p + 1));
     }
     for (size_t b = 0; b < blocks_.m; ++b) s_.set_leaf(b, block_min(b));
-    for (size_t j = leaves_ - 1; j >= 1; --j) s_.set_node(j, lower(value(2 * j), value(2 * j + 1)));
-    while (value(1) != kNoKey) merge_lowest();
+    for (size_t step = 1; step < leaves_; step *= 2) {  // level by level, from the leaves up
+      for (size_t split = step; split < leaves_; split += 2 * step) set_node(split, lower(left(split), right(split)));
+    }
+    while (node(root()) != kNoKey) merge_lowest();
     return emit();
   }
 
  private:
   static uint32_t lower(uint32_t a, uint32_t b) { return a < b ? a : b; }
 
-  // Tree node j: inner nodes below leaves_, then the leaves (blocks past m hold nothing).
-  uint32_t value(size_t j) const {
-    if (j < leaves_) return s_.node(j);
-    const size_t b = j - leaves_;
-    return b < blocks_.m ? s_.leaf(b) : kNoKey;
+  // Inner nodes are named by their split, the first leaf of their right half: split s has
+  // level t = lowest set bit of s and covers leaves [s - 2^t, s + 2^t); its children are the
+  // splits s -+ 2^(t-1), or the leaves s - 1 and s when t = 0. Node s is stored in block s
+  // (store slot 2s) when s < m, else in block s - m (slot 2(s - m) + 1): the low nodes sit
+  // beside their leaves. Leaves past m are empty.
+  size_t root() const { return leaves_ / 2; }
+  size_t slot_of(size_t split) const { return split < blocks_.m ? 2 * split : 2 * (split - blocks_.m) + 1; }
+  uint32_t node(size_t split) const { return s_.node(slot_of(split)); }
+  void set_node(size_t split, uint32_t key) { s_.set_node(slot_of(split), key); }
+  uint32_t leaf(size_t b) const { return b < blocks_.m ? s_.leaf(b) : kNoKey; }
+  uint32_t left(size_t split) const {
+    const unsigned t = lowest_bit_of_size(split);
+    return t == 0 ? leaf(split - 1) : node(split - (size_t{1} << (t - 1)));
+  }
+  uint32_t right(size_t split) const {
+    const unsigned t = lowest_bit_of_size(split);
+    return t == 0 ? leaf(split) : node(split + (size_t{1} << (t - 1)));
+  }
+  static size_t parent(size_t split) {
+    const unsigned t = lowest_bit_of_size(split);
+    return ((split >> (t + 2)) << (t + 2)) | (size_t{2} << t);
   }
 
   bool is_start(size_t p) const {
@@ -155,18 +183,28 @@ class BlockedMerger {
 
   void refresh(size_t b) {
     s_.set_leaf(b, block_min(b));
-    for (size_t j = (leaves_ + b) / 2; j >= 1; j /= 2) {
-      const uint32_t v = lower(value(2 * j), value(2 * j + 1));
-      if (v == s_.node(j)) break;  // the ancestors already agree
-      s_.set_node(j, v);
+    for (size_t split = b | 1u;; split = parent(split)) {
+      const uint32_t v = lower(left(split), right(split));
+      if (v == node(split)) break;  // the ancestors already agree
+      set_node(split, v);
+      if (split == root()) break;
     }
   }
 
+  // Walks down to the leftmost leaf holding the lowest key and merges its leftmost such pair.
   void merge_lowest() {
-    const uint32_t key = value(1);
-    size_t j = 1;
-    while (j < leaves_) j = value(2 * j) == key ? 2 * j : 2 * j + 1;
-    const size_t b = j - leaves_;
+    const uint32_t key = node(root());
+    size_t split = root();
+    size_t b = 0;
+    for (;;) {
+      const unsigned t = lowest_bit_of_size(split);
+      const bool go_left = left(split) == key;
+      if (t == 0) {
+        b = go_left ? split - 1 : split;
+        break;
+      }
+      split = go_left ? split - (size_t{1} << (t - 1)) : split + (size_t{1} << (t - 1));
+    }
     size_t p = 0;
     block_min(b, key, &p);
     const size_t q = next_start(p);
