@@ -657,8 +657,7 @@ std::string random_word(const std::vector<std::string> &letters, size_t n, std::
   return word;
 }
 
-void check_long_words(const TokenizerView &tok, const std::vector<std::string> &letters, uint32_t seed,
-                      int n_random) {
+void check_long_words(const TokenizerView &tok, const std::vector<std::string> &letters, uint32_t seed, int n_random) {
   const MergeOracle oracle(tok);
   std::mt19937 rng(seed);
   for (size_t n : long_word_lengths(seed, n_random)) {

@@ -422,7 +422,8 @@ struct ScoreOracle {
 
   explicit ScoreOracle(const TokenizerView &tok) : add_space_prefix(tok.add_space_prefix) {
     for (uint32_t id = 0; id < tok.n_tokens; ++id) {
-      const std::string piece(tok.piece_bytes + tok.piece_offsets[id], tok.piece_offsets[id + 1] - tok.piece_offsets[id]);
+      const std::string piece(tok.piece_bytes + tok.piece_offsets[id],
+                              tok.piece_offsets[id + 1] - tok.piece_offsets[id]);
       const bool byte_spelling = piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>';
       const bool text = tok.types[id] == mote::kTokenNormal || tok.types[id] == mote::kTokenUserDefined;
       if (text && !byte_spelling) text_tokens.emplace(piece, std::make_pair(tok.scores[id], static_cast<int32_t>(id)));
@@ -466,8 +467,7 @@ struct ScoreOracle {
 };
 
 // Lengths (in code points) around the old 256-piece runs and the 8-cell blocks, then random.
-void check_long_words(const TokenizerView &tok, const std::vector<std::string> &letters, uint32_t seed,
-                      int n_random) {
+void check_long_words(const TokenizerView &tok, const std::vector<std::string> &letters, uint32_t seed, int n_random) {
   const ScoreOracle oracle(tok);
   std::vector<size_t> lengths = {1, 2, 7, 14, 15, 16, 17, 100, 254, 255, 256, 257, 511, 512, 513, 2000};
   std::mt19937 rng(seed);

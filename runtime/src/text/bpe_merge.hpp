@@ -41,6 +41,7 @@
 //   void put(size_t i, uint32_t token)            the i-th final token (cell i), at the end
 //   static constexpr bool kCachesKeys             true: it also keeps each start's pair key,
 //   uint32_t key(size_t p) / set_key(p, key)      so rescanning a block looks nothing up
+//   void prefetch_block(size_t b)                 a hint: block b's cells will be read soon
 #pragma once
 
 #include <cstddef>
@@ -111,6 +112,12 @@ class BlockedMerger {
   uint32_t right(size_t split) const {
     const unsigned t = lowest_bit_of_size(split);
     return t == 0 ? leaf(split) : node(split + (size_t{1} << (t - 1)));
+  }
+  // Starts loading the block that left(split) reads.
+  void prefetch_left(size_t split) const {
+    const unsigned t = lowest_bit_of_size(split);
+    const size_t b = t == 0 ? split - 1 : slot_of(split - (size_t{1} << (t - 1))) / 2;
+    if (b < blocks_.m) s_.prefetch_block(b);
   }
   static size_t parent(size_t split) {
     const unsigned t = lowest_bit_of_size(split);
@@ -198,6 +205,17 @@ class BlockedMerger {
     size_t b = 0;
     for (;;) {
       const unsigned t = lowest_bit_of_size(split);
+      if (t >= 1) {  // the walk is a chain of cache misses in a large word: ask for two levels ahead
+        const size_t half = size_t{1} << (t - 1);
+        for (int side = 0; side < 2; ++side) {
+          const size_t next = side == 0 ? split - half : split + half;
+          prefetch_left(next);
+          if (t >= 2) {
+            prefetch_left(next - half / 2);
+            prefetch_left(next + half / 2);
+          }
+        }
+      }
       const bool go_left = left(split) == key;
       if (t == 0) {
         b = go_left ? split - 1 : split;

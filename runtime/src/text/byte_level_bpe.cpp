@@ -454,6 +454,7 @@ class Encoder {
       return find_merge(tok, left, right, key, result);
     }
     void put(size_t i, uint32_t token) { cells[i] = token; }
+    void prefetch_block(size_t b) const { __builtin_prefetch(cells + blocks.begin(b)); }
     uint32_t key(size_t) const { return bpe::kNoKey; }
     void set_key(size_t, uint32_t) {}
   };
@@ -490,6 +491,7 @@ class Encoder {
       return find_merge(tok, left, right, key, result);
     }
     void put(size_t i, uint32_t token) { cells[i] = token; }
+    void prefetch_block(size_t b) const { __builtin_prefetch(cells + blocks.begin(b)); }
     uint32_t key(size_t p) const { return widen(cells[p] >> 16); }
     void set_key(size_t p, uint32_t key) { cells[p] = (cells[p] & 0xFFFFu) | ((key & kNone16) << 16); }
   };

@@ -312,6 +312,7 @@ struct PieceCells {
     return true;
   }
   void put(size_t i, uint32_t token) { cells[i] = token; }
+  void prefetch_block(size_t b) const { __builtin_prefetch(cells + blocks.begin(b)); }
   uint32_t key(size_t) const { return bpe::kNoKey; }
   void set_key(size_t, uint32_t) {}
 };
