@@ -20,8 +20,9 @@
 //   - leaf: the lowest key of the pairs whose left symbol starts in the block;
 //   - two nodes of a min-tree over the leaves (a complete binary tree of leaves_ >= m leaves
 //     has leaves_ - 1 < 2m inner nodes, so two per block hold them all; they are laid out in
-//     order, each beside the leaves it splits, so that a merge touches memory near its block
-//     and the tree costs few cache misses even when the word is far larger than the cache);
+//     order, each beside the leaves it splits, so the low part of a merge's path lies near
+//     its block; a word far larger than the cache still costs a few misses per merge, since
+//     merges go in key order across the whole word);
 //   - the tokens of the symbols starting there, kept where a Store says (see below).
 // The lowest pair is found by walking down the tree (the left child on ties: leftmost), then
 // scanning its block. A merge changes the pairs of at most three blocks (the merged symbol's,
