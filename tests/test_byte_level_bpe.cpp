@@ -724,6 +724,33 @@ TEST_CASE("long words: vocabularies beyond 16-bit ids (no cached ranks) stay exa
   check_long_words(padded->view.tokenizer, {"e", "t", "h", "a"}, 32, 5);
 }
 
+// Words of at least 4096 bytes and one byte per merge are first cut where no merge can join
+// the two bytes around the cut; the parts must still give the oracle's tokens.
+void check_cut_words(const TokenizerView &tok, const std::vector<std::string> &letters, uint32_t seed,
+                     const std::vector<size_t> &lengths) {
+  const MergeOracle oracle(tok);
+  std::mt19937 rng(seed);
+  for (size_t n : lengths) {
+    const std::string word = random_word(letters, n, rng);
+    INFO("word of " << n << " bytes (seed " << seed << ")");
+    REQUIRE(encode_text(tok, word) == oracle.encode_word(word));
+  }
+}
+
+TEST_CASE("long words: words cut where no merge joins the bytes stay exact") {
+  const TokenizerView &small = small_model().view.tokenizer;
+  REQUIRE(small.n_merges < 8192);
+  std::vector<std::string> letters;
+  for (char c = 'a'; c <= 'z'; ++c) letters.push_back(std::string(1, c));
+  check_cut_words(small, letters, 61, {8192, 8193, 9000, 12000});
+  check_cut_words(small, {"e", "t", "h", "a", "q", "z"}, 62, {8200, 10000});
+  HandVocab v;  // only "ab" merges: every other pair is a cut, "ab" across the old runs too
+  v.merge(HandVocab::byte('a'), HandVocab::byte('b'));
+  auto tiny = open_tiny_model(v.data);
+  check_cut_words(tiny->view.tokenizer, {"a", "b", "x"}, 63, {8192, 9001});
+  check_cut_words(tiny->view.tokenizer, {"ab"}, 64, {8192, 8194});  // no cut at all
+}
+
 TEST_CASE("long words: SmolLM2 vocabulary, 1 to 2000 bytes, against the oracle") {
   const mote_test::ConvertedModel *converted = mote_test::smollm2_model(std::nullopt);
   if (converted == nullptr) {
@@ -741,4 +768,5 @@ TEST_CASE("long words: SmolLM2 vocabulary, 1 to 2000 bytes, against the oracle")
   for (char c = 'A'; c <= 'Z'; ++c) letters.push_back(std::string(1, c));
   letters.push_back("\xC3\xA9");  // é
   check_long_words(view.tokenizer, letters, 23, 10);
+  check_cut_words(view.tokenizer, letters, 24, {view.tokenizer.n_merges + 100u});  // cut into parts
 }

@@ -198,12 +198,14 @@ struct PlainCells {
 // never create such pairs (a merge's parts are older than it), so the rounds number the
 // distinct ranks used. The worst case (all-different merges) is quadratic: rounds x word
 // length, so encode_word gives it only words shorter than bpe::kMinBlockedCells (16 bytes);
-// longer ones merge exactly in O(n log n) with bpe_merge.hpp's block tree, in the same cells.
+// longer ones merge exactly in O(n log n) with bpe_merge.hpp's block tree, in the same cells,
+// very long ones after being cut where no merge can join (merge_cut).
 //
 // Cost of each pass of encode_byte_level, for text of n bytes: special-token matching O(n log V)
 // (binary searches per byte that starts a special token); pre-tokenization O(n) (each code
 // point decoded a bounded number of times); byte lookup O(n); merging O(n (log V + log n)) for
-// any text, words of any length included (no word is cut). n log n overall.
+// any text, words of any length included (cut only where that is exact), plus at most one read
+// of the merge table per byte for the cuts. n log n overall.
 template <typename Cells>
 size_t merge_word(const TokenizerView &tok, Cells cells, size_t n) {
   if (n < 2) return n;
@@ -406,8 +408,59 @@ class Encoder {
       if (byte_ids_[byte] < 0) return MOTE_ERR_UNSUPPORTED;
       symbols[i] = byte_ids_[byte];
     }
-    count_ += n < bpe::kMinBlockedCells ? merge_symbols(symbols, n) : merge_long(symbols, begin, n);
+    count_ += n >= kMinCutBytes && n / kCutBytesPerMerge >= tok_.n_merges ? merge_cut(symbols, begin, n)
+                                                                          : merge_any(symbols, begin, n);
     return MOTE_OK;
+  }
+
+  size_t merge_any(int32_t *symbols, size_t begin, size_t n) {
+    return n < bpe::kMinBlockedCells ? merge_symbols(symbols, n) : merge_long(symbols, begin, n);
+  }
+
+  // A long word is first cut where no merge can ever join the bytes on either side: no merge's
+  // left piece ends with the first and its right piece starts with the second. Symbols are
+  // always the text's own bytes (each merge result is its parts' bytes, checked at load), so
+  // the first symbol across such a cut would need exactly such a merge: no symbol ever spans
+  // it, the pair across it never merges, and each side merges as it would alone (in the same
+  // order, since no merge on one side touches the other). The parts are exact, and short ones
+  // merge in cache: a long random line has a cut every few bytes. The table of joinable byte
+  // pairs (8 KiB) lives in the word's last cells: the parts before them merge first, then the
+  // rest, whose tokens are read again from the text. Building it reads every merge once, so
+  // only words of at least kCutBytesPerMerge bytes per merge use it (a constant per byte).
+  static constexpr size_t kTableCells = 256 * 256 / 32;
+  static constexpr size_t kMinCutBytes = 2 * kTableCells;
+  static constexpr size_t kCutBytesPerMerge = 1;  // 1 byte per merge: at most one merge read per byte
+
+  size_t merge_cut(int32_t *symbols, size_t begin, size_t n) {
+    const size_t table_begin = n - kTableCells;
+    // int32_t and uint32_t may alias each other.
+    uint32_t *joinable = reinterpret_cast<uint32_t *>(symbols) + table_begin;
+    for (size_t i = 0; i < kTableCells; ++i) joinable[i] = 0;
+    for (uint32_t i = 0; i < tok_.n_merges; ++i) {
+      const format::BpeMerge &m = tok_.merges[i];
+      const uint32_t left_n = piece_size(tok_, m.left);
+      if (left_n == 0 || piece_size(tok_, m.right) == 0) continue;  // no symbol is empty
+      const uint32_t pair = piece_byte(tok_, m.left, left_n - 1) * 256u + piece_byte(tok_, m.right, 0);
+      joinable[pair / 32] |= 1u << (pair % 32);
+    }
+    size_t kept = 0;
+    size_t start = 0;
+    for (size_t cut = 1; cut <= table_begin; ++cut) {  // parts end before the table
+      const uint32_t pair = text_.at(begin + cut - 1) * 256u + text_.at(begin + cut);
+      if ((joinable[pair / 32] >> (pair % 32)) & 1u) continue;
+      kept += merge_part(symbols, kept, begin, start, cut);
+      start = cut;
+    }
+    for (size_t i = table_begin; i < n; ++i) symbols[i] = byte_ids_[text_.at(begin + i)];
+    kept += merge_part(symbols, kept, begin, start, n);
+    return kept;
+  }
+
+  // Merges the word's cells [start, stop) and moves their tokens to [kept, ...), kept <= start.
+  size_t merge_part(int32_t *symbols, size_t kept, size_t begin, size_t start, size_t stop) {
+    const size_t merged = merge_any(symbols + start, begin + start, stop - start);
+    for (size_t i = 0; i < merged; ++i) symbols[kept + i] = symbols[start + i];
+    return merged;
   }
 
   size_t merge_symbols(int32_t *symbols, size_t n) {
