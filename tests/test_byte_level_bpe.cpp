@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -591,4 +592,181 @@ TEST_CASE("SmolLM2 vocabulary: ids match Hugging Face tokenizers exactly") {
   const double seconds2 = std::chrono::duration<double>(std::chrono::steady_clock::now() - start2).count();
   MESSAGE("SmolLM2: " << prose.size() / 1e6 << " MB of English and code -> " << prose_ids.size() << " tokens, "
                       << (prose.size() / 1e6) / seconds2 << " MB/s");
+}
+
+// ---- long words: the runtime against an independent O(n^2) oracle --------------------------------
+
+// The reference rule, written plainly: the word's bytes as single-byte tokens, then merge the
+// adjacent pair of lowest rank (the leftmost on ties), one at a time, until none has a merge.
+// Pair ranks are kept in a vector beside the symbols so each step is one scan.
+struct MergeOracle {
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>> merges;  // -> (rank, result)
+  int32_t byte_ids[256];
+
+  explicit MergeOracle(const TokenizerView &tok) {
+    for (uint32_t i = 0; i < tok.n_merges; ++i) {
+      const BpeMerge &m = tok.merges[i];
+      merges[{m.left, m.right}] = {m.rank, m.result};
+    }
+    for (int b = 0; b < 256; ++b) {
+      const char c = static_cast<char>(b);
+      byte_ids[b] = mote::find_token(tok, &c, 1);
+    }
+  }
+  uint32_t rank(int32_t left, int32_t right) const {
+    auto found = merges.find({static_cast<uint32_t>(left), static_cast<uint32_t>(right)});
+    return found == merges.end() ? UINT32_MAX : found->second.first;
+  }
+  std::vector<int32_t> encode_word(const std::string &word) const {
+    std::vector<int32_t> symbols;
+    for (char c : word) symbols.push_back(byte_ids[static_cast<uint8_t>(c)]);
+    std::vector<uint32_t> ranks;  // ranks[i]: the pair (i, i + 1)
+    for (size_t i = 0; i + 1 < symbols.size(); ++i) ranks.push_back(rank(symbols[i], symbols[i + 1]));
+    for (;;) {
+      size_t best = ranks.size();
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        if (ranks[i] != UINT32_MAX && (best == ranks.size() || ranks[i] < ranks[best])) best = i;
+      }
+      if (best == ranks.size()) return symbols;
+      symbols[best] = static_cast<int32_t>(merges.at({symbols[best], symbols[best + 1]}).second);
+      symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+      ranks.erase(ranks.begin() + static_cast<std::ptrdiff_t>(best));
+      if (best + 1 < symbols.size()) ranks[best] = rank(symbols[best], symbols[best + 1]);
+      if (best > 0) ranks[best - 1] = rank(symbols[best - 1], symbols[best]);
+    }
+  }
+};
+
+// Word lengths around the old 256-byte merge runs and the 8-cell blocks, then random ones.
+std::vector<size_t> long_word_lengths(uint32_t seed, int n_random) {
+  std::vector<size_t> lengths = {1, 2, 3, 7, 8, 15, 16, 17, 23, 24, 25, 100, 255, 256, 257, 300, 511, 512, 513, 2000};
+  std::mt19937 rng(seed);
+  for (int i = 0; i < n_random; ++i) lengths.push_back(1 + rng() % 2000);
+  return lengths;
+}
+
+// One pre-tokenizer word (letters only: "\p{L}+") of n bytes drawn from letters.
+std::string random_word(const std::vector<std::string> &letters, size_t n, std::mt19937 &rng) {
+  std::string word;
+  while (word.size() < n) {
+    const std::string &l = letters[rng() % letters.size()];
+    if (word.size() + l.size() > n) break;
+    word += l;
+  }
+  while (word.size() < n) word += letters[0];  // letters[0] is one byte
+  return word;
+}
+
+void check_long_words(const TokenizerView &tok, const std::vector<std::string> &letters, uint32_t seed, int n_random) {
+  const MergeOracle oracle(tok);
+  std::mt19937 rng(seed);
+  for (size_t n : long_word_lengths(seed, n_random)) {
+    const std::string word = random_word(letters, n, rng);
+    INFO("word of " << n << " bytes: " << word);
+    const std::vector<int32_t> expected = oracle.encode_word(word);
+    REQUIRE(encode_text(tok, word) == expected);
+    REQUIRE(encode_text(tok, " " + word).size() >= 1);  // " ?\p{L}+": still one word
+  }
+}
+
+TEST_CASE("long words: a merge across byte 256 is made, as Hugging Face makes it") {
+  HandVocab v;
+  const int32_t x = HandVocab::byte('x'), ab = v.merge(HandVocab::byte('a'), HandVocab::byte('b'));
+  auto tiny = open_tiny_model(v.data);
+  const TokenizerView &tok = tiny->view.tokenizer;
+  // "x" then 128 "ab": the 128th "ab" is bytes 255 and 256, across the old 256-byte runs.
+  std::string word = "x";
+  for (int i = 0; i < 128; ++i) word += "ab";
+  std::vector<int32_t> expected = {x};
+  expected.insert(expected.end(), 128, ab);
+  CHECK(encode_text(tok, word) == expected);
+  CHECK(encode_text(tok, word) == MergeOracle(tok).encode_word(word));
+}
+
+TEST_CASE("long words: small trained vocabulary, 1 to 2000 bytes, against the oracle") {
+  const TokenizerView &tok = small_model().view.tokenizer;
+  std::vector<std::string> letters;
+  for (char c = 'a'; c <= 'z'; ++c) letters.push_back(std::string(1, c));
+  check_long_words(tok, letters, 11, 20);
+  check_long_words(tok, {"e", "t", "h", "a"}, 12, 10);  // few letters: long merge chains
+  check_long_words(tok, {"a", "\xD0\xB4", "\xD0\xB0", "\xCE\xB1", "\xE3\x81\x82"}, 13, 5);  // multi-byte letters
+}
+
+TEST_CASE("long words: merges that make lower pairs than their parts stay exact at any length") {
+  HandVocab v;
+  const int32_t A = HandVocab::byte('a'), B = HandVocab::byte('b'), C = HandVocab::byte('c');
+  const int32_t aa = v.merge(A, A);
+  const int32_t ab = v.merge(A, B);
+  v.merge(aa, B);
+  v.merge(B, C);
+  const int32_t abc = v.merge(ab, C);
+  v.merge(abc, A);
+  v.merge(aa, aa);
+  v.merge(C, C);
+  v.merge(abc, abc);
+  auto tiny = open_tiny_model(v.data);
+  check_long_words(tiny->view.tokenizer, {"a", "b", "c"}, 14, 20);
+  check_long_words(tiny->view.tokenizer, {"a", "a", "a", "b"}, 15, 10);
+}
+
+TEST_CASE("long words: vocabularies beyond 16-bit ids (no cached ranks) stay exact too") {
+  mote::convert::TokenizerData big = load_small_vocab();
+  for (uint32_t i = 0; big.pieces.size() < 70000; ++i) {  // padding: never produced by merges
+    big.pieces.push_back(std::string("\x01pad", 4) + std::to_string(i));
+    big.types.push_back(mote::kTokenNormal);
+    big.scores.push_back(0.0f);
+  }
+  auto padded = open_tiny_model(big);
+  REQUIRE(padded->view.tokenizer.n_tokens > 65536);
+  std::vector<std::string> letters;
+  for (char c = 'a'; c <= 'z'; ++c) letters.push_back(std::string(1, c));
+  check_long_words(padded->view.tokenizer, letters, 31, 10);
+  check_long_words(padded->view.tokenizer, {"e", "t", "h", "a"}, 32, 5);
+}
+
+// Words of at least 4096 bytes and one byte per merge are first cut where no merge can join
+// the two bytes around the cut; the parts must still give the oracle's tokens.
+void check_cut_words(const TokenizerView &tok, const std::vector<std::string> &letters, uint32_t seed,
+                     const std::vector<size_t> &lengths) {
+  const MergeOracle oracle(tok);
+  std::mt19937 rng(seed);
+  for (size_t n : lengths) {
+    const std::string word = random_word(letters, n, rng);
+    INFO("word of " << n << " bytes (seed " << seed << ")");
+    REQUIRE(encode_text(tok, word) == oracle.encode_word(word));
+  }
+}
+
+TEST_CASE("long words: words cut where no merge joins the bytes stay exact") {
+  const TokenizerView &small = small_model().view.tokenizer;
+  REQUIRE(small.n_merges < 8192);
+  std::vector<std::string> letters;
+  for (char c = 'a'; c <= 'z'; ++c) letters.push_back(std::string(1, c));
+  check_cut_words(small, letters, 61, {8192, 8193, 9000, 12000});
+  check_cut_words(small, {"e", "t", "h", "a", "q", "z"}, 62, {8200, 10000});
+  HandVocab v;  // only "ab" merges: every other pair is a cut, "ab" across the old runs too
+  v.merge(HandVocab::byte('a'), HandVocab::byte('b'));
+  auto tiny = open_tiny_model(v.data);
+  check_cut_words(tiny->view.tokenizer, {"a", "b", "x"}, 63, {8192, 9001});
+  check_cut_words(tiny->view.tokenizer, {"ab"}, 64, {8192, 8194});  // no cut at all
+}
+
+TEST_CASE("long words: SmolLM2 vocabulary, 1 to 2000 bytes, against the oracle") {
+  const mote_test::ConvertedModel *converted = mote_test::smollm2_model(std::nullopt);
+  if (converted == nullptr) {
+    MESSAGE("skipped: SmolLM2-135M-Instruct is not cached (see smollm2_gguf in test_support.hpp)");
+    return;
+  }
+  mote::format::ModelView view;
+  char message[256] = "";
+  REQUIRE(mote::format::open_model(converted->bytes.data.get(), converted->bytes.size, &view,
+                                   mote::ErrorSink{message, sizeof message}) == MOTE_OK);
+  std::vector<std::string> letters;
+  for (char c = 'a'; c <= 'z'; ++c) letters.push_back(std::string(1, c));
+  check_long_words(view.tokenizer, letters, 21, 20);
+  check_long_words(view.tokenizer, {"e", "t", "a", "o", "i", "n", "s", "h", "r"}, 22, 10);
+  for (char c = 'A'; c <= 'Z'; ++c) letters.push_back(std::string(1, c));
+  letters.push_back("\xC3\xA9");  // é
+  check_long_words(view.tokenizer, letters, 23, 10);
+  check_cut_words(view.tokenizer, letters, 24, {view.tokenizer.n_merges + 100u});  // cut into parts
 }

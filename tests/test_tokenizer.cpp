@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -405,4 +406,116 @@ TEST_CASE("a prompt of a few thousand bytes tokenizes in milliseconds") {
   MESSAGE(text.size() << " bytes -> " << ids.size() << " tokens in " << ms << " ms");
   CHECK(decode_all(vocab.view, ids) == text);
   CHECK(ms < 500.0);  // generous: sanitizer and debug builds run here too
+}
+
+// ---- long words: the runtime against an independent O(n^2) oracle --------------------------------
+
+namespace {
+
+// run.c's rule written plainly: the word's code points as pieces (after the dummy prefix " "),
+// then merge the adjacent pair whose concatenation is a text token of the highest score (above
+// -1e10; the leftmost pair on ties), one at a time. Scores of the pairs live in a vector
+// beside the pieces so each step is one scan.
+struct ScoreOracle {
+  std::map<std::string, std::pair<float, int32_t>> text_tokens;  // piece -> (score, lowest id)
+  bool add_space_prefix;
+
+  explicit ScoreOracle(const TokenizerView &tok) : add_space_prefix(tok.add_space_prefix) {
+    for (uint32_t id = 0; id < tok.n_tokens; ++id) {
+      const std::string piece(tok.piece_bytes + tok.piece_offsets[id],
+                              tok.piece_offsets[id + 1] - tok.piece_offsets[id]);
+      const bool byte_spelling = piece.size() == 6 && piece.compare(0, 3, "<0x") == 0 && piece[5] == '>';
+      const bool text = tok.types[id] == mote::kTokenNormal || tok.types[id] == mote::kTokenUserDefined;
+      if (text && !byte_spelling) text_tokens.emplace(piece, std::make_pair(tok.scores[id], static_cast<int32_t>(id)));
+    }
+  }
+  float score(const std::string &left, const std::string &right) const {
+    auto found = text_tokens.find(left + right);
+    return found == text_tokens.end() || !(found->second.first > -1e10f) ? -1e30f : found->second.first;
+  }
+  Ids encode_word(const std::string &word) const {  // word: code points that are all pieces
+    std::vector<std::string> pieces;
+    if (add_space_prefix) pieces.push_back(" ");
+    for (size_t i = 0; i < word.size();) {
+      const uint8_t lead = static_cast<uint8_t>(word[i]);
+      const size_t n = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+      pieces.push_back(word.substr(i, n));
+      i += n;
+    }
+    std::vector<float> scores;  // scores[i]: the pair (i, i + 1)
+    for (size_t i = 0; i + 1 < pieces.size(); ++i) scores.push_back(score(pieces[i], pieces[i + 1]));
+    for (;;) {
+      size_t best = scores.size();
+      float best_score = -1e10f;
+      for (size_t i = 0; i < scores.size(); ++i) {
+        if (scores[i] > best_score) {
+          best_score = scores[i];
+          best = i;
+        }
+      }
+      if (best == scores.size()) break;
+      pieces[best] += pieces[best + 1];
+      pieces.erase(pieces.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+      scores.erase(scores.begin() + static_cast<std::ptrdiff_t>(best));
+      if (best + 1 < pieces.size()) scores[best] = score(pieces[best], pieces[best + 1]);
+      if (best > 0) scores[best - 1] = score(pieces[best - 1], pieces[best]);
+    }
+    Ids ids;
+    for (const std::string &p : pieces) ids.push_back(text_tokens.at(p).second);
+    return ids;
+  }
+};
+
+// Lengths (in code points) around the old 256-piece runs and the 8-cell blocks, then random.
+void check_long_words(const TokenizerView &tok, const std::vector<std::string> &letters, uint32_t seed, int n_random) {
+  const ScoreOracle oracle(tok);
+  std::vector<size_t> lengths = {1, 2, 7, 14, 15, 16, 17, 100, 254, 255, 256, 257, 511, 512, 513, 2000};
+  std::mt19937 rng(seed);
+  for (int i = 0; i < n_random; ++i) lengths.push_back(1 + rng() % 2000);
+  for (size_t n : lengths) {
+    std::string word;
+    for (size_t i = 0; i < n; ++i) word += letters[rng() % letters.size()];
+    INFO("word of " << n << " code points: " << word);
+    REQUIRE(encode_ok(tok, word, false) == oracle.encode_word(word));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("long words: a merge across piece 256 is made") {
+  TestVocab no_prefix(tiny_pieces(), /*add_space_prefix=*/false);
+  // "c" then 128 "ab": the 128th "ab" is pieces 255 and 256, across the old 256-piece runs.
+  std::string word = "c";
+  for (int i = 0; i < 128; ++i) word += "ab";
+  Ids expected = {kC};
+  expected.insert(expected.end(), 128, kAB);
+  CHECK(encode_ok(no_prefix.view, word, false) == expected);
+  CHECK(encode_ok(no_prefix.view, word, false) == ScoreOracle(no_prefix.view).encode_word(word));
+}
+
+TEST_CASE("long words: hand-made vocabulary, 1 to 2000 pieces, against the oracle") {
+  TestVocab vocab(tiny_pieces());
+  check_long_words(vocab.view, {"a", "b", "c"}, 41, 15);
+  check_long_words(vocab.view, {"a", "b", "c", "\xC3\xA9", "<", "s", ">"}, 42, 10);
+  TestVocab no_prefix(tiny_pieces(), /*add_space_prefix=*/false);
+  check_long_words(no_prefix.view, {"a", "b", "c"}, 43, 15);
+}
+
+TEST_CASE("long words: aidreams vocabulary, 1 to 2000 pieces, against the oracle") {
+  const std::string path = mote_test::shared_model("aidreams_tok512.bin");
+  if (path.empty()) {
+    MESSAGE("skipped: aidreams_tok512.bin is not in the shared models directory");
+    return;
+  }
+  std::vector<PieceSpec> pieces = read_tokenizer_bin(mote_test::read_file(path));
+  TestVocab vocab(pieces);
+  std::vector<std::string> letters;
+  for (char c = 'a'; c <= 'z'; ++c) letters.push_back(std::string(1, c));
+  check_long_words(vocab.view, letters, 51, 15);
+  check_long_words(vocab.view, {"e", "t", "a", "o", "h", "n"}, 52, 10);
+  while (pieces.size() < 70000) {  // ids beyond 16 bits: the 18-bit cell layout
+    pieces.push_back({"\x01unused" + std::to_string(pieces.size()), -1e30f, mote::kTokenUnused});
+  }
+  TestVocab large(pieces);
+  check_long_words(large.view, letters, 53, 10);
 }

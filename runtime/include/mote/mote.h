@@ -148,7 +148,8 @@ const char *mote_session_error(const mote_session *session);
  * for 0x04 0x06 0x13 0x14 0x16 0x1D 0xC0 0xC1 0xF1 0xF2 0xF5..0xFF; see MOTE_ERR_UNSUPPORTED).
  * Merging happens in place, so tokens needs room for the pieces before merging:
  * text_n + 2 entries always suffice (SentencePiece needs the pieces before merging,
- * byte-level BPE exactly text_n plus one for BOS, whatever the text). On
+ * byte-level BPE exactly text_n plus one for BOS, whatever the text). Words of any length merge
+ * exactly (nothing is cut) in O(n log n), using only those entries. On
  * MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens holds the capacity needed. Byte-level BPE gives the ids
  * Hugging Face tokenizers gives (SmolLM2's pre-tokenizer: digits split, then the GPT-2 regex).
  * MOTE_ERR_UNSUPPORTED: the vocabulary can represent neither a code point nor its bytes (no

@@ -25,6 +25,7 @@
 #include "text/byte_level_bpe.hpp"
 
 #include "format/format.hpp"
+#include "text/bpe_merge.hpp"
 #include "text/unicode_classes.hpp"
 
 namespace mote {
@@ -195,14 +196,16 @@ struct PlainCells {
 // what merging one leftmost lowest pair at a time does as long as no merge creates a pair of
 // rank <= r (then the round ends early and the next one looks again). Trained vocabularies
 // never create such pairs (a merge's parts are older than it), so the rounds number the
-// distinct ranks used: a 10k-byte run of spaces takes a few dozen linear passes. The worst
-// case (a long word of all-different merges) is quadratic: rounds x word length, which
-// encode_word bounds by merging at most kMaxMergeBytes at a time.
+// distinct ranks used. The worst case (all-different merges) is quadratic: rounds x word
+// length, so encode_word gives it only words shorter than bpe::kMinBlockedCells (16 bytes);
+// longer ones merge exactly in O(n log n) with bpe_merge.hpp's block tree, in the same cells,
+// very long ones after being cut where no merge can join (merge_cut).
 //
 // Cost of each pass of encode_byte_level, for text of n bytes: special-token matching O(n log V)
 // (binary searches per byte that starts a special token); pre-tokenization O(n) (each code
-// point decoded a bounded number of times); byte lookup O(n); merging O(n x kMaxMergeBytes)
-// at worst, O(n x distinct ranks) for real text. Linear in n overall.
+// point decoded a bounded number of times); byte lookup O(n); merging O(n (log V + log n)) for
+// any text, words of any length included (cut only where that is exact), plus at most one read
+// of the merge table per byte for the cuts. n log n overall.
 template <typename Cells>
 size_t merge_word(const TokenizerView &tok, Cells cells, size_t n) {
   if (n < 2) return n;
@@ -405,24 +408,60 @@ class Encoder {
       if (byte_ids_[byte] < 0) return MOTE_ERR_UNSUPPORTED;
       symbols[i] = byte_ids_[byte];
     }
-    // merge_word is quadratic in a word's length at worst, so a word longer than kMaxMergeBytes
-    // merges in runs of at most that many bytes, cut where a code point starts: linear time
-    // for any input. Tokens never span a cut, so only a word longer than real ones (a
-    // run of 256 letters with no space) can tokenize differently from Hugging Face's.
-    size_t kept = 0;
-    for (size_t start = 0; start < n;) {
-      size_t stop = n - start > kMaxMergeBytes ? start + kMaxMergeBytes : n;
-      while (stop < n && stop > start + 1 && is_continuation(text_.at(begin + stop))) --stop;
-      const size_t merged = merge_symbols(symbols + start, stop - start);
-      for (size_t i = 0; i < merged; ++i) symbols[kept + i] = symbols[start + i];  // kept <= start
-      kept += merged;
-      start = stop;
-    }
-    count_ += kept;
+    count_ += n >= kMinCutBytes && n / kCutBytesPerMerge >= tok_.n_merges ? merge_cut(symbols, begin, n)
+                                                                          : merge_any(symbols, begin, n);
     return MOTE_OK;
   }
 
-  static constexpr size_t kMaxMergeBytes = 256;
+  size_t merge_any(int32_t *symbols, size_t begin, size_t n) {
+    return n < bpe::kMinBlockedCells ? merge_symbols(symbols, n) : merge_long(symbols, begin, n);
+  }
+
+  // A long word is first cut where no merge can ever join the bytes on either side: no merge's
+  // left piece ends with the first and its right piece starts with the second. Symbols are
+  // always the text's own bytes (each merge result is its parts' bytes, checked at load), so
+  // the first symbol across such a cut would need exactly such a merge: no symbol ever spans
+  // it, the pair across it never merges, and each side merges as it would alone (in the same
+  // order, since no merge on one side touches the other). The parts are exact, and short ones
+  // merge in cache: a long random line has a cut every few bytes. The table of joinable byte
+  // pairs (8 KiB) lives in the word's last cells: the parts before them merge first, then the
+  // rest, whose tokens are read again from the text. Building it reads every merge once, so
+  // only words of at least kCutBytesPerMerge bytes per merge use it (a constant per byte).
+  static constexpr size_t kTableCells = 256 * 256 / 32;
+  static constexpr size_t kMinCutBytes = 2 * kTableCells;
+  static constexpr size_t kCutBytesPerMerge = 1;  // 1 byte per merge: at most one merge read per byte
+
+  size_t merge_cut(int32_t *symbols, size_t begin, size_t n) {
+    const size_t table_begin = n - kTableCells;
+    // int32_t and uint32_t may alias each other.
+    uint32_t *joinable = reinterpret_cast<uint32_t *>(symbols) + table_begin;
+    for (size_t i = 0; i < kTableCells; ++i) joinable[i] = 0;
+    for (uint32_t i = 0; i < tok_.n_merges; ++i) {
+      const format::BpeMerge &m = tok_.merges[i];
+      const uint32_t left_n = piece_size(tok_, m.left);
+      if (left_n == 0 || piece_size(tok_, m.right) == 0) continue;  // no symbol is empty
+      const uint32_t pair = piece_byte(tok_, m.left, left_n - 1) * 256u + piece_byte(tok_, m.right, 0);
+      joinable[pair / 32] |= 1u << (pair % 32);
+    }
+    size_t kept = 0;
+    size_t start = 0;
+    for (size_t cut = 1; cut <= table_begin; ++cut) {  // parts end before the table
+      const uint32_t pair = text_.at(begin + cut - 1) * 256u + text_.at(begin + cut);
+      if ((joinable[pair / 32] >> (pair % 32)) & 1u) continue;
+      kept += merge_part(symbols, kept, begin, start, cut);
+      start = cut;
+    }
+    for (size_t i = table_begin; i < n; ++i) symbols[i] = byte_ids_[text_.at(begin + i)];
+    kept += merge_part(symbols, kept, begin, start, n);
+    return kept;
+  }
+
+  // Merges the word's cells [start, stop) and moves their tokens to [kept, ...), kept <= start.
+  size_t merge_part(int32_t *symbols, size_t kept, size_t begin, size_t start, size_t stop) {
+    const size_t merged = merge_any(symbols + start, begin + start, stop - start);
+    for (size_t i = 0; i < merged; ++i) symbols[kept + i] = symbols[start + i];
+    return merged;
+  }
 
   size_t merge_symbols(int32_t *symbols, size_t n) {
     if (PackedCells::fits(tok_)) {
@@ -430,6 +469,95 @@ class Encoder {
       return merge_word(tok_, PackedCells{tok_, reinterpret_cast<uint32_t *>(symbols)}, n);
     }
     return merge_word(tok_, PlainCells{tok_, symbols, n}, n);
+  }
+
+  // A word of any length, exactly and in O(n log n) (bpe_merge.hpp), in its own n cells.
+  // A one-byte symbol's token is its byte's, read again from the text, so its cell is free for
+  // the block fields and for the tokens of longer symbols. Two layouts of a block's cells:
+  //
+  // WordCells, any vocabulary: cells 0-1 tree nodes, 2 the leaf, 3 the start bits, 4 + o / 2
+  // the token of a symbol of two or more bytes starting at offset o (two such starts are at
+  // least two bytes apart, so they never share a cell; the last block, up to 15 cells, needs
+  // cells up to 4 + 14 / 2 = 11). Pair keys are looked up whenever a block is rescanned.
+  struct WordCells {
+    static constexpr bool kCachesKeys = false;
+    uint32_t *cells;
+    bpe::Blocks blocks;
+    Text &text;
+    size_t begin;  // of the word in the text
+    const int32_t *byte_ids;
+    const TokenizerView &tok;
+
+    uint32_t &field(size_t b, size_t i) const { return cells[blocks.begin(b) + i]; }
+    uint32_t node(size_t j) const { return field(j / 2, j % 2); }
+    void set_node(size_t j, uint32_t key) { field(j / 2, j % 2) = key; }
+    uint32_t leaf(size_t b) const { return field(b, 2); }
+    void set_leaf(size_t b, uint32_t key) { field(b, 2) = key; }
+    uint32_t starts(size_t b) const { return field(b, 3); }
+    void set_starts(size_t b, uint32_t bits) { field(b, 3) = bits; }
+    uint32_t &slot(size_t p) const {
+      const size_t b = blocks.of(p);
+      return field(b, 4 + (p - blocks.begin(b)) / 2);
+    }
+    uint32_t token(size_t p, bool single) const {
+      return single ? static_cast<uint32_t>(byte_ids[text.at(begin + p)]) : slot(p);
+    }
+    void set_token(size_t p, uint32_t token) { slot(p) = token; }
+    bool pair(uint32_t left, uint32_t right, uint32_t *key, uint32_t *result) const {
+      return find_merge(tok, left, right, key, result);
+    }
+    void put(size_t i, uint32_t token) { cells[i] = token; }
+    void prefetch_block(size_t b) const { __builtin_prefetch(cells + blocks.begin(b)); }
+    uint32_t key(size_t) const { return bpe::kNoKey; }
+    void set_key(size_t, uint32_t) {}
+  };
+
+  // PackedWordCells, ids and ranks below 2^16 (PackedCells::fits; SmolLM2): the high half of a
+  // start's cell caches its pair's rank, so a rescan reads 8 halves instead of looking up 8
+  // pairs. Low halves: offsets 1, 3, 5, 7 hold the two tree nodes, the leaf and the start
+  // bits; the even cell o & ~1 holds the token of a longer symbol starting at o.
+  struct PackedWordCells {
+    static constexpr bool kCachesKeys = true;
+    static constexpr uint32_t kNone16 = 0xFFFF;
+    uint32_t *cells;
+    bpe::Blocks blocks;
+    Text &text;
+    size_t begin;
+    const int32_t *byte_ids;
+    const TokenizerView &tok;
+
+    static uint32_t widen(uint32_t half) { return half == kNone16 ? bpe::kNoKey : half; }
+    uint32_t low(size_t c) const { return cells[c] & 0xFFFFu; }
+    void set_low(size_t c, uint32_t v) { cells[c] = (cells[c] & 0xFFFF0000u) | v; }
+    size_t field(size_t b, size_t i) const { return blocks.begin(b) + 2 * i + 1; }
+    uint32_t node(size_t j) const { return widen(low(field(j / 2, j % 2))); }
+    void set_node(size_t j, uint32_t key) { set_low(field(j / 2, j % 2), key & kNone16); }
+    uint32_t leaf(size_t b) const { return widen(low(field(b, 2))); }
+    void set_leaf(size_t b, uint32_t key) { set_low(field(b, 2), key & kNone16); }
+    uint32_t starts(size_t b) const { return low(field(b, 3)); }
+    void set_starts(size_t b, uint32_t bits) { set_low(field(b, 3), bits); }
+    uint32_t token(size_t p, bool single) const {
+      return single ? static_cast<uint32_t>(byte_ids[text.at(begin + p)]) : low(p & ~size_t{1});
+    }
+    void set_token(size_t p, uint32_t token) { set_low(p & ~size_t{1}, token); }
+    bool pair(uint32_t left, uint32_t right, uint32_t *key, uint32_t *result) const {
+      return find_merge(tok, left, right, key, result);
+    }
+    void put(size_t i, uint32_t token) { cells[i] = token; }
+    void prefetch_block(size_t b) const { __builtin_prefetch(cells + blocks.begin(b)); }
+    uint32_t key(size_t p) const { return widen(cells[p] >> 16); }
+    void set_key(size_t p, uint32_t key) { cells[p] = (cells[p] & 0xFFFFu) | ((key & kNone16) << 16); }
+  };
+
+  size_t merge_long(int32_t *symbols, size_t begin, size_t n) {
+    // int32_t and uint32_t may alias each other; token ids are below 2^31.
+    uint32_t *cells = reinterpret_cast<uint32_t *>(symbols);
+    if (PackedCells::fits(tok_)) {
+      PackedWordCells packed{cells, bpe::Blocks(n), text_, begin, byte_ids_, tok_};
+      return bpe::merge_blocked(packed, n);
+    }
+    WordCells plain{cells, bpe::Blocks(n), text_, begin, byte_ids_, tok_};
+    return bpe::merge_blocked(plain, n);
   }
 
   const TokenizerView &tok_;

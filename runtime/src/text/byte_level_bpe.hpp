@@ -1,5 +1,6 @@
 // Byte-level BPE (GPT-2 style, as SmolLM2 uses): pre-tokenization into words, then merges by
-// rank inside each word. Needs no memory of its own: merging happens in the output buffer.
+// rank inside each word. Needs no memory of its own: merging happens in the output buffer,
+// exactly for words of any length (bpe_merge.hpp), in O(n log n).
 #pragma once
 
 #include <cstddef>

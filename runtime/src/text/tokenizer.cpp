@@ -21,6 +21,8 @@
 
 #include <cstring>
 
+#include "text/bpe_merge.hpp"
+
 namespace mote {
 namespace {
 
@@ -253,15 +255,79 @@ void merge_uncached(const TokenizerView &tok, int32_t *ids, size_t *n) {
   *n = count;
 }
 
-// Both merge loops are quadratic in the pieces they are given (a scan per merge). A text is
-// therefore merged one word at a time: a piece that starts with a space after a piece that
+// A word's pieces in their own cells for bpe_merge.hpp's exact O(n log n) merging: the low
+// kIdBits bits of a cell hold the token at that piece (for a symbol's first piece, the whole
+// symbol's), the 32 - kIdBits bits above are a block's field stream: two tree nodes, the leaf
+// (32-bit keys each) and the start bits (16): 112 bits, which 8 cells of 14 spare bits hold.
+// So vocabularies up to 2^18 ids (Gemma's 256000 included) merge exactly at any length.
+constexpr unsigned kIdBits = 18;
+
+struct PieceCells {
+  static constexpr bool kCachesKeys = false;
+  static constexpr unsigned kSpare = 32 - kIdBits;
+  static constexpr uint32_t kIdMask = (1u << kIdBits) - 1u;
+  uint32_t *cells;
+  bpe::Blocks blocks;
+  const TokenizerView &tok;
+
+  // Bits [offset, offset + width) of block b's field stream.
+  uint32_t get(size_t b, unsigned offset, unsigned width) const {
+    uint32_t value = 0;
+    size_t c = blocks.begin(b) + offset / kSpare;
+    for (unsigned got = 0, in = offset % kSpare; got < width; ++c, in = 0) {
+      const unsigned take = kSpare - in < width - got ? kSpare - in : width - got;
+      value |= ((cells[c] >> (kIdBits + in)) & ((1u << take) - 1u)) << got;
+      got += take;
+    }
+    return value;
+  }
+  void set(size_t b, unsigned offset, unsigned width, uint32_t value) {
+    size_t c = blocks.begin(b) + offset / kSpare;
+    for (unsigned got = 0, in = offset % kSpare; got < width; ++c, in = 0) {
+      const unsigned take = kSpare - in < width - got ? kSpare - in : width - got;
+      const uint32_t mask = ((1u << take) - 1u) << (kIdBits + in);
+      cells[c] = (cells[c] & ~mask) | (((value >> got) << (kIdBits + in)) & mask);
+      got += take;
+    }
+  }
+  uint32_t node(size_t j) const { return get(j / 2, 32 * (j % 2), 32); }
+  void set_node(size_t j, uint32_t key) { set(j / 2, 32 * (j % 2), 32, key); }
+  uint32_t leaf(size_t b) const { return get(b, 64, 32); }
+  void set_leaf(size_t b, uint32_t key) { set(b, 64, 32, key); }
+  uint32_t starts(size_t b) const { return get(b, 96, 16); }
+  void set_starts(size_t b, uint32_t bits) { set(b, 96, 16, bits); }
+  uint32_t token(size_t p, bool) const { return cells[p] & kIdMask; }
+  void set_token(size_t p, uint32_t token) { cells[p] = (cells[p] & ~kIdMask) | token; }
+  // Higher scores first: the key is the score's order reversed (-0 counts as +0, as == does).
+  bool pair(uint32_t left, uint32_t right, uint32_t *key, uint32_t *result) const {
+    const int32_t id = merge_of(tok, left, right);
+    if (id < 0) return false;
+    const float score = tok.scores[id] == 0.0f ? 0.0f : tok.scores[id];
+    if (!(score > kNoMergeScore)) return false;
+    uint32_t bits = 0;
+    std::memcpy(&bits, &score, sizeof bits);
+    const uint32_t ordered = (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+    *key = ~ordered;  // never kNoKey: that would be a NaN, which fails the test above
+    *result = static_cast<uint32_t>(id);
+    return true;
+  }
+  void put(size_t i, uint32_t token) { cells[i] = token; }
+  void prefetch_block(size_t b) const { __builtin_prefetch(cells + blocks.begin(b)); }
+  uint32_t key(size_t) const { return bpe::kNoKey; }
+  void set_key(size_t, uint32_t) {}
+};
+
+// A text is merged one word at a time: a piece that starts with a space after a piece that
 // does not end with one starts a new word. SentencePiece vocabularies trained with
 // split_by_whitespace (the default, and llama2.c's) hold no piece with a space after other
-// bytes, so no merge crosses that cut and the result is the whole text's. A word of more than
-// kMaxMergePieces pieces (no real one is) is also cut every kMaxMergePieces pieces, where merges
-// could then differ; with that bound the cost is O(n x kMaxMergePieces) for n pieces: linear.
+// bytes, so no merge crosses that cut and the result is the whole text's (the cut keeps each
+// merge local; it is not needed for speed). A word of kMinBlockedCells pieces or more merges
+// exactly with PieceCells, whatever its length, in O(n (log V + log n)); shorter ones use the
+// scan-per-merge loops above (quadratic, but in fewer than 16 pieces). Only a vocabulary of
+// more than 2^18 ids (none known) still cuts long words every kMaxMergePieces pieces, where
+// merges could then differ, to stay linear.
 // The passes of encode: splitting into pieces O(n log V) (a binary search per code point),
-// merging O(n x kMaxMergePieces) at worst.
+// merging O(n (log V + log n)).
 constexpr size_t kMaxMergePieces = 256;
 
 bool starts_word(const TokenizerView &tok, int32_t prev, int32_t piece) {
@@ -270,14 +336,21 @@ bool starts_word(const TokenizerView &tok, int32_t prev, int32_t piece) {
 }
 
 void merge_words(const TokenizerView &tok, int32_t *ids, size_t *n) {
+  const bool blocked = tok.n_tokens <= (1u << kIdBits);
   size_t kept = 0;
   for (size_t start = 0; start < *n;) {
     size_t stop = start + 1;
-    while (stop < *n && stop - start < kMaxMergePieces && !starts_word(tok, ids[stop - 1], ids[stop])) ++stop;
+    while (stop < *n && (blocked || stop - start < kMaxMergePieces) && !starts_word(tok, ids[stop - 1], ids[stop])) {
+      ++stop;
+    }
     size_t count = stop - start;
-    if (tok.n_tokens <= kNoMerge16) {
-      // int32_t and uint32_t may alias each other; ids are below 2^16 so cells stay exact.
-      merge_packed(tok, reinterpret_cast<uint32_t *>(ids + start), &count);
+    // int32_t and uint32_t may alias each other; ids are below 2^18 (2^16) so cells stay exact.
+    uint32_t *cells = reinterpret_cast<uint32_t *>(ids + start);
+    if (blocked && count >= bpe::kMinBlockedCells) {
+      PieceCells piece_cells{cells, bpe::Blocks(count), tok};
+      count = bpe::merge_blocked(piece_cells, count);
+    } else if (tok.n_tokens <= kNoMerge16) {
+      merge_packed(tok, cells, &count);
     } else {
       merge_uncached(tok, ids + start, &count);
     }
