@@ -18,9 +18,9 @@
 
 namespace {
 
+using mote::format::DType;
 using mote::kernels::Isa;
 using mote::kernels::KernelTable;
-using mote::format::DType;
 
 struct Shape {
   size_t rows;

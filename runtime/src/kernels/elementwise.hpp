@@ -49,7 +49,8 @@ void gelu_tanh(float *x, size_t n) {
 template <class Arch>
 void gelu_erf(float *x, size_t n) {
   using Batch = Floats<Arch>;
-  map_in_place<Arch>(x, n, [](Batch v) { return Batch(0.5f) * v * (Batch(1.0f) + xsimd::erf(v * Batch(0.7071067811865476f))); });
+  map_in_place<Arch>(
+      x, n, [](Batch v) { return Batch(0.5f) * v * (Batch(1.0f) + xsimd::erf(v * Batch(0.7071067811865476f))); });
 }
 
 template <class Arch>

@@ -56,7 +56,8 @@ struct Nibbles {
     for (size_t k = 0; k < 4; ++k) {
       sums[k] = QuantIsa<Arch>::dot_add(_mm256_setzero_si256(), low[k], broadcast_quad<Arch>(x + 4 * k));
     }
-    for (size_t k = 0; k < 4; ++k) sums[k] = QuantIsa<Arch>::dot_add(sums[k], high[k], broadcast_quad<Arch>(x + 16 + 4 * k));
+    for (size_t k = 0; k < 4; ++k)
+      sums[k] = QuantIsa<Arch>::dot_add(sums[k], high[k], broadcast_quad<Arch>(x + 16 + 4 * k));
     return _mm256_add_epi32(_mm256_add_epi32(sums[0], sums[1]), _mm256_add_epi32(sums[2], sums[3]));
 #else
     // Eight vpmaddubsw summed in int16 (8 x 2 x 15 x 127 < 32768), widened once.
@@ -89,7 +90,8 @@ struct InterleavedBlock<Arch, BlockQ4_1x8> {
     __m256 m;
   };
   static Prepared prepare(const BlockQ4_1x8 &b) {
-    return {Nibbles<Arch, BlockQ4_1x8>::unpack(b), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.m)))};
+    return {Nibbles<Arch, BlockQ4_1x8>::unpack(b),
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.m)))};
   }
   static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w.nibbles.dot(x.q)), _mm256_mul_ps(w.nibbles.d, _mm256_set1_ps(x.scale)),
@@ -120,7 +122,8 @@ struct InterleavedBlock<Arch, BlockQ8_0x8> {
       const __m256i signed_x = _mm256_sign_epi8(broadcast_quad<Arch>(x.q + 4 * k), w.q[k]);
       chains[k % 4] = QuantIsa<Arch>::dot_add(chains[k % 4], _mm256_abs_epi8(w.q[k]), signed_x);
     }
-    const __m256i sums = _mm256_add_epi32(_mm256_add_epi32(chains[0], chains[1]), _mm256_add_epi32(chains[2], chains[3]));
+    const __m256i sums =
+        _mm256_add_epi32(_mm256_add_epi32(chains[0], chains[1]), _mm256_add_epi32(chains[2], chains[3]));
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(w.d, _mm256_set1_ps(x.scale)), acc);
   }
 };

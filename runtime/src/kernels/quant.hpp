@@ -79,11 +79,11 @@ static_assert(sizeof(BlockQ4_1x8) == 8 * sizeof(BlockQ4_1), "q4_1x8 group blocks
 // The lane sums let q4_0 and q4_1 products use unsigned nibbles (vpmaddubsw's operand order):
 // sum (n - 8) x = sum n x - lane_offset, and q4_1's m enters as m * lane_sum_scaled.
 struct Q8Activations {
-  int8_t *q;                // (n_tokens, cols)
-  float *scale;             // (n_tokens, cols / 32) d of each block
-  int32_t *lane_offset;     // (n_tokens, cols / 4) 8 * the sum of each 4 consecutive q
-  float *lane_sum_scaled;   // (n_tokens, cols / 4) d * the sum of each 4 consecutive q
-  int32_t *block_sum;       // (n_tokens, cols / 32) the sum of each block's q (x8 layouts)
+  int8_t *q;               // (n_tokens, cols)
+  float *scale;            // (n_tokens, cols / 32) d of each block
+  int32_t *lane_offset;    // (n_tokens, cols / 4) 8 * the sum of each 4 consecutive q
+  float *lane_sum_scaled;  // (n_tokens, cols / 4) d * the sum of each 4 consecutive q
+  int32_t *block_sum;      // (n_tokens, cols / 32) the sum of each block's q (x8 layouts)
 };
 
 // Bytes of one token's activations, each array rounded up to 64 bytes (for arena planning).

@@ -247,16 +247,21 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
 }  // namespace
 
 void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
-  // The largest step decides whether threads are worth starting at all (tiny models: never).
+  // The pass's largest step and whole work (multiply-adds) decide whether threads are worth
+  // starting at all (tiny models: never).
   const format::ModelConfig &c = s.model.view.config;
-  const size_t q_dim = static_cast<size_t>(c.n_heads) * c.head_dim;
-  size_t largest = n_tokens * c.ffn_dim * c.dim;
-  if (n_tokens * q_dim * c.dim > largest) largest = n_tokens * q_dim * c.dim;
-  if (want_logits && static_cast<size_t>(c.vocab_size) * c.dim > largest)
-    largest = static_cast<size_t>(c.vocab_size) * c.dim;
+  const size_t dim = c.dim, ffn_dim = c.ffn_dim;
+  const size_t q_dim = static_cast<size_t>(c.n_heads) * c.head_dim,
+               kv_dim = static_cast<size_t>(c.n_kv_heads) * c.head_dim;
+  const size_t classifier = want_logits ? static_cast<size_t>(c.vocab_size) * dim : 0;
   const size_t attention = 2 * q_dim * n_tokens * (s.position + n_tokens);
+  size_t largest = n_tokens * ffn_dim * dim;
+  if (n_tokens * q_dim * dim > largest) largest = n_tokens * q_dim * dim;
+  if (classifier > largest) largest = classifier;
   if (attention > largest) largest = attention;
-  s.crew.run(s.n_threads, n_tokens, largest, [&] { forward_pass(s, tokens, n_tokens, want_logits); });
+  const size_t per_layer = n_tokens * dim * (2 * q_dim + 2 * kv_dim + (s.spec.gated_ffn ? 3 : 2) * ffn_dim) + attention;
+  const size_t total = c.n_layers * per_layer + classifier;
+  s.crew.run(s.n_threads, n_tokens, largest, total, [&] { forward_pass(s, tokens, n_tokens, want_logits); });
 }
 
 void pool_hidden(Session &s, size_t n_tokens, mote_pool pool, float *out) {

@@ -35,6 +35,12 @@ namespace mote {
 // which a pass starts no threads at all (tiny models), and roughly the work of one chunk.
 constexpr size_t kMinParallelWork = 64 * 1024;
 constexpr size_t kMinPassWork = 256 * 1024;
+// Prefill passes (one per prompt: nothing to amortize over, nothing to probe) start threads only
+// for at least this much work in all: waking a parked helper, or creating it on the first pass,
+// costs tens of microseconds on a bare machine and up to milliseconds in a VM whose idle vCPU
+// the host has descheduled, and the pass waits for it at the end (measured: aidreams260K's
+// 32-token prompt, ~8M multiply-adds, 0.6 ms on one thread, 3-13 ms when it woke a helper).
+constexpr size_t kMinPrefillWork = 64u << 20;
 constexpr size_t kChunkWork = 24 * 1024;
 // One decoding pass in this many runs the other way (serial or parallel) to see which is
 // faster now; each probe that loses doubles the interval (a parallel probe on a busy machine
@@ -65,12 +71,13 @@ class Crew {
   }
 
   // Runs pass() (a forward pass over n_tokens tokens whose largest step is largest_step
-  // multiply-adds) on the calling thread, with up to n_threads - 1 helpers joining its steps when
-  // some step is worth sharing and sharing has proven faster.
+  // multiply-adds, total_work in all) on the calling thread, with up to n_threads - 1 helpers
+  // joining its steps when some step is worth sharing and sharing has proven faster (decoding)
+  // or the pass is large enough to pay for waking them (prefill).
   template <class Pass>
-  void run(uint32_t n_threads, size_t n_tokens, size_t largest_step, Pass &&pass) {
+  void run(uint32_t n_threads, size_t n_tokens, size_t largest_step, size_t total_work, Pass &&pass) {
 #if defined(MOTE_OPENMP)
-    if (n_threads > 1 && largest_step >= kMinPassWork) {
+    if (n_threads > 1 && largest_step >= kMinPassWork && (n_tokens == 1 || total_work >= kMinPrefillWork)) {
       const auto call = [](void *context) { (*static_cast<Pass *>(context))(); };
       if (n_tokens == 1) {
         run_decode(n_threads, call, &pass);
@@ -83,6 +90,7 @@ class Crew {
     (void)n_threads;
     (void)n_tokens;
     (void)largest_step;
+    (void)total_work;
     pass();
   }
 
