@@ -3,8 +3,8 @@
 // conversion) across its tokens and every x load across its rows.
 //
 // Each (row, token) result follows matvec.hpp's fixed order exactly: one accumulator takes the
-// SIMD blocks in order, it is reduced, then the tail columns are added in order (finish_row).
-// So it is bit-identical to matvec's result for that row and token, whatever the tile, the row
+// SIMD blocks in order, it is reduced (reduce_rows), then the tail columns are added in order
+// (finish_row). So it is bit-identical to matvec's result for that row and token, whatever the tile, the row
 // split or the number of tokens.
 #pragma once
 
@@ -98,11 +98,13 @@ inline void dot_tile(float *out, size_t out_stride, const Weight *w, size_t row_
       for (size_t r = 0; r < R; ++r) acc[r][t] = xsimd::fma(weights[r], xt, acc[r][t]);
     }
   }
+  float sums[R][T];
+  reduce_rows<Arch>(&acc[0][0], R * T, &sums[0][0]);
 #pragma GCC unroll 16
   for (size_t r = 0; r < R; ++r) {
 #pragma GCC unroll 16
     for (size_t t = 0; t < T; ++t) {
-      out[t * out_stride + r] = finish_row<Arch>(acc[r][t], w + r * row_stride, x + t * cols, simd_end, cols);
+      out[t * out_stride + r] = finish_row<Arch>(sums[r][t], w + r * row_stride, x + t * cols, simd_end, cols);
     }
   }
 }

@@ -1,22 +1,39 @@
 // Matrix-vector products over xsimd batches: the memory-bound hot path of decoding.
 //
 // Every row is summed in one fixed order, whichever path computes it: one accumulator takes the
-// SIMD blocks of columns in order, it is reduced, then the remaining columns are added one by
-// one. The 4-row path, the 1-row path and matmul.hpp's tiles follow it exactly, so a row's
-// result does not depend on how many rows or tokens the caller passed (callers split rows
-// across threads and batch prompt tokens, and expect bit-identical logits). One chain per row
-// is enough here: decoding is bound by memory, and four rows give four chains.
+// SIMD blocks of columns in order, it is reduced by reduce_rows (sum_rows' lane order), then
+// the remaining columns are added one by one. The 4-row path, the 1-row path and matmul.hpp's tiles follow it exactly,
+// so a row's result does not depend on how many rows or tokens the caller passed (callers split rows across threads and
+// batch prompt tokens, and expect bit-identical logits). One chain per row is enough here: decoding is bound by memory,
+// and four rows give four chains.
 #pragma once
 
 #include "kernels/simd.hpp"
 
 namespace mote::kernels::simd {
 
-// Adds the columns past the last full SIMD block, in order. An explicit fused multiply-add, so
-// the result cannot hinge on whether the compiler contracts a * b + c at this call site.
+// out[i] = the sum of partials[i]'s lanes for i < n, each by sum_rows' one fixed order (a row is
+// summed alike whether reduced alone or beside others), Floats<Arch>::size rows per transposing
+// reduction: a tile's many sums cost a few instructions each, not a horizontal sum each.
+template <class Arch>
+inline void reduce_rows(const Floats<Arch> *partials, size_t n, float *out) {
+  using Batch = Floats<Arch>;
+  constexpr size_t W = Batch::size;
+  for (size_t i0 = 0; i0 < n; i0 += W) {
+    const size_t m = n - i0 < W ? n - i0 : W;
+    Batch rows[W];
+#pragma GCC unroll 16
+    for (size_t j = 0; j < W; ++j) rows[j] = j < m ? partials[i0 + j] : Batch(0.0f);
+    float sums[W];
+    sum_rows<Arch>(rows, sums);
+    for (size_t j = 0; j < m; ++j) out[i0 + j] = sums[j];
+  }
+}
+
+// Adds the columns past the last full SIMD block to a row's reduced sum, in order. An explicit
+// fused multiply-add, so the result cannot hinge on whether the compiler contracts a * b + c.
 template <class Arch, class Weight>
-inline float finish_row(Floats<Arch> partial, const Weight *row, const float *x, size_t simd_end, size_t cols) {
-  float sum = reduce_sum<Arch>(partial);
+inline float finish_row(float sum, const Weight *row, const float *x, size_t simd_end, size_t cols) {
   for (size_t c = simd_end; c < cols; ++c) sum = __builtin_fmaf(to_float<Arch>(row[c]), x[c], sum);
   return sum;
 }
@@ -30,7 +47,9 @@ inline float dot_row(const Weight *row, const float *x, size_t cols) {
   for (size_t c = 0; c < simd_end; c += width) {
     acc = xsimd::fma(load_floats<Arch>(row + c), Batch::load_unaligned(x + c), acc);
   }
-  return finish_row<Arch>(acc, row, x, simd_end, cols);
+  float sum;
+  reduce_rows<Arch>(&acc, 1, &sum);
+  return finish_row<Arch>(sum, row, x, simd_end, cols);
 }
 
 // Four rows at once share every load of x.
@@ -43,7 +62,7 @@ inline void dot_4_rows(float *out, const Weight *w, size_t row_stride, const flo
   const Weight *row1 = w + row_stride;
   const Weight *row2 = w + 2 * row_stride;
   const Weight *row3 = w + 3 * row_stride;
-  Batch acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
+  Batch acc[4] = {Batch(0.0f), Batch(0.0f), Batch(0.0f), Batch(0.0f)};
   // Half-precision rows are consumed in half-width loads, which keep too few cache-line misses
   // in flight for the hardware prefetcher: fetch the next four rows (contiguous after these)
   // at the pace these are read. +50% from DRAM for f16; f32 measured no better, so it skips this.
@@ -55,15 +74,17 @@ inline void dot_4_rows(float *out, const Weight *w, size_t row_stride, const flo
       for (size_t b = 0; b < kStepBytes; b += 64) __builtin_prefetch(ahead + b);
     }
     const Batch xc = Batch::load_unaligned(x + c);
-    acc0 = xsimd::fma(load_floats<Arch>(row0 + c), xc, acc0);
-    acc1 = xsimd::fma(load_floats<Arch>(row1 + c), xc, acc1);
-    acc2 = xsimd::fma(load_floats<Arch>(row2 + c), xc, acc2);
-    acc3 = xsimd::fma(load_floats<Arch>(row3 + c), xc, acc3);
+    acc[0] = xsimd::fma(load_floats<Arch>(row0 + c), xc, acc[0]);
+    acc[1] = xsimd::fma(load_floats<Arch>(row1 + c), xc, acc[1]);
+    acc[2] = xsimd::fma(load_floats<Arch>(row2 + c), xc, acc[2]);
+    acc[3] = xsimd::fma(load_floats<Arch>(row3 + c), xc, acc[3]);
   }
-  out[0] = finish_row<Arch>(acc0, row0, x, simd_end, cols);
-  out[1] = finish_row<Arch>(acc1, row1, x, simd_end, cols);
-  out[2] = finish_row<Arch>(acc2, row2, x, simd_end, cols);
-  out[3] = finish_row<Arch>(acc3, row3, x, simd_end, cols);
+  float sums[4];
+  reduce_rows<Arch>(acc, 4, sums);
+  out[0] = finish_row<Arch>(sums[0], row0, x, simd_end, cols);
+  out[1] = finish_row<Arch>(sums[1], row1, x, simd_end, cols);
+  out[2] = finish_row<Arch>(sums[2], row2, x, simd_end, cols);
+  out[3] = finish_row<Arch>(sums[3], row3, x, simd_end, cols);
 }
 
 // out[r] = dot(w + r * row_stride, x) over cols columns, for r < rows.
