@@ -7,6 +7,7 @@ their parts as fuzz_support.hpp's split_parts reads them: each part but the last
 u32 little-endian length. Needs only Python's standard library and the built mote CLI (which
 converts the .mote seeds).
 """
+import json
 import os
 import random
 import struct
@@ -36,6 +37,132 @@ def write(out_dir, target, name, data):
         f.write(data)
 
 
+# Small seeds. A libFuzzer run costs time per input byte (sanitizer-instrumented parsing,
+# checksums, conversion), so besides the goldens each loader target gets seeds of a few KB: the
+# same formats with tiny dimensions (dim 8 or 32, one or two layers), which open and generate at
+# many times the goldens' rate. Weights are seeded random values, deterministic run to run.
+def llama2c_checkpoint(dim, hidden, layers, heads, kv_heads, vocab, seq_len, shared, seed):
+    rng = random.Random(seed)
+    head = dim // heads
+    n = (vocab * dim + layers * (dim + dim * dim + 2 * dim * kv_heads * head + dim * dim + dim + 3 * dim * hidden) + dim +
+         seq_len * head + (0 if shared else vocab * dim))
+    return (struct.pack("<7i", dim, hidden, layers, heads, kv_heads, vocab if shared else -vocab, seq_len) +
+            struct.pack("<%df" % n, *[rng.gauss(0, 0.3) for _ in range(n)]))
+
+
+def gguf_read(data):
+    """The key-value pairs of a GGUF v3 file as (key, type, raw value bytes), in order."""
+    at = 24
+    n_kv = struct.unpack_from("<Q", data, 16)[0]
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+    def skip(kind, at):
+        if kind in sizes:
+            return at + sizes[kind]
+        if kind == 8:
+            return at + 8 + struct.unpack_from("<Q", data, at)[0]
+        element, count = struct.unpack_from("<IQ", data, at)
+        at += 12
+        for _ in range(count):
+            at = skip(element, at)
+        return at
+
+    pairs = []
+    for _ in range(n_kv):
+        length = struct.unpack_from("<Q", data, at)[0]
+        key = data[at + 8:at + 8 + length].decode()
+        kind = struct.unpack_from("<I", data, at + 8 + length)[0]
+        start = at + 12 + length
+        at = skip(kind, start)
+        pairs.append((key, kind, data[start:at]))
+    return pairs
+
+
+def gguf_small(golden, seed):
+    """tiny_llama.gguf's tokenizer and metadata with one small layer: dim 32, FFN 32, context 16,
+    tensors in f32, f16, bf16, q4_0, q4_1 and q8_0 (random blocks with small finite scales)."""
+    rng = random.Random(seed)
+    changed = {"llama.block_count": 1, "llama.feed_forward_length": 32, "llama.context_length": 16}
+    pairs = [(k, t, struct.pack("<I", changed[k]) if k in changed else v) for k, t, v in gguf_read(golden)]
+    vocab = 268
+    # name, ggml shape (columns first), ggml type
+    tensors = [("token_embd.weight", [32, vocab], 2), ("blk.0.attn_q.weight", [32, 32], 1),
+               ("blk.0.attn_k.weight", [32, 16], 30), ("blk.0.attn_v.weight", [32, 16], 8),
+               ("blk.0.attn_output.weight", [32, 32], 3), ("blk.0.ffn_gate.weight", [32, 32], 8),
+               ("blk.0.ffn_up.weight", [32, 32], 0), ("blk.0.ffn_down.weight", [32, 32], 2),
+               ("blk.0.attn_norm.weight", [32], 0), ("blk.0.ffn_norm.weight", [32], 0),
+               ("output_norm.weight", [32], 0), ("output.weight", [32, vocab], 3)]
+
+    def payload(shape, kind):
+        n = 1
+        for d in shape:
+            n *= d
+        if kind == 0:
+            return struct.pack("<%df" % n, *[rng.gauss(0, 0.3) for _ in range(n)])
+        if kind in (1, 30):  # f16 / bf16 of values in about [-0.5, 0.5]
+            hi = (0x34, 0xB4) if kind == 1 else (0x3E, 0xBE)
+            return b"".join(bytes([rng.randrange(256), rng.choice(hi)]) for _ in range(n))
+        scale = struct.pack("<e", 0.01)
+        if kind == 2:
+            return b"".join(scale + bytes(rng.randrange(256) for _ in range(16)) for _ in range(n // 32))
+        if kind == 3:
+            return b"".join(scale + struct.pack("<e", -0.05) + bytes(rng.randrange(256) for _ in range(16))
+                            for _ in range(n // 32))
+        return b"".join(scale + bytes(rng.randrange(256) for _ in range(32)) for _ in range(n // 32))
+
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(pairs))
+    for key, kind, value in pairs:
+        head += struct.pack("<Q", len(key)) + key.encode() + struct.pack("<I", kind) + value
+    data = b""
+    for name, shape, kind in tensors:
+        head += struct.pack("<Q", len(name)) + name.encode() + struct.pack("<I", len(shape))
+        head += struct.pack("<%dQ" % len(shape), *shape) + struct.pack("<IQ", kind, len(data))
+        data += payload(shape, kind)
+        data += bytes(-len(data) % 32)
+    return head + bytes(-len(head) % 32) + data
+
+
+def safetensors(tensors, seed):
+    """A safetensors file of (name, dtype, shape) tensors with seeded random values."""
+    rng = random.Random(seed)
+    header, data = {}, b""
+    for name, dtype, shape in tensors:
+        n = 1
+        for d in shape:
+            n *= d
+        values = [rng.gauss(0, 0.3) for _ in range(n)]
+        if dtype == "F32":
+            raw = struct.pack("<%df" % n, *values)
+        elif dtype == "F16":
+            raw = struct.pack("<%de" % n, *values)
+        else:  # BF16: the high half of the f32
+            raw = b"".join(struct.pack("<f", v)[2:] for v in values)
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+def hf_small(seed):
+    """tiny_hf's tokenizer with a small Llama: hidden 8, one layer, 2 heads, 1 KV head, tied embeddings."""
+    config = json.loads(read("tiny_hf/config.json"))
+    config.update(hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
+                  num_key_value_heads=1, max_position_embeddings=16, tie_word_embeddings=True)
+    vocab = config["vocab_size"]
+    tensors = [("model.embed_tokens.weight", "BF16", [vocab, 8]), ("model.norm.weight", "F32", [8]),
+               ("model.layers.0.input_layernorm.weight", "F32", [8]),
+               ("model.layers.0.post_attention_layernorm.weight", "F16", [8]),
+               ("model.layers.0.self_attn.q_proj.weight", "F32", [8, 8]),
+               ("model.layers.0.self_attn.k_proj.weight", "F16", [4, 8]),
+               ("model.layers.0.self_attn.v_proj.weight", "BF16", [4, 8]),
+               ("model.layers.0.self_attn.o_proj.weight", "F32", [8, 8]),
+               ("model.layers.0.mlp.gate_proj.weight", "F32", [16, 8]),
+               ("model.layers.0.mlp.up_proj.weight", "F16", [16, 8]),
+               ("model.layers.0.mlp.down_proj.weight", "BF16", [8, 16])]
+    return json.dumps(config, indent=1).encode(), safetensors(tensors, seed)
+
+
 def main():
     cli, out_dir = sys.argv[1], sys.argv[2]
     scratch = os.path.join(out_dir, "scratch")
@@ -57,6 +184,33 @@ def main():
         subprocess.run([cli, "convert", *args, "-o", out], check=True, stderr=subprocess.DEVNULL)
         with open(out, "rb") as f:
             write(out_dir, "model_open", name, f.read())
+
+    small = {"small_mha.bin": llama2c_checkpoint(8, 16, 1, 2, 2, 64, 8, True, 1),
+             "small_gqa.bin": llama2c_checkpoint(8, 16, 2, 4, 2, 70, 8, False, 2),
+             "small_q8.bin": llama2c_checkpoint(32, 32, 1, 4, 4, 64, 8, True, 3),
+             "small_llama.gguf": gguf_small(read("tiny_llama.gguf"), 4)}
+    for name, data in small.items():
+        with open(os.path.join(scratch, name), "wb") as f:
+            f.write(data)
+    small_conversions = [
+        ("small_mha_f32", ["small_mha.bin", "--tokenizer", "tiny_tok64.bin"]),
+        ("small_gqa_f16", ["small_gqa.bin", "--tokenizer", "tiny_tok70.bin", "--dtype", "f16", "--rope", "split"]),
+        ("small_q8", ["small_q8.bin", "--tokenizer", "tiny_tok64.bin", "--dtype", "q8_0"]),
+        ("small_llama_gguf", ["small_llama.gguf"]),
+        ("small_llama_q4_1", ["small_llama.gguf", "--dtype", "q4_1", "--layout", "gguf"]),
+    ]
+    for name, args in small_conversions:
+        out = os.path.join(scratch, name + ".mote")
+        args = [a if a.startswith("-") or a in ("q8_0", "f16", "split", "q4_1", "gguf") else
+                os.path.join(scratch if a.startswith("small_") else GOLDEN, a) for a in args]
+        subprocess.run([cli, "convert", *args, "-o", out], check=True, stderr=subprocess.DEVNULL)
+        with open(out, "rb") as f:
+            write(out_dir, "model_open", name, f.read())
+    write(out_dir, "gguf", "small_llama", small["small_llama.gguf"])
+    config, weights = hf_small(5)
+    write(out_dir, "hf", "small_hf", pack(config, read("tiny_hf/tokenizer.json"), weights))
+    write(out_dir, "llama2c", "small_mha", pack(small["small_mha.bin"], read("tiny_tok64.bin")))
+    write(out_dir, "llama2c", "small_gqa", pack(small["small_gqa.bin"], read("tiny_tok70.bin")))
 
     write(out_dir, "gguf", "tiny_llama", read("tiny_llama.gguf"))
     write(out_dir, "hf", "tiny_hf", pack(read("tiny_hf/config.json"), read("tiny_hf/tokenizer.json"),
