@@ -5,10 +5,9 @@
 #include <string>
 
 #include "json.hpp"
+#include "message_text.hpp"
 
 namespace mote::convert {
-
-inline std::string num(uint64_t v) { return std::to_string(v); }
 
 // Reads config.json keys with their types and ranges; false with a one-line *error.
 struct Config {

@@ -1,6 +1,6 @@
 // GPT-2's config.json (model_type "gpt2") as a .mote config; see safetensors.hpp.
-#include "gguf.hpp"  // printable()
 #include "hf_config.hpp"
+#include "message_text.hpp"
 #include "safetensors.hpp"
 
 namespace mote::convert {

@@ -9,10 +9,11 @@
 #include <memory>
 #include <set>
 
+#include "byte_level_vocab.hpp"
 #include "dequant.hpp"
 #include "hf_config.hpp"
+#include "message_text.hpp"
 #include "file_map.hpp"
-#include "gguf.hpp"  // the byte-level vocabulary builder, chat template detection, printable()
 #include "text/tokenizer.hpp"
 
 namespace mote::convert {

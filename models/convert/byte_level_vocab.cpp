@@ -1,0 +1,109 @@
+// GPT-2 byte-level BPE vocabularies (shared by the GGUF and Hugging Face importers): the
+// byte-to-unicode mapping undone, merges resolved to ids, the chat template recognised.
+#include "byte_level_vocab.hpp"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "message_text.hpp"
+#include "text/tokenizer.hpp"
+
+namespace mote::convert {
+
+namespace {
+
+// Code point -> byte for GPT-2's byte-to-unicode table (-1 where no byte maps there).
+struct Gpt2Table {
+  int16_t byte_of[324];
+  Gpt2Table() {
+    for (int16_t &b : byte_of) b = -1;
+    int extra = 0;
+    for (int b = 0; b < 256; ++b) {
+      const bool self = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      byte_of[self ? b : 256 + extra++] = static_cast<int16_t>(b);
+    }
+  }
+};
+
+// Next code point of s at *at (strict UTF-8); -1 when malformed.
+int32_t next_code_point(const std::string &s, size_t *at) {
+  const unsigned char c = static_cast<unsigned char>(s[*at]);
+  int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+  if (n == 0 || s.size() - *at < static_cast<size_t>(n)) return -1;
+  int32_t cp = n == 1 ? c : c & (0x7F >> n);
+  for (int k = 1; k < n; ++k) {
+    const unsigned char cc = static_cast<unsigned char>(s[*at + k]);
+    if ((cc & 0xC0) != 0x80) return -1;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  static const int32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
+  *at += static_cast<size_t>(n);
+  return cp;
+}
+
+}  // namespace
+
+bool gpt2_unicode_to_bytes(const std::string &mapped, std::string *raw) {
+  static const Gpt2Table table;
+  raw->clear();
+  size_t at = 0;
+  while (at < mapped.size()) {
+    const int32_t cp = next_code_point(mapped, &at);
+    if (cp < 0 || cp >= 324 || table.byte_of[cp] < 0) return false;
+    raw->push_back(static_cast<char>(table.byte_of[cp]));
+  }
+  return true;
+}
+
+bool build_byte_level_vocab(const std::vector<std::string> &mapped_tokens, const std::vector<uint8_t> &types,
+                            const std::vector<std::pair<std::string, std::string>> &merges, const char *source,
+                            TokenizerData *tok, std::string *error) {
+  const size_t n = mapped_tokens.size();
+  tok->kind = format::TokenizerKind::byte_level_bpe;
+  tok->pieces.assign(n, std::string());
+  tok->types = types;
+  tok->scores.assign(n, 0.0f);
+  tok->merges.clear();
+  std::unordered_map<std::string, uint32_t> id_of;  // mapped spelling -> first id
+  id_of.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    id_of.emplace(mapped_tokens[i], static_cast<uint32_t>(i));
+    if (types[i] != kTokenNormal) {
+      tok->pieces[i] = mapped_tokens[i];
+    } else if (!gpt2_unicode_to_bytes(mapped_tokens[i], &tok->pieces[i])) {
+      *error = std::string(source) + " token " + num(i) + " '" + printable(mapped_tokens[i]) +
+               "' is a normal token but not in GPT-2's byte-to-unicode form";
+      return false;
+    }
+  }
+  std::unordered_set<uint64_t> seen;
+  seen.reserve(merges.size());
+  tok->merges.reserve(merges.size());
+  for (size_t m = 0; m < merges.size(); ++m) {
+    const std::string &a = merges[m].first, &b = merges[m].second;
+    const std::string what = std::string(source) + " merge " + num(m) + " '" + printable(a + " " + b) + "'";
+    const auto left = id_of.find(a), right = id_of.find(b), result = id_of.find(a + b);
+    if (left == id_of.end() || right == id_of.end() || result == id_of.end()) {
+      const std::string &missing = left == id_of.end() ? a : right == id_of.end() ? b : a + b;
+      *error = what + ": token '" + printable(missing) + "' is not in the vocabulary";
+      return false;
+    }
+    if (tok->pieces[result->second] != tok->pieces[left->second] + tok->pieces[right->second]) {
+      *error = what + ": the result's bytes are not the left's followed by the right's";
+      return false;
+    }
+    const uint64_t pair = static_cast<uint64_t>(left->second) << 32 | right->second;
+    if (!seen.insert(pair).second) continue;  // a duplicate: the first keeps its rank
+    tok->merges.push_back(format::BpeMerge{left->second, right->second, result->second, 0});
+  }
+  return true;
+}
+
+format::ChatTemplate detect_chat_template(const std::string &jinja) {
+  if (jinja.find("<|im_start|>") != std::string::npos) return format::ChatTemplate::chatml;
+  if (jinja.find("[INST]") != std::string::npos) return format::ChatTemplate::llama2;
+  return format::ChatTemplate::none;
+}
+
+}  // namespace mote::convert
