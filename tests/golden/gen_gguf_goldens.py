@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes tests/golden/tiny_llama.gguf and its oracle values for tests/test_convert.cpp.
+"""Writes tests/golden/tiny_llama.gguf and its oracle values for tests/test_convert_gguf_golden.cpp.
 
 The GGUF is written with the `gguf` Python package (0.10.0) and read back with its GGUFReader;
 every tensor's `gguf.quants.dequantize` values are the golden (gguf_tiny_llama.bin, float32

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes tests/golden/tiny_hf/: a tiny Hugging Face Llama checkpoint for tests/test_convert.cpp.
+"""Writes tests/golden/tiny_hf/: a tiny Hugging Face Llama checkpoint for tests/test_convert_hf.cpp.
 
 transformers (4.40) builds a random LlamaForCausalLM (dim 32, 2 layers, 4 heads / 2 KV heads,
 FFN 64, untied classifier, vocabulary padded to 304 rows) and writes config.json; the weights go

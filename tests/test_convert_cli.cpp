@@ -1,0 +1,98 @@
+// `mote convert` as a user runs it: the importer picked by content (GGUF, Hugging Face,
+// llama2.c), --dtype / --layout / --tokenizer handling, and a corrupt GGUF refused in one line.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "convert_support.hpp"
+#include "test_support.hpp"
+
+using namespace mote_convert_test;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+  int code = -1;
+  std::string err;
+};
+
+CliResult run_cli(const std::string &args) {
+  char pattern[] = "/tmp/mote_test_convert_err_XXXXXX";
+  const int fd = mkstemp(pattern);
+  REQUIRE(fd >= 0);
+  close(fd);
+  const std::string command = std::string(MOTE_CLI_EMULATOR) + " '" + MOTE_CLI_PATH + "' " + args + " 2>" + pattern;
+  const int status = std::system(command.c_str());
+  CliResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = slurp(pattern);
+  std::remove(pattern);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("cli: mote convert picks the importer by content") {
+  if (std::string(MOTE_CLI_PATH).empty() || !mote_test::file_exists(MOTE_CLI_PATH)) {
+    MOTE_SKIP("the mote CLI is not part of this build (or not built yet)");
+    return;
+  }
+  char pattern[] = "/tmp/mote_test_convert_cli_XXXXXX";
+  REQUIRE(mkdtemp(pattern) != nullptr);
+  const std::string dir = pattern, out = dir + "/out.mote";
+  const std::string gguf = "'" + mote_test::golden_path("tiny_llama.gguf") + "'";
+  CliResult r = run_cli("convert " + gguf + " -o '" + out + "'");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("wrote") != std::string::npos);
+  // GGUF's default keeps each tensor's blocks, 8 rows interleaved where the rows allow it.
+  CHECK(r.err.find("tensors: 10 f32, 9 f16, 1 q8_0, 1 q4_1, 3 q8_0x8, 3 q4_0x8, 3 q4_1x8)") != std::string::npos);
+  CHECK(r.err.find("converting tensors") == std::string::npos);  // stderr is not a terminal
+  CHECK(mote_test::file_exists(out));
+  r = run_cli("convert '" + mote_test::golden_path("tiny_hf") + "' -o '" + out + "' --dtype f32");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("f32") != std::string::npos);
+  r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q4_0");
+  CHECK(r.code == 0);
+  // Norms stay f32; the embedding and the classifier stay 8-bit (q8_0: their rows are not 8k).
+  CHECK(r.err.find("tensors: 7 f32, 2 q8_0, 21 q4_0x8)") != std::string::npos);
+  r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q4_0 --layout gguf");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("tensors: 7 f32, 2 q8_0, 21 q4_0)") != std::string::npos);
+  r = run_cli("convert " + gguf + " -o '" + out + "' --layout ggml");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--layout must be interleaved or gguf") != std::string::npos);
+  r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q5_0");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--dtype must be f32, f16, q8_0, q4_0 or q4_1") != std::string::npos);
+  // Rows that are not whole 32-element blocks fall back to f16: tiny_odd's dim is 40.
+  r = run_cli("convert '" + mote_test::golden_path("tiny_odd.bin") + "' --tokenizer '" +
+              mote_test::golden_path("tiny_tok67.bin") + "' -o '" + out + "' --dtype q8_0");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("20 tensors: 5 f32, 15 f16)") != std::string::npos);
+  r = run_cli("convert " + gguf + " -o '" + out + "' --tokenizer x.bin");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("carries its own tokenizer") != std::string::npos);
+  r = run_cli("convert " + gguf + " -o '" + out + "' --rope split");
+  CHECK(r.code == 2);
+  // A corrupt GGUF: exit 1, one line.
+  Bytes bad = valid_gguf().build();
+  bad.resize(bad.size() - 1);
+  {
+    std::ofstream f(dir + "/bad.gguf", std::ios::binary);
+    f.write(reinterpret_cast<const char *>(bad.data()), static_cast<std::streamsize>(bad.size()));
+  }
+  r = run_cli("convert '" + dir + "/bad.gguf' -o '" + out + "'");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("runs past the end of the file") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}

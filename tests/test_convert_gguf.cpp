@@ -1,0 +1,557 @@
+// The GGUF importer on files built in memory (convert_support.hpp): a valid tiny llama converts and
+// opens; malformed variants are refused in one line each; random corruption never crashes.
+//
+// Each malformed variant is asserted by a distinctive substring of its message. The randomized
+// loops hold inputs in buffers of exactly their size: run them under the asan preset too.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "convert_support.hpp"
+#include "format/format.hpp"
+#include "gguf.hpp"
+#include "mote/mote.h"
+#include "mote_writer.hpp"
+#include "test_support.hpp"
+
+using namespace mote_convert_test;
+
+namespace {
+
+void expect_gguf_error(const Bytes &bytes, const std::string &needle) {
+  const std::string error = convert_gguf(bytes);
+  INFO("expected an error containing: " << needle);
+  INFO("got: " << (error.empty() ? std::string("success") : error));
+  CHECK(!error.empty());
+  CHECK(error.find(needle) != std::string::npos);
+  CHECK(error.find('\n') == std::string::npos);
+}
+void expect_gguf_error(const Gguf &g, const std::string &needle) { expect_gguf_error(g.build(), needle); }
+
+}  // namespace
+
+// ---- GGUF: the valid file and the parser ---------------------------------------------------------
+
+TEST_CASE("gguf: a valid tiny llama converts and opens") {
+  ModelData m;
+  REQUIRE(convert_gguf(valid_gguf().build(), &m) == "");
+  CHECK(m.config.dim == kDim);
+  CHECK(m.config.n_layers == kLayers);
+  CHECK(m.config.n_heads == kHeads);
+  CHECK(m.config.n_kv_heads == kKvHeads);
+  CHECK(m.config.head_dim == kDim / kHeads);
+  CHECK(m.config.ffn_dim == kFfn);
+  CHECK(m.config.vocab_size == 262);
+  CHECK(m.config.max_seq_len == 64);
+  CHECK(m.config.rope_layout == mote::format::RopeLayout::interleaved);
+  CHECK((m.config.flags & mote::format::kFlagTiedEmbeddings) != 0);
+  CHECK(m.tensors.size() == 11);
+  CHECK(m.tokenizer.kind == mote::format::TokenizerKind::byte_level_bpe);
+  CHECK(m.tokenizer.flags == 0);
+  CHECK(m.tokenizer.chat_template == mote::format::ChatTemplate::chatml);
+  CHECK(m.tokenizer.pieces[3 + 0x20] == " ");
+  CHECK(m.tokenizer.pieces[3 + 0x0A] == "\n");
+  CHECK(m.tokenizer.pieces[3 + 0xFF] == "\xFF");
+  CHECK(m.tokenizer.pieces[261] == " the");
+  CHECK(m.tokenizer.pieces[1] == "<|im_start|>");
+  REQUIRE(m.tokenizer.merges.size() == 3);
+  CHECK(m.tokenizer.merges[2].left == 259);
+  CHECK(m.tokenizer.merges[2].right == 260);
+  CHECK(m.tokenizer.merges[2].result == 261);
+  CHECK(m.config.bos_id == 1);
+  CHECK(m.config.eos_id == 2);
+  CHECK(open_error(m) == "");
+  // llama.cpp's "gpt2" pre-tokenizer keeps number runs whole (no digit split).
+  Gguf pre = valid_gguf();
+  pre.set_string("tokenizer.ggml.pre", "gpt2");
+  REQUIRE(convert_gguf(pre.build(), &m) == "");
+  CHECK(m.tokenizer.flags == mote::format::kTokNoDigitSplit);
+  // With a separate classifier and f16 storage.
+  Gguf g = valid_gguf();
+  g.tensors.push_back({"output.weight", {kDim, 262}, kGgmlQ4_0, Bytes(262 * 18, 0x11)});
+  REQUIRE(convert_gguf(g.build(), &m, DType::f16) == "");
+  CHECK((m.config.flags & mote::format::kFlagTiedEmbeddings) == 0);
+  CHECK(m.tensors.back().role == Role::output);
+  CHECK(m.tensors.back().dtype == DType::f16);
+  CHECK(m.tensors[1].dtype == DType::f32);  // norms stay f32
+  CHECK(open_error(m) == "");
+}
+
+TEST_CASE("gguf: a SentencePiece (llama) vocabulary") {
+  Gguf g = valid_gguf();
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<int32_t> types = {2, 3, 3};
+  std::vector<float> scores = {0, 0, 0};
+  for (int b = 0; b < 256; ++b) {
+    char piece[8];
+    std::snprintf(piece, sizeof piece, "<0x%02X>", b);
+    tokens.push_back(piece);
+    types.push_back(6);
+    scores.push_back(0);
+  }
+  tokens.insert(tokens.end(), {"\xE2\x96\x81the", "he", "\xE2\x96\x81"});
+  types.insert(types.end(), {1, 1, 1});
+  scores.insert(scores.end(), {-1, -2, -3});
+  g.set_string("tokenizer.ggml.model", "llama");
+  g.set_strings("tokenizer.ggml.tokens", tokens);
+  g.set_i32s("tokenizer.ggml.token_type", types);
+  g.set_f32s("tokenizer.ggml.scores", scores);
+  g.erase("tokenizer.ggml.merges");
+  g.set_u32("tokenizer.ggml.unknown_token_id", 0);
+  g.set_string("tokenizer.chat_template", "[INST] {{ m }} [/INST]");
+  ModelData m;
+  REQUIRE(convert_gguf(g.build(), &m) == "");
+  CHECK(m.tokenizer.kind == mote::format::TokenizerKind::sentencepiece_bpe);
+  CHECK(m.tokenizer.flags == (mote::format::kTokAddSpacePrefix | mote::format::kTokAddBos));
+  CHECK(m.tokenizer.pieces[259] == " the");
+  CHECK(m.tokenizer.pieces[261] == " ");
+  CHECK(m.tokenizer.pieces[3 + 10] == "<0x0A>");
+  CHECK(m.tokenizer.scores[260] == -2.0f);
+  CHECK(m.tokenizer.unk_id == 0);
+  CHECK(m.tokenizer.merges.empty());
+  CHECK(m.tokenizer.chat_template == mote::format::ChatTemplate::llama2);
+  CHECK(open_error(m) == "");
+  g.set_bool("tokenizer.ggml.add_space_prefix", false);
+  g.set_bool("tokenizer.ggml.add_bos_token", false);
+  g.erase("tokenizer.chat_template");
+  REQUIRE(convert_gguf(g.build(), &m) == "");
+  CHECK(m.tokenizer.flags == 0);
+  CHECK(m.tokenizer.chat_template == mote::format::ChatTemplate::none);
+}
+
+TEST_CASE("gguf: metadata of every value type, version 2, a custom alignment") {
+  Gguf g = valid_gguf();
+  g.version = 2;
+  g.set("t.u8", kU8, {200});
+  g.set("t.i8", kI8, {0x9C});
+  g.set("t.u16", kU16, {1, 2});
+  g.set("t.i16", kI16, {1, 0x80});
+  g.set("t.i32", kI32, {1, 2, 3, 0x80});
+  Bytes b;
+  put<uint64_t>(b, 1ull << 40);
+  g.set("t.u64", kU64, b);
+  g.set("t.i64", kI64, b);
+  b.clear();
+  put<double>(b, 2.5);
+  g.set("t.f64", kF64, b);
+  // [[1, 2], []] as an array of arrays of u16.
+  b.clear();
+  put<uint32_t>(b, kArray);
+  put<uint64_t>(b, 2);
+  put<uint32_t>(b, kU16);
+  put<uint64_t>(b, 2);
+  put<uint16_t>(b, 1);
+  put<uint16_t>(b, 2);
+  put<uint32_t>(b, kU16);
+  put<uint64_t>(b, 0);
+  g.set("t.nested", kArray, b);
+  g.set_u32("general.alignment", 64);
+  g.alignment = 64;
+  const Bytes bytes = g.build();
+  GgufFile file;
+  std::string error;
+  REQUIRE(mote::convert::parse_gguf(bytes.data(), bytes.size(), &file, &error));
+  CHECK(file.version == 2);
+  CHECK(file.alignment == 64);
+  CHECK(file.data_offset % 64 == 0);
+  CHECK(file.find("t.u8")->u == 200);
+  CHECK(file.find("t.i8")->i == -100);
+  CHECK(file.find("t.u16")->u == 0x0201);
+  CHECK(file.find("t.i16")->i == -32767);
+  CHECK(file.find("t.u64")->u == (1ull << 40));
+  CHECK(file.find("t.i64")->i == (1ll << 40));
+  CHECK(file.find("t.f64")->f == 2.5);
+  CHECK(file.find("t.nested")->array_count == 2);
+  CHECK(file.keys.front() == "general.architecture");
+  std::vector<int64_t> types;
+  REQUIRE(file.integers("tokenizer.ggml.token_type", &types, &error));
+  CHECK(types[0] == 3);
+  ModelData m;
+  CHECK(convert_gguf(bytes, &m) == "");
+}
+
+TEST_CASE("gguf: malformed containers are rejected with their own message") {
+  const Gguf valid = valid_gguf();
+  REQUIRE(convert_gguf(valid.build()) == "");
+  {
+    Bytes b = valid.build();
+    b[0] = 'X';
+    expect_gguf_error(b, "bad magic");
+    expect_gguf_error(Bytes{'G', 'G'}, "bad magic");
+  }
+  for (uint32_t version : {0u, 1u, 4u, 0xFFFFFFFFu}) {
+    Gguf g = valid;
+    g.version = version;
+    expect_gguf_error(g, "GGUF version " + std::to_string(version) + " is not supported");
+  }
+  {
+    Gguf g = valid;
+    g.tensor_count = int64_t{1} << 40;
+    expect_gguf_error(g, "tensors, more than the file");
+    g = valid;
+    g.kv_count = int64_t{1} << 40;
+    expect_gguf_error(g, "metadata keys, more than the file");
+    g = valid;
+    g.kv_count = static_cast<int64_t>(valid.kvs.size()) + 1;  // one more key than there is
+    expect_gguf_error(g, "GGUF file is truncated in ");       // where depends on what the tensor infos read as
+  }
+  {
+    Gguf g = valid;
+    Bytes payload;
+    put<uint64_t>(payload, 1ull << 50);  // a string longer than the file
+    g.set("general.name", kString, payload);
+    expect_gguf_error(g, "truncated in metadata 'general.name'");
+  }
+  {
+    Gguf g = valid;
+    g.set("t.bad", 13, {0});
+    expect_gguf_error(g, "'t.bad' has unknown value type 13");
+  }
+  {
+    Gguf g = valid;
+    Bytes b;
+    put<uint32_t>(b, 99);
+    put<uint64_t>(b, 1);
+    g.set("t.array", kArray, b);
+    expect_gguf_error(g, "'t.array' is an array of unknown value type 99");
+  }
+  {
+    // An array of arrays whose inner length is larger than the rest of the file.
+    Gguf g = valid;
+    Bytes b;
+    put<uint32_t>(b, kArray);
+    put<uint64_t>(b, 1);
+    put<uint32_t>(b, kU32);
+    put<uint64_t>(b, 1ull << 61);
+    g.set("t.nested", kArray, b);
+    expect_gguf_error(g, "'t.nested' is an array of 2305843009213693952 elements, more than the rest");
+    // Outer count too large for the file.
+    b.clear();
+    put<uint32_t>(b, kString);
+    put<uint64_t>(b, ~0ull);
+    g.set("t.nested", kArray, b);
+    expect_gguf_error(g, "is an array of 18446744073709551615 elements");
+    // Nested too deep.
+    b.clear();
+    for (int d = 0; d < 20; ++d) {
+      put<uint32_t>(b, kArray);
+      put<uint64_t>(b, 1);
+    }
+    put<uint32_t>(b, kU8);
+    put<uint64_t>(b, 0);
+    g.set("t.nested", kArray, b);
+    expect_gguf_error(g, "nests arrays deeper than 8 levels");
+  }
+  {
+    Gguf g = valid;
+    g.set("t.bool", kBool, {2});
+    expect_gguf_error(g, "'t.bool' is a bool with value 2");
+  }
+  {
+    Gguf g = valid;
+    g.kvs.push_back(g.kvs[1]);
+    expect_gguf_error(g, "metadata key 'general.name' appears twice");
+  }
+  for (uint32_t alignment : {0u, 3u, 48u, 1u << 30}) {
+    Gguf g = valid;
+    g.set_u32("general.alignment", alignment);
+    expect_gguf_error(g, "general.alignment " + std::to_string(alignment) + " is not a power of two");
+  }
+  {
+    Gguf g = valid;
+    g.set_string("general.alignment", "32");
+    expect_gguf_error(g, "general.alignment has type string, expected an integer");
+  }
+  {
+    Gguf g = valid;
+    g.tensors[2].dims = {32, 32, 1, 1, 1};
+    expect_gguf_error(g, "'blk.0.attn_q.weight' has 5 dimensions (1 to 4 allowed)");
+    g.tensors[2].dims = {};
+    expect_gguf_error(g, "'blk.0.attn_q.weight' has 0 dimensions");
+  }
+  {
+    Gguf g = valid;
+    g.tensors[2].dims = {1ull << 32, 1ull << 32, 1ull << 32};
+    expect_gguf_error(g, "'blk.0.attn_q.weight' has too many elements (the product of its dimensions overflows)");
+    g.tensors[2].dims = {32, 0};
+    expect_gguf_error(g, "'blk.0.attn_q.weight' has a dimension of size 0");
+  }
+  for (uint32_t type : {4u, 5u, 34u, 99u, 0xFFFFFFFFu}) {
+    Gguf g = valid;
+    g.tensors[3].type = type;
+    expect_gguf_error(g, "'blk.0.attn_k.weight' has unknown ggml type " + std::to_string(type));
+  }
+  {
+    Gguf g = valid;
+    g.tensors[2].dims = {48, 16};  // 48 is not a whole number of Q8_0 blocks
+    g.tensors[2].type = kGgmlQ8_0;
+    expect_gguf_error(g, "rows of 48 elements are not a whole number of Q8_0 blocks (32 elements)");
+  }
+  {
+    Gguf g = valid;
+    g.tensors[4].offset = 16;
+    expect_gguf_error(g, "'blk.0.attn_v.weight' offset 16 is not a multiple of the alignment (32)");
+  }
+  {
+    Gguf g = valid;
+    g.tensors[4].offset = int64_t{1} << 40;
+    expect_gguf_error(g, "GGUF tensor 'blk.0.attn_v.weight' data [");
+    expect_gguf_error(g, "runs past the end of the file (");
+    Bytes b = valid.build();
+    b.resize(b.size() - 1);  // the last tensor loses its last byte
+    expect_gguf_error(b, "GGUF tensor 'output_norm.weight' data [");
+  }
+  {
+    Gguf g = valid;
+    g.tensors[5].name = g.tensors[4].name;
+    expect_gguf_error(g, "GGUF tensor 'blk.0.attn_v.weight' appears twice");
+  }
+  {
+    // Cut inside each section: every cut fails, and the message names the section.
+    const Bytes full = valid.build();
+    GgufFile file;
+    std::string error;
+    REQUIRE(mote::convert::parse_gguf(full.data(), full.size(), &file, &error));
+    for (size_t cut = 0; cut < full.size(); cut += (cut < 4096 ? 1 : 97)) {
+      const std::string e = convert_gguf(Bytes(full.begin(), full.begin() + static_cast<long>(cut)));
+      INFO("cut at " << cut << ": " << e);
+      REQUIRE(!e.empty());
+      if (cut >= 4 && cut < 24) CHECK(e.find("truncated in the header") != std::string::npos);
+      // (Below ~400 bytes the key and tensor counts are already more than the rest can hold.)
+      if (cut >= 400 && cut < 1000) {
+        CHECK((e.find("truncated in metadata") != std::string::npos ||
+               e.find("elements, more than the rest of the file") != std::string::npos));
+      }
+    }
+    // Inside the tensor infos: find where the first one starts (after the last key).
+    const size_t infos = file.data_offset - 200;
+    CHECK(convert_gguf(Bytes(full.begin(), full.begin() + static_cast<long>(infos))).find("truncated in tensor info") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("gguf: llama files that do not fit the architecture") {
+  const Gguf valid = valid_gguf();
+  for (const char *key : {"llama.block_count", "llama.embedding_length", "llama.feed_forward_length",
+                          "llama.attention.head_count", "llama.context_length", "general.architecture"}) {
+    Gguf g = valid;
+    g.erase(key);
+    expect_gguf_error(g, std::string("GGUF is missing the required key '") + key + "'");
+  }
+  {
+    Gguf g = valid;
+    g.set_string("general.architecture", "qwen2");
+    expect_gguf_error(g, "GGUF architecture 'qwen2' is not supported (only llama and gpt2)");
+    g = valid;
+    g.set_string("llama.block_count", "one");
+    expect_gguf_error(g, "'llama.block_count' has type string, expected an integer");
+    g = valid;
+    g.set_u32("llama.block_count", 0);
+    expect_gguf_error(g, "'llama.block_count' is 0, outside [1, 1024]");
+  }
+  {
+    Gguf g = valid;
+    g.set_u32("llama.attention.head_count", 3);
+    expect_gguf_error(g, "llama.embedding_length 32 is not divisible by llama.attention.head_count 3");
+    g = valid;
+    g.set_u32("llama.attention.head_count", 4);
+    g.set_u32("llama.attention.head_count_kv", 3);
+    expect_gguf_error(g, "llama.attention.head_count 4 is not a multiple of head_count_kv 3");
+    g = valid;
+    g.set_u32("llama.rope.dimension_count", 8);
+    expect_gguf_error(g, "llama.rope.dimension_count 8 differs from the head dimension 16");
+    g = valid;
+    g.set_f32("llama.attention.layer_norm_rms_epsilon", 0.0f);
+    expect_gguf_error(g, "layer_norm_rms_epsilon");
+  }
+  {
+    Gguf g = valid;
+    g.tensors[2].dims = {32, 16};
+    g.tensors[2].data.resize(32 * 16 * 2);
+    expect_gguf_error(g,
+                      "GGUF tensor 'blk.0.attn_q.weight' has shape [32, 16] (innermost first); the "
+                      "hyperparameters need [32, 32]");
+    g = valid;
+    g.tensors[1].dims = {16, 2};
+    expect_gguf_error(g, "'blk.0.attn_norm.weight' has shape [16, 2]");
+  }
+  {
+    Gguf g = valid;
+    g.tensors.pop_back();
+    expect_gguf_error(g, "GGUF is missing tensor 'output_norm.weight'");
+    g = valid;
+    g.tensors[9].name = "blk.0.ffn_upp.weight";
+    expect_gguf_error(g, "GGUF tensor 'blk.0.ffn_upp.weight' is not part of the llama architecture");
+    g = valid;
+    g.tensors[9].name = "rope_freqs.weight";
+    expect_gguf_error(g, "'rope_freqs.weight' is not part of the llama architecture");
+    g = valid;
+    g.tensors[9].name = "blk.1.ffn_up.weight";
+    expect_gguf_error(g, "'blk.1.ffn_up.weight' is for layer 1 but llama.block_count is 1");
+    g = valid;
+    g.tensors[9].name = "blk.00.ffn_up.weight";
+    expect_gguf_error(g, "'blk.00.ffn_up.weight' is not part of the llama architecture");
+  }
+  {
+    Gguf g = valid;
+    g.tensors[3].type = kGgmlQ5_0;
+    g.tensors[3].data.assign(16 * 22, 0);
+    expect_gguf_error(g, "'blk.0.attn_k.weight' has type Q5_0, which mote convert cannot import");
+  }
+  {
+    Gguf g = valid;
+    g.set_strings("tokenizer.ggml.merges", {"\xC4\xA0 t", "h x\xC4\xA0"});
+    expect_gguf_error(g, "GGUF merge 1 'h x\xC4\xA0': token 'x\xC4\xA0' is not in the vocabulary");
+    g.set_strings("tokenizer.ggml.merges", {"t h"});
+    expect_gguf_error(g, "GGUF merge 0 't h': token 'th' is not in the vocabulary");
+    g.set_strings("tokenizer.ggml.merges", {"the"});
+    expect_gguf_error(g, "GGUF merge 0 'the' is not two tokens split by one space");
+  }
+  {
+    Gguf g = valid;
+    std::vector<std::string> tokens;
+    // U+20AC is not in GPT-2's byte map.
+    for (int i = 0; i < 262; ++i) tokens.push_back(i == 100 ? "\xE2\x82\xAC" : "<" + std::to_string(i) + ">");
+    g.set_strings("tokenizer.ggml.tokens", tokens);
+    g.erase("tokenizer.ggml.merges");
+    expect_gguf_error(g, "GGUF token 100 '\xE2\x82\xAC' is a normal token but not in GPT-2's byte-to-unicode form");
+  }
+  {
+    Gguf g = valid;
+    g.set_strings("tokenizer.ggml.tokens", {"a", "b"});
+    g.set_u32("llama.vocab_size", 262);
+    expect_gguf_error(g, "tokenizer.ggml.tokens has 2 tokens but the model's vocabulary is 262");
+    g = valid;
+    g.set_u32("llama.vocab_size", 300);
+    expect_gguf_error(g, "tokenizer.ggml.tokens has 262 tokens but the model's vocabulary is 300");
+    g = valid;
+    g.set_u32("tokenizer.ggml.bos_token_id", 262);
+    expect_gguf_error(g, "'tokenizer.ggml.bos_token_id' is 262, outside [-1, 261]");
+    g = valid;
+    g.set_string("tokenizer.ggml.model", "bert");
+    expect_gguf_error(g, "GGUF tokenizer model 'bert' is not supported");
+    g = valid;
+    g.erase("tokenizer.ggml.tokens");
+    expect_gguf_error(g, "GGUF has no tokenizer");
+    g = valid;
+    std::vector<int32_t> types(262, 1);
+    types[7] = 9;
+    g.set_i32s("tokenizer.ggml.token_type", types);
+    expect_gguf_error(g, "tokenizer.ggml.token_type[7] is 9");
+  }
+}
+
+TEST_CASE("gguf: randomized corruption never crashes") {
+  const char *iterations_env = std::getenv("MOTE_FUZZ_ITERATIONS");
+  const char *seed_env = std::getenv("MOTE_FUZZ_SEED");
+  const int iterations = iterations_env != nullptr ? std::atoi(iterations_env) : 500;
+  const uint32_t seed = seed_env != nullptr ? static_cast<uint32_t>(std::strtoul(seed_env, nullptr, 10)) : 12345u;
+  std::mt19937 rng(seed);
+  const Bytes valid = valid_gguf().build();
+  GgufFile file;
+  std::string error;
+  REQUIRE(mote::convert::parse_gguf(valid.data(), valid.size(), &file, &error));
+  const size_t metadata_end = file.data_offset;  // most mutations aim at the structure
+  size_t converted = 0, opened = 0;
+  const uint64_t kBig[] = {0, 1, 2, 31, 32, 33, 255, 0x7FFFFFFF, 0xFFFFFFFF, 1ull << 32, 1ull << 62, ~0ull};
+  for (int it = 0; it < iterations; ++it) {
+    Bytes b = valid;
+    const int mutations = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < mutations; ++k) {
+      const size_t at = rng() % 4 != 0 ? rng() % metadata_end : rng() % b.size();
+      switch (rng() % 4) {
+        case 0:
+          b[at] ^= static_cast<uint8_t>(1u << (rng() % 8));
+          break;
+        case 1:
+          b[at] = static_cast<uint8_t>(rng());
+          break;
+        case 2: {
+          const uint64_t v = kBig[rng() % (sizeof kBig / sizeof kBig[0])];
+          std::memcpy(b.data() + at, &v, std::min<size_t>(8, b.size() - at));
+          break;
+        }
+        default:
+          b.resize(at);
+          break;
+      }
+      if (b.empty()) break;
+    }
+    ModelData m;
+    const std::string e = convert_gguf(b, &m);
+    if (e.empty()) {
+      ++converted;
+      if (open_error(m).empty()) ++opened;
+    } else {
+      CHECK(e.find('\n') == std::string::npos);
+    }
+  }
+  MESSAGE(iterations << " corrupted GGUF files: " << converted << " still converted, " << opened << " opened");
+}
+
+// ---- convert ok => open ok (issue: hardening) -------------------------------------------------
+
+TEST_CASE(
+    "property: a randomized extreme GGUF either converts to a file that opens and runs, or is refused in one line") {
+  std::mt19937 rng(20261201);
+  const double eps_values[] = {1e-50, 1e-46, 1e-30, 1e-12, 1e-5, 0.5, 0.999, 1.0, 2.0, 1e300};
+  const double theta_values[] = {0.5, 1.0, 1.0001, 100.0, 1e6, 3e38, 1e39};
+  const uint64_t context_values[] = {1, 2, 64, 1u << 20, (1u << 20) + 1, 1ull << 40};
+  const uint32_t head_values[] = {1, 2, 4, 8, 16, 32};  // head_dim 32 .. 1 (odd at 1)
+  int converted = 0, refused = 0;
+  for (int round = 0; round < 60; ++round) {
+    Gguf g = valid_gguf();
+    const double eps = eps_values[rng() % std::size(eps_values)];
+    const double theta = theta_values[rng() % std::size(theta_values)];
+    const uint64_t context = context_values[rng() % std::size(context_values)];
+    const uint32_t heads = head_values[rng() % std::size(head_values)];
+    Bytes b;
+    put(b, eps);
+    g.set("llama.attention.layer_norm_rms_epsilon", kF64, b);
+    b.clear();
+    put(b, theta);
+    g.set("llama.rope.freq_base", kF64, b);
+    b.clear();
+    put(b, context);
+    g.set("llama.context_length", kU64, b);
+    // Multi-head attention with `heads` heads: k and v become (dim, dim).
+    g.set_u32("llama.attention.head_count", heads);
+    g.set_u32("llama.attention.head_count_kv", heads);
+    for (const char *name : {"blk.0.attn_k.weight", "blk.0.attn_v.weight"}) {
+      Tensor *t = g.tensor(name);
+      t->dims = {kDim, kDim};
+      t->type = kGgmlF32;
+      t->data = f32_bytes(std::vector<float>(kDim * kDim, 0.01f));
+    }
+    ModelData model;
+    const std::string error = convert_gguf(g.build(), &model);
+    std::string refusal = error;
+    if (error.empty()) {
+      const Bytes bytes = mote::convert::serialize(model);
+      if (mote::convert::check_opens(bytes, &refusal)) {
+        // Convert ok: the file opens, and a session runs a token.
+        const Aligned file(bytes);
+        mote_model m{};
+        REQUIRE(mote_model_open(file.data.get(), file.size, &m, nullptr, 0) == MOTE_OK);
+        auto s = mote_test::open_session(m, mote_session_options_default());
+        const float *logits = nullptr;
+        CHECK(mote_decode(&s->session, 1, &logits) == MOTE_OK);
+        ++converted;
+        continue;
+      }
+    }
+    INFO("eps " << eps << ", theta " << theta << ", context " << context << ", heads " << heads);
+    CHECK(!refusal.empty());
+    CHECK(refusal.find('\n') == std::string::npos);
+    ++refused;
+  }
+  MESSAGE(converted << " converted and opened, " << refused << " refused");
+  CHECK(converted > 0);
+  CHECK(refused > 0);
+}
