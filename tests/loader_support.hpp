@@ -36,7 +36,7 @@ constexpr uint32_t kVocab = 3 + 256 + sizeof kWords / sizeof kWords[0];
 // ---- building the valid model ----------------------------------------------------------------
 
 inline mote::convert::TensorData make_tensor(Role role, uint32_t layer, DType dtype, uint32_t rows, uint32_t cols,
-                                      std::mt19937 &rng, bool ones = false) {
+                                             std::mt19937 &rng, bool ones = false) {
   std::uniform_real_distribution<float> dist(-0.2f, 0.2f);
   std::vector<float> values(static_cast<size_t>(rows) * cols);
   for (float &v : values) v = ones ? 1.0f : dist(rng);
