@@ -28,6 +28,21 @@ struct Product {
   const Matrix &w;
 };
 
+size_t round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+// Rows per chunk of one product: about kChunkWork multiply-adds (the leader waits at a step's end
+// for no more than one chunk); for prefill also at least kPrefillChunkBytes of rows, but at most
+// a quarter of the matrix, so the small ones (k, v) still split.
+size_t rows_per_chunk(const Matrix &w, size_t n_tokens) {
+  const size_t align = w.type->chunk_rows;
+  const size_t rows = Crew::items_per_chunk(w.rows, static_cast<size_t>(w.cols) * n_tokens, align);
+  if (n_tokens == 1) return rows;
+  const size_t by_bytes = round_up(kPrefillChunkBytes / w.row_bytes, align);
+  const size_t quarter = round_up((w.rows + 3) / 4, align);
+  const size_t prefill_rows = by_bytes < quarter ? by_bytes : quarter;
+  return prefill_rows > rows ? prefill_rows : rows;
+}
+
 // out[t] = W x[t] for the batch's n_tokens vectors (token-major), for every product of one
 // input (q, k and v; gate and up) as one shared step: chunks of whole kernel tiles (8-row
 // groups for the interleaved types) from every matrix, claimed from one counter, so the threads
@@ -38,7 +53,7 @@ void matmuls(Session &s, const Product (&products)[N], const MatmulInput &x, siz
   size_t per_chunk[N], first_chunk[N + 1] = {0}, work = 0;
   for (size_t i = 0; i < N; ++i) {
     const Matrix &w = products[i].w;
-    per_chunk[i] = Crew::items_per_chunk(w.rows, static_cast<size_t>(w.cols) * n_tokens, w.type->chunk_rows);
+    per_chunk[i] = rows_per_chunk(w, n_tokens);
     first_chunk[i + 1] = first_chunk[i] + (w.rows + per_chunk[i] - 1) / per_chunk[i];
     work += static_cast<size_t>(w.rows) * w.cols * n_tokens;
   }
