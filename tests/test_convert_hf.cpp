@@ -1,10 +1,12 @@
 // The Hugging Face importer (models/convert/safetensors, json): tests/golden/tiny_hf against
-// transformers and tokenizers, malformed checkpoints and safetensors headers, the JSON parser.
+// transformers and tokenizers, malformed checkpoints and safetensors headers, the JSON parser,
+// and the extreme-value property (convert ok means open ok).
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <random>
@@ -376,4 +378,52 @@ TEST_CASE("json: the parser") {
     if (!t.empty()) std::memcpy(exact.get(), t.data(), t.size());
     mote::convert::parse_json(exact.get(), t.size(), &v, &error);
   }
+}
+
+TEST_CASE(
+    "property: a randomized extreme Hugging Face checkpoint either converts to a file that opens and runs, or is "
+    "refused in one line") {
+  std::mt19937 rng(20261202);
+  const char *eps_values[] = {"1e-50", "1e-46", "1e-30", "1e-12", "1e-05", "0.5", "0.999", "1.0", "2.0", "1e300"};
+  const char *theta_values[] = {"0.5", "1.0", "1.0001", "100.0", "1e6", "3e38", "1e39"};
+  const char *context_values[] = {"1", "2", "64", "1048576", "1048577", "1099511627776"};
+  // (heads, kv heads): hidden 32 and kv dim 16 kept, so head_dim 16 .. 1 converts; (4, 4) does not fit.
+  const char *head_values[][2] = {{"2", "1"}, {"4", "2"}, {"8", "4"}, {"16", "8"}, {"32", "16"}, {"4", "4"}};
+  int converted = 0, refused = 0;
+  for (int round = 0; round < 40; ++round) {
+    const HfCopy copy;
+    const char *eps = eps_values[rng() % std::size(eps_values)];
+    const char *theta = theta_values[rng() % std::size(theta_values)];
+    const char *context = context_values[rng() % std::size(context_values)];
+    const auto &heads = head_values[rng() % std::size(head_values)];
+    copy.edit("config.json", "\"rms_norm_eps\": 1e-05", std::string("\"rms_norm_eps\": ") + eps);
+    copy.edit("config.json", "\"rope_theta\": 20000.0", std::string("\"rope_theta\": ") + theta);
+    copy.edit("config.json", "\"max_position_embeddings\": 128", std::string("\"max_position_embeddings\": ") + context);
+    copy.edit("config.json", "\"num_attention_heads\": 4", std::string("\"num_attention_heads\": ") + heads[0]);
+    copy.edit("config.json", "\"num_key_value_heads\": 2", std::string("\"num_key_value_heads\": ") + heads[1]);
+    ModelData model;
+    const std::string error = copy.convert(&model);
+    std::string refusal = error;
+    if (error.empty()) {
+      const Bytes bytes = mote::convert::serialize(model);
+      if (mote::convert::check_opens(bytes, &refusal)) {
+        // Convert ok: the file opens, and a session runs a token.
+        const Aligned file(bytes);
+        mote_model m{};
+        REQUIRE(mote_model_open(file.data.get(), file.size, &m, nullptr, 0) == MOTE_OK);
+        auto s = mote_test::open_session(m, mote_session_options_default());
+        const float *logits = nullptr;
+        CHECK(mote_decode(&s->session, 1, &logits) == MOTE_OK);
+        ++converted;
+        continue;
+      }
+    }
+    INFO("eps " << eps << ", theta " << theta << ", context " << context << ", heads " << heads[0] << "/" << heads[1]);
+    CHECK(!refusal.empty());
+    CHECK(refusal.find('\n') == std::string::npos);
+    ++refused;
+  }
+  MESSAGE(converted << " converted and opened, " << refused << " refused");
+  CHECK(converted > 0);
+  CHECK(refused > 0);
 }
