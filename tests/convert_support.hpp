@@ -339,4 +339,19 @@ inline std::string slurp(const std::string &path) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
+// The extreme-value property's check of a converted model: "" when its bytes open by the
+// reader's rules and a session decodes a token, otherwise the reader's refusal.
+inline std::string open_and_decode(const ModelData &model) {
+  const Bytes bytes = mote::convert::serialize(model);
+  std::string refusal;
+  if (!mote::convert::check_opens(bytes, &refusal)) return refusal;
+  const Aligned file(bytes);
+  mote_model m{};
+  REQUIRE(mote_model_open(file.data.get(), file.size, &m, nullptr, 0) == MOTE_OK);
+  auto s = mote_test::open_session(m, mote_session_options_default());
+  const float *logits = nullptr;
+  CHECK(mote_decode(&s->session, 1, &logits) == MOTE_OK);
+  return "";
+}
+
 }  // namespace mote_convert_test

@@ -531,20 +531,10 @@ TEST_CASE(
     }
     ModelData model;
     const std::string error = convert_gguf(g.build(), &model);
-    std::string refusal = error;
-    if (error.empty()) {
-      const Bytes bytes = mote::convert::serialize(model);
-      if (mote::convert::check_opens(bytes, &refusal)) {
-        // Convert ok: the file opens, and a session runs a token.
-        const Aligned file(bytes);
-        mote_model m{};
-        REQUIRE(mote_model_open(file.data.get(), file.size, &m, nullptr, 0) == MOTE_OK);
-        auto s = mote_test::open_session(m, mote_session_options_default());
-        const float *logits = nullptr;
-        CHECK(mote_decode(&s->session, 1, &logits) == MOTE_OK);
-        ++converted;
-        continue;
-      }
+    const std::string refusal = error.empty() ? open_and_decode(model) : error;
+    if (refusal.empty()) {
+      ++converted;
+      continue;
     }
     INFO("eps " << eps << ", theta " << theta << ", context " << context << ", heads " << heads);
     CHECK(!refusal.empty());
