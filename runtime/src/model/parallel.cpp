@@ -22,14 +22,21 @@ inline void spin_pause() {
 
 }  // namespace
 
-// Claims one chunk of the current step and runs it; false when none is left.
+// Claims a run of the current step's chunks and runs them; false when none is left. Runs are
+// guided: a share of what is left (1 / (2 x threads) of it), so early claims take long runs
+// and the last ones single chunks. A thread then reads long stretches of consecutive rows (its
+// prefetches run into its own next chunk, not into the other thread's, and the hardware
+// prefetcher keeps its stream), fewer claims hit the shared counter, and the leader still
+// waits at a step's end for one small chunk at most.
 bool Crew::claim_and_run() {
   uint64_t step = step_.load(std::memory_order_acquire);
   while (next_of(step) < count_of(step)) {
-    if (step_.compare_exchange_weak(step, step + 1, std::memory_order_acquire, std::memory_order_acquire)) {
+    const uint64_t share = (count_of(step) - next_of(step)) / (2 * (uint64_t{helpers_} + 1));
+    const uint64_t run = share > 1 ? share : 1;
+    if (step_.compare_exchange_weak(step, step + run, std::memory_order_acquire, std::memory_order_acquire)) {
       // The step's function stays put while a claimed chunk is unfinished (publish waits).
-      fn_(context_, static_cast<size_t>(next_of(step)));
-      done_.fetch_add(1, std::memory_order_release);
+      for (uint64_t i = next_of(step); i < next_of(step) + run; ++i) fn_(context_, static_cast<size_t>(i));
+      done_.fetch_add(static_cast<uint32_t>(run), std::memory_order_release);
       return true;
     }
   }

@@ -1,10 +1,11 @@
 // The threads of one forward pass. The calling thread leads the pass from top to bottom; when
 // it reaches a step worth sharing (a matrix product, the attention heads) it publishes the step
-// and every thread, the leader included, claims chunks of it from one shared counter until none
-// are left. Nobody waits for a thread that has not started: on a busy machine a descheduled
-// helper simply takes no chunks, and the leader finishes the step alone, instead of the whole
-// pass stalling at a barrier for it (hundreds of barriers a token made -t 2 collapse under
-// load). The leader waits only for chunks already claimed, so chunks are kept small.
+// and every thread, the leader included, claims runs of its chunks from one shared counter
+// until none are left (guided: each run a share of what is left, down to single chunks).
+// Nobody waits for a thread that has not started: on a busy machine a descheduled helper
+// simply takes no chunks, and the leader finishes the step alone, instead of the whole pass
+// stalling at a barrier for it (hundreds of barriers a token made -t 2 collapse under load).
+// The leader waits only for chunks already claimed, so chunks are kept small.
 //
 // When another process takes a core, a helper can still be descheduled holding a chunk, and
 // the leader then waits a time slice for it. So the crew also times its decoding passes (one
