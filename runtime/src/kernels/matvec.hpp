@@ -13,19 +13,22 @@
 namespace mote::kernels::simd {
 
 // out[i] = the sum of partials[i]'s lanes for i < n, each by sum_rows' one fixed order (a row is
-// summed alike whether reduced alone or beside others), Floats<Arch>::size rows per transposing
+// summed alike whether reduced alone or beside others), sum_group<Arch>() rows per transposing
 // reduction: a tile's many sums cost a few instructions each, not a horizontal sum each.
 template <class Arch>
 inline void reduce_rows(const Floats<Arch> *partials, size_t n, float *out) {
   using Batch = Floats<Arch>;
-  constexpr size_t W = Batch::size;
-  for (size_t i0 = 0; i0 < n; i0 += W) {
-    const size_t m = n - i0 < W ? n - i0 : W;
-    Batch rows[W];
+  constexpr size_t G = sum_group<Arch>();
+  size_t i0 = 0;
+  for (; i0 + G <= n; i0 += G) sum_group_rows<Arch>(partials + i0, out + i0);
+  if (i0 < n) {
+    // A short last group: zero rows in the unused slots, their sums dropped.
+    const size_t m = n - i0;
+    Batch rows[G];
 #pragma GCC unroll 16
-    for (size_t j = 0; j < W; ++j) rows[j] = j < m ? partials[i0 + j] : Batch(0.0f);
-    float sums[W];
-    sum_rows<Arch>(rows, sums);
+    for (size_t j = 0; j < G; ++j) rows[j] = j < m ? partials[i0 + j] : Batch(0.0f);
+    float sums[G];
+    sum_group_rows<Arch>(rows, sums);
     for (size_t j = 0; j < m; ++j) out[i0 + j] = sums[j];
   }
 }

@@ -41,21 +41,43 @@ inline void sum_rows(const Floats<Arch> *rows, float *out) {
   xsimd::haddp(rows).store_unaligned(out);
 }
 
+// The rows one reduction takes at the least: sum_group_rows sums that many (fewer than a batch
+// width where the ISA sums a smaller group for less work), each in sum_rows' very order.
+template <class Arch>
+constexpr size_t sum_group() {
+  return Floats<Arch>::size;
+}
+template <class Arch>
+inline void sum_group_rows(const Floats<Arch> *rows, float *out) {
+  sum_rows<Arch>(rows, out);
+}
+
 #if XSIMD_WITH_AVX512BW
 // xsimd 8.1's AVX-512 haddp returns its lanes permuted (2-5 and 10-13 swapped in pairs; the AVX,
-// SSE and NEON ones are right): fold each row to 256 bits, then two AVX haddp. Plain avx2 arch
-// here, so these instantiations never share a symbol with the AVX2 TU's (fma3<avx2>).
+// SSE and NEON ones are right): fold each row to 256 bits, then an AVX haddp per 8 rows. Plain
+// avx2 arch here, so these instantiations never share a symbol with the AVX2 TU's (fma3<avx2>).
+inline void sum_8_rows(const Floats<xsimd::avx512bw> *rows, float *out) {
+  using Half = Floats<xsimd::avx2>;
+  Half folded[8];
+  for (size_t j = 0; j < 8; ++j) {
+    const __m512 row = rows[j];
+    folded[j] = _mm256_add_ps(_mm512_castps512_ps256(row), _mm512_extractf32x8_ps(row, 1));
+  }
+  xsimd::haddp(folded).store_unaligned(out);
+}
 template <>
 inline void sum_rows<xsimd::avx512bw>(const Floats<xsimd::avx512bw> *rows, float *out) {
-  using Half = Floats<xsimd::avx2>;
-  for (size_t group = 0; group < 2; ++group) {
-    Half folded[8];
-    for (size_t j = 0; j < 8; ++j) {
-      const __m512 row = rows[8 * group + j];
-      folded[j] = _mm256_add_ps(_mm512_castps512_ps256(row), _mm512_extractf32x8_ps(row, 1));
-    }
-    xsimd::haddp(folded).store_unaligned(out + 8 * group);
-  }
+  sum_8_rows(rows, out);
+  sum_8_rows(rows + 8, out + 8);
+}
+// A tile's 24 sums are 3 groups of 8, not 2 of 16 with 8 rows of zeros (the same sums).
+template <>
+constexpr size_t sum_group<xsimd::avx512bw>() {
+  return 8;
+}
+template <>
+inline void sum_group_rows<xsimd::avx512bw>(const Floats<xsimd::avx512bw> *rows, float *out) {
+  sum_8_rows(rows, out);
 }
 #endif
 
