@@ -13,7 +13,8 @@ and recorded next to the figure.
 Reported: medians of prompt (pp) and decode (tg) tokens per second, the mote/llama.cpp ratio
 per cell (above 1: mote is faster), and for each decode figure the fraction of the memory
 read-bandwidth roofline it reaches (weight bytes a decode step reads x tok/s / the bandwidth
-bench/bench_bandwidth measures at that thread count).
+bench/bench_bandwidth measures at that thread count: the median of one sample before each
+repetition, since a shared machine's bandwidth drifts).
 
 Modes (combinable): the default comparison; --contention (thread scaling next to one busy
 process); --tiny (mote on the 260K-parameter llama2.c models); --rss (peak resident memory).
@@ -356,7 +357,6 @@ def prepare_models(tools, dtype):
 def run_comparison(args, tools, report):
     prompts, gen = args.prompts, args.gen
     models = {dtype: prepare_models(tools, dtype) for dtype in args.types}
-    bandwidth, bw_load = measure_bandwidth(args, tools, args.threads)
     decode_bytes = {}
     for dtype, (gguf, mote_model) in models.items():
         if isinstance(gguf, Failure):
@@ -365,7 +365,14 @@ def run_comparison(args, tools, report):
         decode_bytes[(dtype, "mote")] = decode_bytes_per_token(tools, mote_ok, gguf) if mote_ok else (None, None)
         decode_bytes[(dtype, "llama.cpp")] = decode_bytes_per_token(tools, mote_ok, gguf)
     runs = []
+    # The read bandwidth is sampled before every repetition (this VM's moved by a third within
+    # an hour), and the roofline divides by the median of the samples.
+    bw_samples, bw_loads = {}, []
     for rep in range(args.reps):
+        sample, load = measure_bandwidth(args, tools, args.threads)
+        for t, gb_s in sample.items():
+            bw_samples.setdefault(t, []).append(gb_s)
+        bw_loads.append(load)
         for dtype in args.types:
             gguf, mote_model = models[dtype]
             for t in args.threads:
@@ -374,20 +381,22 @@ def run_comparison(args, tools, report):
                         model = mote_model if runtime == "mote" else gguf
                         runs.append(measure(args, tools, {"mode": "compare", "type": dtype, "rep": rep}, runtime,
                                             model, t, p, gen))
+    bandwidth = {t: statistics.median(v) for t, v in bw_samples.items()}
+    bw_text = ", ".join(f"{t} thread(s) {bandwidth[t]:.1f} GB/s (samples {min(v):.1f}-{max(v):.1f})"
+                        for t, v in sorted(bw_samples.items()))
     report.section("Comparison: tokens per second, medians of %d run(s)" % args.reps, [
         comparison_table(runs, args.types, args.threads, prompts, gen, bandwidth, decode_bytes),
         "ratio = mote / llama.cpp (above 1: mote is faster). Decode (tg) comes from the "
         f"-p {prompts[0]} runs; mote decodes after that prompt, llama-bench's tg test from an empty context.",
         "Roofline = weight bytes read per decode token x tok/s / measured read bandwidth at that "
-        "thread count. Read bandwidth: " + (", ".join(f"{t} thread(s) {bw:.1f} GB/s" for t, bw in
-                                                    sorted(bandwidth.items())) or "not measured")
-        + (f" (load then: loadavg {bw_load['loadavg'][0]}, {bw_load['busy_cores']} cores busy)" if bw_load else "")
+        "thread count. Read bandwidth, the median of one sample before each repetition: " + (bw_text or "not measured")
         + ". Bytes per token: " + "; ".join(
             f"{d} {b / 1e6:.1f} MB ({src})" for (d, rt), (b, src) in decode_bytes.items() if rt == "llama.cpp" and b)
         + " (both runtimes read the same tensors in the same types).",
         load_summary(runs),
     ])
-    report.data["compare"] = {"runs": runs, "bandwidth_gb_s": bandwidth, "bandwidth_load": bw_load,
+    report.data["compare"] = {"runs": runs, "bandwidth_gb_s": bandwidth, "bandwidth_samples_gb_s": bw_samples,
+                              "bandwidth_load": bw_loads,
                               "decode_bytes": {f"{d}/{rt}": v for (d, rt), v in decode_bytes.items()}}
 
 
