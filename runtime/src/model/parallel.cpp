@@ -26,8 +26,9 @@ inline void spin_pause() {
 // guided: a share of what is left (1 / (2 x threads) of it), so early claims take long runs
 // and the last ones single chunks. A thread then reads long stretches of consecutive rows (its
 // prefetches run into its own next chunk, not into the other thread's, and the hardware
-// prefetcher keeps its stream), fewer claims hit the shared counter, and the leader still
-// waits at a step's end for one small chunk at most.
+// prefetcher keeps its stream), fewer claims hit the shared counter, and a run claimed early
+// ends while the others still have work, so at a step's end the leader waits for a short run
+// at most (unless its owner was descheduled, as before).
 bool Crew::claim_and_run() {
   uint64_t step = step_.load(std::memory_order_acquire);
   while (next_of(step) < count_of(step)) {
