@@ -11,6 +11,7 @@
 #include <iterator>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -353,5 +354,30 @@ inline std::string open_and_decode(const ModelData &model) {
   CHECK(mote_decode(&s->session, 1, &logits) == MOTE_OK);
   return "";
 }
+
+// The extreme-value property's tally: each case either converts to a model that opens and
+// decodes, or is refused in one line; both outcomes must occur over the run.
+struct ExtremeValueTally {
+  int converted = 0, refused = 0;
+
+  // convert_error: the converter's ("" when it converted model); the_case names the inputs.
+  void record(const std::string &convert_error, const ModelData &model, const std::string &the_case) {
+    const std::string refusal = convert_error.empty() ? open_and_decode(model) : convert_error;
+    if (refusal.empty()) {
+      ++converted;
+      return;
+    }
+    INFO(the_case);
+    CHECK(!refusal.empty());
+    CHECK(refusal.find('\n') == std::string::npos);
+    ++refused;
+  }
+
+  void check() const {
+    MESSAGE(converted << " converted and opened, " << refused << " refused");
+    CHECK(converted > 0);
+    CHECK(refused > 0);
+  }
+};
 
 }  // namespace mote_convert_test
