@@ -170,6 +170,16 @@ TEST_CASE("top-p keeps the smallest prefix holding p of the mass") {
   CHECK(histogram(options, logits, 2000)[1] == doctest::Approx(1.0));
 }
 
+TEST_CASE("top-p stops at the first token whose cumulative mass reaches p exactly") {
+  // Two equal logits: probabilities exactly 0.5 and 0.5 (powers of two, no rounding). The first
+  // token alone holds p = 0.5, so it is the whole nucleus: the cutoff is >=, not >.
+  mote_sampler_options options = plain_options(1.0f);
+  options.top_p = 0.5f;
+  const std::vector<double> frequency = histogram(options, {0.0f, 0.0f}, 2000);
+  CHECK(frequency[0] == doctest::Approx(1.0));
+  CHECK(frequency[1] == 0.0);
+}
+
 TEST_CASE("top-p measures p against the whole mass when a long tail is dropped first") {
   // Two likely tokens and a tail of twenty: the nucleus for p = 0.5 is {0, 1} (0.42 < 0.5).
   std::vector<double> p = {0.42, 0.38};
@@ -214,6 +224,9 @@ TEST_CASE("repetition penalty divides positive and multiplies negative logits, o
 
   options.repetition_last_n = 1;  // only the last entry (1) counts
   CHECK(sample_once(options, logits, {0, 1}) == 0);
+  // Only the last entry (0) is penalized: 2.0 / 1.5 = 1.33 < 1.9 gives 1. Were the window
+  // ignored, 1 would be penalized too (1.9 / 1.5 = 1.27 < 1.33) and 0 would win.
+  CHECK(sample_once(options, logits, {1, 0}) == 1);
   options.repetition_last_n = 0;  // off
   CHECK(sample_once(options, logits, {0}) == 0);
   options.repetition_last_n = -1;  // all of recent
