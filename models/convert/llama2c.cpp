@@ -1,6 +1,7 @@
 #include "llama2c.hpp"
 
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -44,6 +45,12 @@ bool load_tokenizer(const std::string &path, uint32_t vocab_size, TokenizerData 
         bytes.size() - at < static_cast<size_t>(length)) {
       *error = "tokenizer '" + path + "' ends or is corrupt at token " + std::to_string(i) + " of " +
                std::to_string(vocab_size) + " (does it belong to this checkpoint?)";
+      return false;
+    }
+    // The encoder compares merge scores: a NaN would make its choices depend on their order.
+    if (!std::isfinite(score)) {
+      *error = "tokenizer '" + path + "' gives token " + std::to_string(i) + " a non-finite score (" +
+               (std::isnan(score) ? "nan" : score > 0 ? "inf" : "-inf") + ")";
       return false;
     }
     tok->pieces.emplace_back(reinterpret_cast<const char *>(bytes.bytes() + at), static_cast<size_t>(length));
