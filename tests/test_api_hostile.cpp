@@ -1,10 +1,13 @@
 // The C API is total: every public function, given null pointers, zero sizes, out-of-range enums
-// and token ids, returns a status (or a documented neutral value) and never crashes. The asan
-// preset runs this file under AddressSanitizer and UndefinedBehaviorSanitizer (enum loads
-// included), so an out-of-range enum read as the C++ type fails there.
+// and flags, and token ids, returns a status (or a documented neutral value) and never crashes.
+// The asan preset runs this file under AddressSanitizer and UndefinedBehaviorSanitizer (enum
+// loads included), so an out-of-range enum read as the C++ type fails there. Which arguments are
+// enums or flags comes from mote_enum_args.inc, checked against mote.h's text.
 #include <cmath>
 #include <cstring>
+#include <set>
 
+#include "api_header_support.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -15,6 +18,33 @@ void store_raw(Enum *field, uint32_t value) {
   static_assert(sizeof(Enum) == sizeof value, "32-bit enums");
   std::memcpy(field, &value, sizeof value);
 }
+
+// mote_enum_args.inc as data; naming each function and type also makes the list fail to compile
+// when one is renamed.
+struct EnumArg {
+  const char *function, *argument, *type;
+  uint32_t first_invalid;
+};
+const EnumArg kEnumArgs[] = {
+#define MOTE_ENUM_ARG(function, argument, type, first_invalid) \
+  {(static_cast<void>(&function), #function), #argument, (static_cast<void>(sizeof(type)), #type), first_invalid},
+#define MOTE_FLAGS_ARG(function, argument, defined_bits)
+#include "mote/mote_enum_args.inc"
+#undef MOTE_ENUM_ARG
+#undef MOTE_FLAGS_ARG
+};
+
+struct FlagsArg {
+  const char *function, *argument;
+  uint32_t defined_bits;
+};
+const FlagsArg kFlagsArgs[] = {
+#define MOTE_ENUM_ARG(function, argument, type, first_invalid)
+#define MOTE_FLAGS_ARG(function, argument, defined_bits) {(static_cast<void>(&function), #function), #argument, defined_bits},
+#include "mote/mote_enum_args.inc"
+#undef MOTE_ENUM_ARG
+#undef MOTE_FLAGS_ARG
+};
 
 const mote_test::ConvertedModel &tiny() {
   static std::unique_ptr<mote_test::ConvertedModel> model =
@@ -33,19 +63,9 @@ TEST_CASE("status names and options: any integer is answered") {
   CHECK(std::string(status_name_of_int(MOTE_ERR_NUMERIC)) == "non-finite number");
   CHECK(std::string(mote_isa_name()).size() > 0);
 
+  CHECK(std::string(mote_status_name(MOTE_ERR_BUSY)) == "session busy");
+
   const mote_model &model = tiny().model;
-  char message[256] = "";
-  for (const uint32_t bad : {3u, 4u, 255u, 0x80000000u, 0xFFFFFFFFu}) {
-    mote_session_options options = mote_session_options_default();
-    store_raw(&options.kv_dtype, bad);
-    CAPTURE(bad);
-    CHECK(mote_arena_size(&model, &options) == 0);
-    mote_session session;
-    alignas(64) static unsigned char arena[64];
-    CHECK(mote_session_init(&session, &model, &options, arena, sizeof arena, message, sizeof message) ==
-          MOTE_ERR_INVALID_ARGUMENT);
-    CHECK(std::string(message) == "unknown KV cache dtype " + std::to_string(bad));
-  }
   mote_session_options options = mote_session_options_default();
   options.n_threads = MOTE_MAX_THREADS + 1;
   CHECK(mote_arena_size(&model, &options) == 0);
@@ -93,6 +113,8 @@ TEST_CASE("model functions: null, unaligned, short and unopened arguments") {
   CHECK(mote_chat_end_of_turn(&model, tokens, 8, &n) == MOTE_ERR_INVALID_ARGUMENT);
 }
 
+constexpr uint32_t kTokenizeAll = MOTE_TOKENIZE_ADD_BOS | MOTE_TOKENIZE_SPECIAL;
+
 TEST_CASE("text functions: null buffers, zero capacities, out-of-range tokens and roles") {
   const mote_model *model = &tiny().model;
   int32_t tokens[64];
@@ -100,7 +122,7 @@ TEST_CASE("text functions: null buffers, zero capacities, out-of-range tokens an
   CHECK(mote_tokenize(model, nullptr, 5, 0, tokens, 64, &n) == MOTE_ERR_INVALID_ARGUMENT);
   CHECK(mote_tokenize(model, "hello", 5, 0, nullptr, 64, &n) == MOTE_ERR_INVALID_ARGUMENT);
   CHECK(mote_tokenize(model, "hello", 5, 0, tokens, 64, nullptr) == MOTE_ERR_INVALID_ARGUMENT);
-  CHECK(mote_tokenize(model, "hello", 5, 0xFFFFFFFFu, tokens, 0, &n) == MOTE_ERR_BUFFER_TOO_SMALL);
+  CHECK(mote_tokenize(model, "hello", 5, kTokenizeAll, tokens, 0, &n) == MOTE_ERR_BUFFER_TOO_SMALL);
   CHECK(n > 0);
   CHECK(mote_tokenize(model, nullptr, 0, 0, nullptr, 0, &n) == MOTE_OK);
   CHECK(n == 0);
@@ -190,4 +212,180 @@ TEST_CASE("session functions: null and uninitialized sessions, bad tokens, bad s
   uint32_t generated = 0;
   CHECK(mote_generate(session, nullptr, 0, 0, &sampler, nullptr, nullptr, &generated) == MOTE_OK);
   CHECK(generated == 0);
+}
+
+namespace {
+
+// An entry of mote_enum_args.inc as the header scan spells it.
+std::string enum_entry(const std::string &function, const std::string &argument, const std::string &type,
+                       uint32_t first_invalid) {
+  return function + "(" + argument + ") " + type + " from " + std::to_string(first_invalid);
+}
+
+std::string flags_entry(const std::string &function, const std::string &argument) {
+  return function + "(" + argument + ") flags";
+}
+
+// Every enum-typed parameter, enum field of a struct passed in by const pointer, and flags
+// parameter that mote.h declares.
+std::set<std::string> declared_enum_args() {
+  const mote_test::ApiHeader header = mote_test::read_api_header();
+  REQUIRE(header.functions.size() >= 30);  // the scan found the prototypes
+  REQUIRE(header.enums.count("mote_pool") == 1);
+  REQUIRE(header.struct_fields.count("mote_session_options") == 1);
+  std::set<std::string> declared;
+  for (const auto &[function, parameters] : header.functions) {
+    for (const mote_test::Parameter &p : parameters) {
+      const std::string type = mote_test::base_type(p.type);
+      if (header.enums.count(type) != 0) declared.insert(enum_entry(function, p.name, type, header.enums.at(type)));
+      if (p.name.find("flags") != std::string::npos) declared.insert(flags_entry(function, p.name));
+      const auto fields = header.struct_fields.find(type);
+      const bool input = p.type.find("const") != std::string::npos && p.type.find('*') != std::string::npos;
+      if (fields == header.struct_fields.end() || !input) continue;
+      for (const mote_test::Parameter &f : fields->second) {
+        const std::string field_type = mote_test::base_type(f.type);
+        if (header.enums.count(field_type) != 0) {
+          declared.insert(enum_entry(function, p.name + "." + f.name, field_type, header.enums.at(field_type)));
+        }
+      }
+    }
+  }
+  return declared;
+}
+
+// Values a C caller may store in an enum whose values end below first_invalid.
+std::vector<uint32_t> values_outside(uint32_t first_invalid) {
+  return {first_invalid, first_invalid + 1, 0xFFu, 0x100u, 0xFFFFu, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu};
+}
+
+mote_test::TestSession &embed_session() {
+  static std::unique_ptr<mote_test::TestSession> s = mote_test::open_session(tiny().model, mote_session_options_default());
+  return *s;
+}
+
+// Calls function with argument holding raw (outside its enum) and checks the refusal; false when
+// this file has no call for the pair (a new line of mote_enum_args.inc needs one here).
+bool refuses_enum(const std::string &function, const std::string &argument, uint32_t raw) {
+  const mote_model &model = tiny().model;
+  char message[256] = "";
+  if (function == "mote_status_name" && argument == "status") {
+    const auto name_of_int = reinterpret_cast<const char *(*)(uint32_t)>(&mote_status_name);  // as C calls it
+    CHECK(std::string(name_of_int(raw)) == "unknown status");
+    return true;
+  }
+  if (function == "mote_backend_name" && argument == "backend") {
+    const auto name_of_int = reinterpret_cast<const char *(*)(uint32_t)>(&mote_backend_name);
+    CHECK(name_of_int(raw) == nullptr);
+    return true;
+  }
+  if (argument == "options.kv_dtype" || argument == "options.backend") {
+    mote_session_options options = mote_session_options_default();
+    const bool kv = argument == "options.kv_dtype";
+    if (kv) {
+      store_raw(&options.kv_dtype, raw);
+    } else {
+      store_raw(&options.backend, raw);
+    }
+    const std::string expected = (kv ? "unknown KV cache dtype " : "unknown backend ") + std::to_string(raw);
+    if (function == "mote_arena_size") {
+      CHECK(mote_arena_size(&model, &options) == 0);
+      return true;
+    }
+    if (function == "mote_backend_memory") {
+      uint64_t weight_bytes = 1, session_bytes = 1;
+      CHECK(mote_backend_memory(&model, &options, &weight_bytes, &session_bytes, message, sizeof message) ==
+            MOTE_ERR_INVALID_ARGUMENT);
+      CHECK(message == expected);
+      return true;
+    }
+    if (function == "mote_session_init") {
+      mote_session session{&session};
+      alignas(64) static unsigned char arena[64];
+      CHECK(mote_session_init(&session, &model, &options, arena, sizeof arena, message, sizeof message) ==
+            MOTE_ERR_INVALID_ARGUMENT);
+      CHECK(message == expected);
+      CHECK(session.impl_ == nullptr);
+      return true;
+    }
+    return false;
+  }
+  if (function == "mote_embed" && argument == "pool") {
+    const auto embed_int = reinterpret_cast<mote_status (*)(mote_session *, const int32_t *, size_t, uint32_t, int,
+                                                            float *, size_t)>(&mote_embed);
+    const int32_t tokens[] = {1, 2, 3};
+    std::vector<float> out(1024);
+    mote_session *session = &embed_session().session;
+    CHECK(embed_int(session, tokens, 3, raw, 1, out.data(), out.size()) == MOTE_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(mote_session_error(session)) == "unknown pooling " + std::to_string(raw));
+    CHECK(embed_int(session, tokens, 3, MOTE_POOL_CLS, 1, out.data(), out.size()) == MOTE_OK);  // the session works
+    return true;
+  }
+  if (function == "mote_chat_tokenize" && argument == "messages.role") {
+    mote_chat_message messages[2] = {{MOTE_ROLE_USER, "hi", 2}, {MOTE_ROLE_ASSISTANT, "yo", 2}};
+    int32_t tokens[64];
+    size_t n = 0;
+    // The tiny model has no chat template: a valid conversation is MOTE_ERR_UNSUPPORTED.
+    CHECK(mote_chat_tokenize(&model, messages, 2, 0, tokens, 64, &n) == MOTE_ERR_UNSUPPORTED);
+    store_raw(&messages[1].role, raw);
+    CHECK(mote_chat_tokenize(&model, messages, 2, 0, tokens, 64, &n) == MOTE_ERR_INVALID_ARGUMENT);
+    return true;
+  }
+  return false;
+}
+
+// The same for a flags argument holding an undefined bit.
+bool refuses_flags(const std::string &function, const std::string &argument, uint32_t raw, uint32_t defined) {
+  const mote_model &model = tiny().model;
+  int32_t tokens[64];
+  size_t n = 0;
+  if (function == "mote_tokenize" && argument == "flags") {
+    CHECK(mote_tokenize(&model, "hi", 2, defined, tokens, 64, &n) == MOTE_OK);
+    CHECK(mote_tokenize(&model, "hi", 2, raw, tokens, 64, &n) == MOTE_ERR_INVALID_ARGUMENT);
+    return true;
+  }
+  if (function == "mote_chat_tokenize" && argument == "flags") {
+    const mote_chat_message message{MOTE_ROLE_USER, "hi", 2};
+    CHECK(mote_chat_tokenize(&model, &message, 1, defined, tokens, 64, &n) == MOTE_ERR_UNSUPPORTED);  // no template
+    CHECK(mote_chat_tokenize(&model, &message, 1, raw, tokens, 64, &n) == MOTE_ERR_INVALID_ARGUMENT);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("mote_enum_args.inc lists every enum and flags argument that mote.h declares, and nothing else") {
+  const std::set<std::string> declared = declared_enum_args();
+  std::set<std::string> listed;
+  for (const EnumArg &a : kEnumArgs) listed.insert(enum_entry(a.function, a.argument, a.type, a.first_invalid));
+  for (const FlagsArg &a : kFlagsArgs) listed.insert(flags_entry(a.function, a.argument));
+  for (const std::string &entry : declared) {
+    if (listed.count(entry) == 0) FAIL_CHECK("mote.h declares " << entry << ", missing from mote_enum_args.inc");
+  }
+  for (const std::string &entry : listed) {
+    if (declared.count(entry) == 0) FAIL_CHECK("mote_enum_args.inc lists " << entry << ", which mote.h does not declare");
+  }
+  CHECK(declared.size() == listed.size());
+}
+
+TEST_CASE("every listed enum argument refuses values outside its enum; every flags argument, undefined bits") {
+  for (const EnumArg &a : kEnumArgs) {
+    for (const uint32_t raw : values_outside(a.first_invalid)) {
+      CAPTURE(a.function);
+      CAPTURE(a.argument);
+      CAPTURE(raw);
+      if (!refuses_enum(a.function, a.argument, raw)) FAIL_CHECK("no hostile call written for this argument");
+    }
+  }
+  for (const FlagsArg &a : kFlagsArgs) {
+    for (uint32_t bit = 0; bit < 32; ++bit) {
+      const uint32_t raw = 1u << bit;
+      if ((raw & a.defined_bits) != 0) continue;
+      CAPTURE(a.function);
+      CAPTURE(raw);
+      if (!refuses_flags(a.function, a.argument, raw | a.defined_bits, a.defined_bits)) {
+        FAIL_CHECK("no hostile call written for this argument");
+      }
+    }
+  }
 }

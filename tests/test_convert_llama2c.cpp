@@ -51,8 +51,8 @@ TEST_CASE("a tokenizer score that is NaN or inf is refused by load_llama2c itsel
       CAPTURE(c.text);
       error.clear();
       CHECK_FALSE(mote::convert::load_llama2c(checkpoint, path, options, &data, &error));
-      CHECK(error == "tokenizer '" + path + "' gives token " + std::to_string(token) + " a non-finite score (" +
-                         c.text + ")");
+      CHECK(error ==
+            "tokenizer '" + path + "' gives token " + std::to_string(token) + " a non-finite score (" + c.text + ")");
       std::remove(path.c_str());
     }
   }

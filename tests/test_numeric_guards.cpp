@@ -214,7 +214,7 @@ TEST_CASE("what convert writes always opens: the reader's rules apply before wri
   mote_cli_test::write_text(out, "the previous file");
   expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " --tokenizer " + quote(tok_path) + " -o " +
                    quote(out),
-               1, "the converted model would not open: token 5 has a non-finite score");
+               1, "tokenizer '" + tok_path + "' gives token 5 a non-finite score (nan)");
   CHECK(mote_cli_test::slurp(out) == "the previous file");  // a failed convert leaves OUT as it was
   expect_error(convert_args(checkpoint_with("nan2.bin", 0, NAN)) + " -o " + quote(out), 1, "holds nan");
   CHECK(mote_cli_test::slurp(out) == "the previous file");

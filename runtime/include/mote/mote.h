@@ -4,6 +4,21 @@
  * one session arena (writable, 64-byte aligned, sized by mote_arena_size()). Nothing here
  * allocates, throws or performs I/O. Every call that can fail returns a mote_status and, where
  * the caller passes an error buffer, writes a one-line message into it.
+ *
+ * Every argument is checked: null pointers, sizes, token ids, and enum values and flags as the
+ * integers a C caller may store (mote_enum_args.inc lists each enum and flags argument; a value
+ * outside the enum is MOTE_ERR_INVALID_ARGUMENT, never undefined behaviour).
+ *
+ * Threads. A mote_model is immutable once opened: any number of threads may use it at once,
+ * through sessions and through the calls that take only a model (info, check_values, tokenize,
+ * detokenize, chat_tokenize, chat_end_of_turn, token_ends_generation). A session is one
+ * sequence of calls: it may move between threads, but its calls must not overlap. A session call
+ * that finds another one in progress on the same session (from another thread, or from inside
+ * mote_generate's on_token callback) returns MOTE_ERR_BUSY at once and changes nothing, not even
+ * the session's error message (which belongs to the call in progress). The getters
+ * (mote_session_position, _context_length, _error, mote_logits) are not guarded: call them
+ * between calls, or from on_token. mote_session_init and mote_session_release must not overlap
+ * any other call on the session. Separate sessions (separate arenas) run in parallel freely.
  */
 #ifndef MOTE_MOTE_H
 #define MOTE_MOTE_H
@@ -25,7 +40,8 @@ typedef enum mote_status {
   MOTE_ERR_BUFFER_TOO_SMALL = 6, /* an output buffer cannot hold the result */
   MOTE_ERR_BAD_TOKEN = 7,        /* a token id outside the vocabulary */
   MOTE_ERR_DEVICE = 8,           /* a backend's device call failed (the message names it) */
-  MOTE_ERR_NUMERIC = 9           /* the model produced NaN or inf (e.g. corrupt weights) */
+  MOTE_ERR_NUMERIC = 9,          /* the model produced NaN or inf (e.g. corrupt weights) */
+  MOTE_ERR_BUSY = 10             /* another call is in progress on this session (see Threads above) */
 } mote_status;
 
 /* Returns a static, human-readable name for a status ("arena too small"). */
@@ -125,17 +141,19 @@ typedef struct mote_session {
 mote_status mote_session_init(mote_session *session, const mote_model *model, const mote_session_options *options,
                               void *arena, size_t arena_n, char *err, size_t err_n);
 /* Frees what the session holds outside its arena (a CUDA session's device memory and graph);
- * nothing for the CPU. The session is unusable afterwards; the arena may be reused. */
-void mote_session_release(mote_session *session);
+ * nothing for the CPU. The session is unusable afterwards; the arena may be reused.
+ * MOTE_ERR_INVALID_ARGUMENT for a null or released session; MOTE_ERR_BUSY (nothing freed)
+ * inside a call on it. */
+mote_status mote_session_release(mote_session *session);
 /* Forgets every token: the next prefill starts at position 0. */
-void mote_session_reset(mote_session *session);
+mote_status mote_session_reset(mote_session *session);
 /* Tokens currently in the KV cache, and how many it holds. */
 uint32_t mote_session_position(const mote_session *session);
 uint32_t mote_session_context_length(const mote_session *session);
 /* The message of the last failing call on this session ("" when none). */
 const char *mote_session_error(const mote_session *session);
 
-/* Tokenization flags. */
+/* Tokenization flags (any other bit is MOTE_ERR_INVALID_ARGUMENT). */
 #define MOTE_TOKENIZE_ADD_BOS 1u
 /* Byte-level BPE: the literal text of control and user-defined tokens ("<|im_end|>") becomes
  * those tokens (the longest one at the leftmost position). Without it such text is ordinary
@@ -209,12 +227,13 @@ mote_sampler_options mote_sampler_options_default(void);
 mote_status mote_sampler_options_validate(const mote_sampler_options *options, char *err, size_t err_n);
 
 /* Seeds the session's random number generator (mote_generate does this itself). */
-void mote_sampler_seed(mote_session *session, uint64_t seed);
+mote_status mote_sampler_seed(mote_session *session, uint64_t seed);
 /* Picks the next token from the current logits (which it modifies in place). A NaN or inf
  * logit is MOTE_ERR_NUMERIC (never a token): the message names the logit and the position. */
 mote_status mote_sample(mote_session *session, const mote_sampler_options *options, int32_t *token);
 
-/* Called once per generated token; return non-zero to stop. */
+/* Called once per generated token; return non-zero to stop. It runs inside mote_generate: a call
+ * on the same session from it returns MOTE_ERR_BUSY (the getters answer). */
 typedef int (*mote_on_token)(void *user, int32_t token, const char *piece, size_t piece_n);
 
 /* 1 when token ends generation (EOS, BOS, or another control token such as ChatML's <|im_end|>):
@@ -248,6 +267,7 @@ typedef struct mote_chat_message {
   size_t content_n;
 } mote_chat_message;
 
+/* Chat tokenization flags (any other bit is MOTE_ERR_INVALID_ARGUMENT). */
 #define MOTE_CHAT_ADD_ASSISTANT_PROMPT 1u
 
 /* Tokenizes messages through the model's chat template, then (MOTE_CHAT_ADD_ASSISTANT_PROMPT)

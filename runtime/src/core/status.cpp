@@ -67,6 +67,8 @@ extern "C" const char *mote_status_name(mote_status status) {
       return "device error";
     case MOTE_ERR_NUMERIC:
       return "non-finite number";
+    case MOTE_ERR_BUSY:
+      return "session busy";
   }
   return "unknown status";
 }

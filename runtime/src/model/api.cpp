@@ -25,6 +25,10 @@ namespace {
 // SmolLM2, and its activations (64 x 1536 floats) still fit a 512 KB L2.
 constexpr uint32_t kDefaultBatchSize = 64;
 
+// Every flag bit mote_tokenize and mote_chat_tokenize define; any other is refused.
+constexpr uint32_t kTokenizeFlags = MOTE_TOKENIZE_ADD_BOS | MOTE_TOKENIZE_SPECIAL;
+constexpr uint32_t kChatFlags = MOTE_CHAT_ADD_ASSISTANT_PROMPT;
+
 const Model *model_of(const mote_model *m) {
   if (m == nullptr) return nullptr;
   const Model *model = reinterpret_cast<const Model *>(m->opaque_);
@@ -112,6 +116,55 @@ bool ends_generation(const Model &m, int32_t token) {
   const format::ModelConfig &c = m.view.config;
   if (token < 0 || static_cast<uint32_t>(token) >= c.vocab_size) return false;
   return token == c.bos_id || token == c.eos_id || m.view.tokenizer.types[token] == kTokenControl;
+}
+
+// mote_prefill under the session's guard (mote_decode and mote_generate call it too).
+Status prefill(Session &s, const int32_t *tokens, size_t n_tokens) {
+  const ErrorSink sink = session_sink(s);
+  if (tokens == nullptr && n_tokens > 0) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "tokens are null");
+  // Everything is checked before the first token runs, so a failed call changes nothing.
+  if (n_tokens > s.context_length - s.position) {
+    return fail(sink, MOTE_ERR_CONTEXT_FULL, "%llu tokens do not fit: %u of the context's %u are used",
+                static_cast<unsigned long long>(n_tokens), static_cast<unsigned>(s.position),
+                static_cast<unsigned>(s.context_length));
+  }
+  const int64_t vocab = s.model.view.config.vocab_size;
+  for (size_t i = 0; i < n_tokens; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      return fail(sink, MOTE_ERR_BAD_TOKEN, "token %d at index %llu is outside the vocabulary of %lld",
+                  static_cast<int>(tokens[i]), static_cast<unsigned long long>(i), static_cast<long long>(vocab));
+    }
+  }
+  for (size_t i = 0; i < n_tokens; i += s.batch_size) {
+    const size_t n = n_tokens - i < s.batch_size ? n_tokens - i : s.batch_size;
+    const Status status = n == 1 && i + n == n_tokens ? s.backend->decode(s, tokens[i])
+                                                      : s.backend->prefill(s, tokens + i, n, i + n == n_tokens);
+    if (status != MOTE_OK) return status;
+  }
+  return MOTE_OK;
+}
+
+// mote_sample under the session's guard (mote_generate calls it too).
+Status sample_next(Session &s, const mote_sampler_options *options, int32_t *token) {
+  const ErrorSink sink = session_sink(s);
+  if (token == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "token is null");
+  const Status status = mote_sampler_options_validate(options, s.error, sizeof s.error);
+  if (status != MOTE_OK) return status;
+  if (!s.has_logits) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "no logits to sample: prefill or decode first");
+  const size_t last_n = static_cast<size_t>(options->repetition_last_n);
+  const size_t n_recent = last_n < s.position ? last_n : s.position;
+  const uint32_t vocab = s.model.view.config.vocab_size;
+  size_t bad = 0;
+  *token = sample(*options, s.rng, s.state.logits, vocab, s.history + (s.position - n_recent), n_recent,
+                  s.candidates, &bad);
+  if (*token < 0) {
+    char number[32];
+    return fail(sink, MOTE_ERR_NUMERIC,
+                "logit %llu of %u is %s after position %u: the model computed a non-finite number",
+                static_cast<unsigned long long>(bad), static_cast<unsigned>(vocab),
+                float_text(s.state.logits[bad], number, sizeof number), static_cast<unsigned>(s.position));
+  }
+  return MOTE_OK;
 }
 
 }  // namespace
@@ -260,18 +313,22 @@ mote_status mote_session_init(mote_session *session, const mote_model *model, co
   return MOTE_OK;
 }
 
-void mote_session_release(mote_session *session) {
-  Session *s = session_of(session);
-  if (s == nullptr) return;
+mote_status mote_session_release(mote_session *session) {
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  if (s == nullptr) return guard.refusal();
   if (s->backend->release != nullptr) s->backend->release(*s);
   session->impl_ = nullptr;
+  return MOTE_OK;
 }
 
-void mote_session_reset(mote_session *session) {
-  Session *s = session_of(session);
-  if (s == nullptr) return;
+mote_status mote_session_reset(mote_session *session) {
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  if (s == nullptr) return guard.refusal();
   s->position = 0;
   s->has_logits = false;
+  return MOTE_OK;
 }
 
 uint32_t mote_session_position(const mote_session *session) {
@@ -292,7 +349,8 @@ const char *mote_session_error(const mote_session *session) {
 mote_status mote_tokenize(const mote_model *model, const char *text, size_t text_n, uint32_t flags, int32_t *tokens,
                           size_t capacity, size_t *n_tokens) {
   const Model *m = model_of(model);
-  if (m == nullptr) return MOTE_ERR_INVALID_ARGUMENT;  // the encoders check the other arguments
+  // The encoders check the other arguments.
+  if (m == nullptr || (flags & ~kTokenizeFlags) != 0) return MOTE_ERR_INVALID_ARGUMENT;
   if (has_byte_level_tokenizer(*m)) {
     return tokenize_byte_level(m->view.tokenizer, text, text_n, flags, tokens, capacity, n_tokens);
   }
@@ -324,37 +382,17 @@ mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t
 }
 
 mote_status mote_prefill(mote_session *session, const int32_t *tokens, size_t n_tokens) {
-  Session *s = session_of(session);
-  if (s == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
-  const ErrorSink sink = session_sink(*s);
-  if (tokens == nullptr && n_tokens > 0) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "tokens are null");
-  // Everything is checked before the first token runs, so a failed call changes nothing.
-  if (n_tokens > s->context_length - s->position) {
-    return fail(sink, MOTE_ERR_CONTEXT_FULL, "%llu tokens do not fit: %u of the context's %u are used",
-                static_cast<unsigned long long>(n_tokens), static_cast<unsigned>(s->position),
-                static_cast<unsigned>(s->context_length));
-  }
-  const int64_t vocab = s->model.view.config.vocab_size;
-  for (size_t i = 0; i < n_tokens; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= vocab) {
-      return fail(sink, MOTE_ERR_BAD_TOKEN, "token %d at index %llu is outside the vocabulary of %lld",
-                  static_cast<int>(tokens[i]), static_cast<unsigned long long>(i), static_cast<long long>(vocab));
-    }
-  }
-  for (size_t i = 0; i < n_tokens; i += s->batch_size) {
-    const size_t n = n_tokens - i < s->batch_size ? n_tokens - i : s->batch_size;
-    const Status status = n == 1 && i + n == n_tokens ? s->backend->decode(*s, tokens[i])
-                                                      : s->backend->prefill(*s, tokens + i, n, i + n == n_tokens);
-    if (status != MOTE_OK) return status;
-  }
-  return MOTE_OK;
+  const SessionGuard guard(session);
+  return guard.session() == nullptr ? guard.refusal() : prefill(*guard.session(), tokens, n_tokens);
 }
 
 mote_status mote_decode(mote_session *session, int32_t token, const float **logits) {
-  Session *s = session_of(session);
-  if (s == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
-  const Status status = mote_prefill(session, &token, 1);
-  if (logits != nullptr) *logits = status == MOTE_OK ? s->state.logits : nullptr;
+  if (logits != nullptr) *logits = nullptr;
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  if (s == nullptr) return guard.refusal();
+  const Status status = prefill(*s, &token, 1);
+  if (logits != nullptr && status == MOTE_OK) *logits = s->state.logits;
   return status;
 }
 
@@ -375,9 +413,11 @@ mote_sampler_options mote_sampler_options_default(void) {
   return o;
 }
 
-void mote_sampler_seed(mote_session *session, uint64_t seed) {
-  Session *s = session_of(session);
-  if (s != nullptr) rng_seed(s->rng, seed);
+mote_status mote_sampler_seed(mote_session *session, uint64_t seed) {
+  const SessionGuard guard(session);
+  if (guard.session() == nullptr) return guard.refusal();
+  rng_seed(guard.session()->rng, seed);
+  return MOTE_OK;
 }
 
 mote_status mote_sampler_options_validate(const mote_sampler_options *options, char *err, size_t err_n) {
@@ -400,33 +440,15 @@ mote_status mote_sampler_options_validate(const mote_sampler_options *options, c
 }
 
 mote_status mote_sample(mote_session *session, const mote_sampler_options *options, int32_t *token) {
-  Session *s = session_of(session);
-  if (s == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
-  const ErrorSink sink = session_sink(*s);
-  if (token == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "token is null");
-  const Status status = mote_sampler_options_validate(options, s->error, sizeof s->error);
-  if (status != MOTE_OK) return status;
-  if (!s->has_logits) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "no logits to sample: prefill or decode first");
-  const size_t last_n = static_cast<size_t>(options->repetition_last_n);
-  const size_t n_recent = last_n < s->position ? last_n : s->position;
-  const uint32_t vocab = s->model.view.config.vocab_size;
-  size_t bad = 0;
-  *token = sample(*options, s->rng, s->state.logits, vocab, s->history + (s->position - n_recent), n_recent,
-                  s->candidates, &bad);
-  if (*token < 0) {
-    char number[32];
-    return fail(sink, MOTE_ERR_NUMERIC,
-                "logit %llu of %u is %s after position %u: the model computed a non-finite number",
-                static_cast<unsigned long long>(bad), static_cast<unsigned>(vocab),
-                float_text(s->state.logits[bad], number, sizeof number), static_cast<unsigned>(s->position));
-  }
-  return MOTE_OK;
+  const SessionGuard guard(session);
+  return guard.session() == nullptr ? guard.refusal() : sample_next(*guard.session(), options, token);
 }
 
 mote_status mote_chat_tokenize(const mote_model *model, const mote_chat_message *messages, size_t n_messages,
                                uint32_t flags, int32_t *tokens, size_t capacity, size_t *n_tokens) {
   const Model *m = model_of(model);
-  if (m == nullptr) return MOTE_ERR_INVALID_ARGUMENT;  // chat_encode checks the other arguments
+  // chat_encode checks the other arguments.
+  if (m == nullptr || (flags & ~kChatFlags) != 0) return MOTE_ERR_INVALID_ARGUMENT;
   return chat_encode(m->view.tokenizer, m->view.chat_template, messages, n_messages,
                      (flags & MOTE_CHAT_ADD_ASSISTANT_PROMPT) != 0, tokens, capacity, n_tokens);
 }
@@ -440,17 +462,19 @@ mote_status mote_chat_end_of_turn(const mote_model *model, int32_t *tokens, size
 mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n_prompt, uint32_t max_new_tokens,
                           const mote_sampler_options *options, mote_on_token on_token, void *user,
                           uint32_t *n_generated) {
-  Session *s = session_of(session);
   if (n_generated != nullptr) *n_generated = 0;
-  if (s == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
+  // Held through on_token: a call on this session from the callback is refused.
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  if (s == nullptr) return guard.refusal();
   Status status = mote_sampler_options_validate(options, s->error, sizeof s->error);
   if (status != MOTE_OK) return status;
-  status = mote_prefill(session, prompt, n_prompt);
+  status = prefill(*s, prompt, n_prompt);
   if (status != MOTE_OK) return status;
   rng_seed(s->rng, options->seed);
   for (uint32_t i = 0; i < max_new_tokens; ++i) {
     int32_t token = 0;
-    status = mote_sample(session, options, &token);
+    status = sample_next(*s, options, &token);
     if (status == MOTE_ERR_NUMERIC) {
       char reason[sizeof s->error];
       std::memcpy(reason, s->error, sizeof reason);

@@ -8,8 +8,9 @@ using namespace mote;
 
 extern "C" mote_status mote_embed(mote_session *session, const int32_t *tokens, size_t n_tokens, mote_pool pool,
                                   int normalize, float *out, size_t out_n) {
-  Session *s = session == nullptr ? nullptr : static_cast<Session *>(session->impl_);
-  if (s == nullptr) return MOTE_ERR_INVALID_ARGUMENT;
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  if (s == nullptr) return guard.refusal();
   const ErrorSink err{s->error, sizeof s->error};
   s->error[0] = '\0';
   if (s->backend != find_backend(MOTE_BACKEND_CPU)) {
@@ -20,8 +21,9 @@ extern "C" mote_status mote_embed(mote_session *session, const int32_t *tokens, 
   if (tokens == nullptr || n_tokens == 0 || (out == nullptr && out_n > 0)) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "embed needs at least one token and an output buffer");
   }
-  if (pool != MOTE_POOL_MEAN && pool != MOTE_POOL_LAST && pool != MOTE_POOL_CLS) {
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown pooling %d", static_cast<int>(pool));
+  const uint32_t pool_value = enum_value(pool);  // any integer: read before comparing (status.hpp)
+  if (pool_value != MOTE_POOL_MEAN && pool_value != MOTE_POOL_LAST && pool_value != MOTE_POOL_CLS) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown pooling %u", static_cast<unsigned>(pool_value));
   }
   if (n_tokens > s->batch_size || n_tokens > s->context_length) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT,

@@ -2,6 +2,7 @@
 // into the model bytes and the arena, as llama2.c's Config / TransformerWeights / RunState.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -112,6 +113,36 @@ struct Session {
   Rng rng;
   bool has_logits;
   char error[256];
+  // 1 while a call runs on the session: an overlapping one gets MOTE_ERR_BUSY (see SessionGuard).
+  std::atomic<uint32_t> in_use{0};
+};
+
+// A word-sized exchange must be one instruction sequence (x86, ARMv7-M's LDREX/STREX, RISC-V's
+// A extension): a libatomic call would take a lock, which bare metal has not got.
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "the session's in-use flag needs lock-free atomics");
+
+// Holds a session's in-use flag for one C API call: the first call takes it, an overlapping one
+// (another thread, or a callback of mote_generate) does not and is refused without touching the
+// session. Released when the call returns.
+class SessionGuard {
+ public:
+  explicit SessionGuard(const mote_session *session)
+      : session_(session == nullptr ? nullptr : static_cast<Session *>(session->impl_)),
+        held_(session_ != nullptr && session_->in_use.exchange(1, std::memory_order_acquire) == 0) {}
+  ~SessionGuard() {
+    if (held_) session_->in_use.store(0, std::memory_order_release);
+  }
+  SessionGuard(const SessionGuard &) = delete;
+  SessionGuard &operator=(const SessionGuard &) = delete;
+
+  // The session, or null when there is none or another call holds it.
+  Session *session() const { return held_ ? session_ : nullptr; }
+  // What the call returns when session() is null.
+  Status refusal() const { return session_ == nullptr ? MOTE_ERR_INVALID_ARGUMENT : MOTE_ERR_BUSY; }
+
+ private:
+  Session *session_;
+  bool held_;
 };
 
 // Rejects valid files this build cannot run (a weight dtype without kernels, a fused QKV
