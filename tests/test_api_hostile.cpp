@@ -40,7 +40,8 @@ struct FlagsArg {
 };
 const FlagsArg kFlagsArgs[] = {
 #define MOTE_ENUM_ARG(function, argument, type, first_invalid)
-#define MOTE_FLAGS_ARG(function, argument, defined_bits) {(static_cast<void>(&function), #function), #argument, defined_bits},
+#define MOTE_FLAGS_ARG(function, argument, defined_bits) \
+  {(static_cast<void>(&function), #function), #argument, defined_bits},
 #include "mote/mote_enum_args.inc"
 #undef MOTE_ENUM_ARG
 #undef MOTE_FLAGS_ARG
@@ -259,7 +260,8 @@ std::vector<uint32_t> values_outside(uint32_t first_invalid) {
 }
 
 mote_test::TestSession &embed_session() {
-  static std::unique_ptr<mote_test::TestSession> s = mote_test::open_session(tiny().model, mote_session_options_default());
+  static std::unique_ptr<mote_test::TestSession> s =
+      mote_test::open_session(tiny().model, mote_session_options_default());
   return *s;
 }
 
@@ -310,8 +312,9 @@ bool refuses_enum(const std::string &function, const std::string &argument, uint
     return false;
   }
   if (function == "mote_embed" && argument == "pool") {
-    const auto embed_int = reinterpret_cast<mote_status (*)(mote_session *, const int32_t *, size_t, uint32_t, int,
-                                                            float *, size_t)>(&mote_embed);
+    const auto embed_int =
+        reinterpret_cast<mote_status (*)(mote_session *, const int32_t *, size_t, uint32_t, int, float *, size_t)>(
+            &mote_embed);
     const int32_t tokens[] = {1, 2, 3};
     std::vector<float> out(1024);
     mote_session *session = &embed_session().session;
@@ -363,7 +366,8 @@ TEST_CASE("mote_enum_args.inc lists every enum and flags argument that mote.h de
     if (listed.count(entry) == 0) FAIL_CHECK("mote.h declares " << entry << ", missing from mote_enum_args.inc");
   }
   for (const std::string &entry : listed) {
-    if (declared.count(entry) == 0) FAIL_CHECK("mote_enum_args.inc lists " << entry << ", which mote.h does not declare");
+    if (declared.count(entry) == 0)
+      FAIL_CHECK("mote_enum_args.inc lists " << entry << ", which mote.h does not declare");
   }
   CHECK(declared.size() == listed.size());
 }

@@ -49,8 +49,8 @@ bool load_tokenizer(const std::string &path, uint32_t vocab_size, TokenizerData 
     }
     // The encoder compares merge scores: a NaN would make its choices depend on their order.
     if (!std::isfinite(score)) {
-      *error = "tokenizer '" + path + "' gives token " + std::to_string(i) + " a non-finite score (" +
-               (std::isnan(score) ? "nan" : score > 0 ? "inf" : "-inf") + ")";
+      const char *value = std::isnan(score) ? "nan" : score > 0 ? "inf" : "-inf";
+      *error = "tokenizer '" + path + "' gives token " + std::to_string(i) + " a non-finite score (" + value + ")";
       return false;
     }
     tok->pieces.emplace_back(reinterpret_cast<const char *>(bytes.bytes() + at), static_cast<size_t>(length));

@@ -155,8 +155,8 @@ Status sample_next(Session &s, const mote_sampler_options *options, int32_t *tok
   const size_t n_recent = last_n < s.position ? last_n : s.position;
   const uint32_t vocab = s.model.view.config.vocab_size;
   size_t bad = 0;
-  *token = sample(*options, s.rng, s.state.logits, vocab, s.history + (s.position - n_recent), n_recent,
-                  s.candidates, &bad);
+  *token =
+      sample(*options, s.rng, s.state.logits, vocab, s.history + (s.position - n_recent), n_recent, s.candidates, &bad);
   if (*token < 0) {
     char number[32];
     return fail(sink, MOTE_ERR_NUMERIC,
