@@ -118,7 +118,7 @@ bool ends_generation(const Model &m, int32_t token) {
   return token == c.bos_id || token == c.eos_id || m.view.tokenizer.types[token] == kTokenControl;
 }
 
-// mote_prefill under the session's guard (mote_decode and mote_generate call it too).
+// mote_prefill's work, for a caller that holds the session's guard (mote_decode, mote_generate too).
 Status prefill(Session &s, const int32_t *tokens, size_t n_tokens) {
   const ErrorSink sink = session_sink(s);
   if (tokens == nullptr && n_tokens > 0) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "tokens are null");
@@ -144,7 +144,7 @@ Status prefill(Session &s, const int32_t *tokens, size_t n_tokens) {
   return MOTE_OK;
 }
 
-// mote_sample under the session's guard (mote_generate calls it too).
+// mote_sample's work, for a caller that holds the session's guard (mote_generate too).
 Status sample_next(Session &s, const mote_sampler_options *options, int32_t *token) {
   const ErrorSink sink = session_sink(s);
   if (token == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "token is null");
