@@ -94,5 +94,38 @@ TEST_CASE("cli: mote convert picks the importer by content") {
   CHECK(r.err.find("runs past the end of the file") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   std::error_code ec;
+  if (!getenv("KEEP")) fs::remove_all(dir, ec); else MESSAGE(dir);
+}
+
+TEST_CASE("cli: a NaN in an F32 GGUF tensor is named as a value, with the path once") {
+  if (std::string(MOTE_CLI_PATH).empty() || !mote_test::file_exists(MOTE_CLI_PATH)) {
+    MOTE_SKIP("the mote CLI is not part of this build (or not built yet)");
+    return;
+  }
+  char pattern[] = "/tmp/mote_test_convert_nan_XXXXXX";
+  REQUIRE(mkdtemp(pattern) != nullptr);
+  const std::string dir = pattern, path = dir + "/nan.gguf";
+  Gguf g = valid_gguf();
+  const float nan = NAN;
+  std::memcpy(g.tensor("blk.0.attn_k.weight")->data.data() + 4 * 5, &nan, 4);  // F32, element 5
+  const Bytes bytes = g.build();
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  const std::string refusal = "'" + path + "': tensor 'blk.0.attn_k' holds nan at index 5\n";
+  for (const char *dtype : {"", " --dtype f16", " --dtype q8_0", " --dtype q4_1 --layout gguf"}) {
+    const CliResult r = run_cli("convert '" + path + "' -o '" + dir + "/out.mote'" + dtype);
+    CAPTURE(dtype);
+    CHECK(r.code == 1);
+    CHECK(r.err == "mote convert: " + refusal);
+  }
+  // Run directly, the GGUF is converted into the cache first: the same line, the path once.
+  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  const CliResult r = run_cli("run -m '" + path + "' -p hi -n 1");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("mote run: " + refusal) != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\'') == 4);  // two quoted names: the path and the tensor
+  std::error_code ec;
   fs::remove_all(dir, ec);
 }

@@ -62,9 +62,13 @@ std::string first_bytes(const std::string &path, size_t n) {
 bool convert_gguf(const std::string &gguf, const std::string &output, std::string *error) {
   convert::GgufOptions options;  // quantized tensors kept as stored, as `mote convert` does
   convert::ModelData model;
-  if (!convert::load_gguf(gguf, options, &model, error)) return false;
+  if (!convert::load_gguf(gguf, options, &model, error)) return false;  // its errors name the GGUF
   const std::vector<uint8_t> bytes = convert::serialize(model);
-  return convert::check_opens(bytes, error) && convert::write_file(output, bytes, error);
+  if (!convert::check_opens(bytes, error)) {
+    *error = "'" + gguf + "': " + *error;
+    return false;
+  }
+  return convert::write_file(output, bytes, error);  // names the cached file
 }
 
 }  // namespace
@@ -102,10 +106,7 @@ std::string cached_model_path(const std::string &path, std::string *error) {
     }
   }
   std::fprintf(stderr, "mote: converting %s once into %s\n", path.c_str(), cached.c_str());
-  if (!convert_gguf(path, cached, error)) {
-    *error = "'" + path + "': " + *error;
-    return "";
-  }
+  if (!convert_gguf(path, cached, error)) return "";
   return cached;
 }
 
