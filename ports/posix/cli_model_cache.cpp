@@ -15,6 +15,7 @@
 
 #include "cli_common.hpp"
 #include "gguf.hpp"
+#include "llama2c_header.hpp"
 #include "mote_writer.hpp"
 
 namespace mote::cli {
@@ -115,16 +116,9 @@ std::string foreign_format_hint(const std::string &path) {
   if (head.size() >= 9 && head[8] == '{') {  // safetensors: a u64 header length, then JSON
     return "a safetensors file, not a .mote file: convert its folder with 'mote convert FOLDER -o model.mote'";
   }
-  if (head.size() >= 28) {  // llama2.c: 7 int32 fields, all positive but vocab (negative: unshared classifier)
-    int32_t fields[7];
-    std::memcpy(fields, head.data(), sizeof fields);
-    bool plausible = true;
-    for (int i = 0; i < 7; ++i)
-      plausible = plausible && (i == 5 ? fields[i] != 0 : fields[i] > 0 && fields[i] < (1 << 20));
-    if (plausible) {
-      return "a llama2.c checkpoint, not a .mote file: convert it with 'mote convert " + path +
-             " --tokenizer tokenizer.bin -o model.mote'";
-    }
+  if (convert::looks_like_llama2c_header(head.data(), head.size())) {
+    return "a llama2.c checkpoint, not a .mote file: convert it with 'mote convert " + path +
+           " --tokenizer tokenizer.bin -o model.mote'";
   }
   return "";
 }
