@@ -55,12 +55,15 @@ void write_text(const std::string &path, const std::string &text) {
 // A scratch copy of tests/golden/tiny_hf that a test may break.
 struct HfCopy {
   std::string dir;
-  HfCopy() {
+  // A copy of golden folder tiny_hf (Llama), or of a tiny_gpt2 variant with the shared tokenizer.
+  explicit HfCopy(const std::string &folder = "tiny_hf") {
     char pattern[] = "/tmp/mote_test_convert_XXXXXX";
     REQUIRE(mkdtemp(pattern) != nullptr);
     dir = pattern;
+    const bool gpt2 = folder != "tiny_hf";
     for (const char *f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
-      fs::copy_file(mote_test::golden_path(std::string("tiny_hf/") + f), dir + "/" + f);
+      const std::string from = gpt2 && std::string(f).rfind("tokenizer", 0) == 0 ? "tiny_gpt2/" : folder + "/";
+      fs::copy_file(mote_test::golden_path(from + f), dir + "/" + f);
     }
   }
   ~HfCopy() {
@@ -232,6 +235,33 @@ TEST_CASE("safetensors: tied embeddings and malformed checkpoints") {
     HfCopy copy;
     copy.edit(edit.file, edit.from, edit.to);
     expect_hf_error(copy, edit.error);
+  }
+  // GPT-2's config: each failing check is named alone, with its key and value.
+  const Edit gpt2_edits[] = {
+      {"config.json", "\"n_head\": 4", "\"n_head\": 3", "config.json n_embd 32 is not divisible by n_head 3"},
+      {"config.json", "\"n_embd\": 32", "\"n_embd\": 33", "config.json n_embd 33 is not divisible by n_head 4"},
+      {"config.json", "\"layer_norm_epsilon\": 1e-05", "\"layer_norm_epsilon\": 2.0",
+       "config.json layer_norm_epsilon 2 must be in (0, 1)"},
+      {"config.json", "\"layer_norm_epsilon\": 1e-05", "\"layer_norm_epsilon\": 0",
+       "config.json layer_norm_epsilon 0 must be in (0, 1)"},
+      {"config.json", "\"bos_token_id\": 0", "\"bos_token_id\": 304",
+       "config.json bos_token_id 304 and eos_token_id 0 must be inside the vocabulary of 304"},
+  };
+  for (const Edit &edit : gpt2_edits) {
+    INFO("GPT-2 edit: " << std::string(edit.to));
+    HfCopy copy("tiny_gpt2/postnorm_sinusoidal");
+    CHECK(copy.convert() == "");
+    copy.edit(edit.file, edit.from, edit.to);
+    expect_hf_error(copy, edit.error);
+    const std::string error = copy.convert();
+    CHECK(error.find(" or ") == std::string::npos);  // one cause, not two alternatives
+  }
+  {
+    // An odd width that the heads divide: only sinusoidal positions refuse it.
+    HfCopy copy("tiny_gpt2/postnorm_sinusoidal");
+    copy.edit("config.json", "\"n_embd\": 32", "\"n_embd\": 33");
+    copy.edit("config.json", "\"n_head\": 4", "\"n_head\": 3");
+    expect_hf_error(copy, "config.json n_embd 33 is odd: sinusoidal positions pair its dimensions");
   }
   {
     HfCopy copy;
