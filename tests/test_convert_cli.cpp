@@ -39,16 +39,32 @@ CliResult run_cli(const std::string &args) {
   return r;
 }
 
+// A scratch folder for one test case, removed at its end; none (dir empty: the case returns,
+// skipped) when the mote CLI is not part of this build.
+struct CliScratch {
+  std::string dir;
+  CliScratch() {
+    if (std::string(MOTE_CLI_PATH).empty() || !mote_test::file_exists(MOTE_CLI_PATH)) {
+      MOTE_SKIP("the mote CLI is not part of this build (or not built yet)");
+      return;
+    }
+    char pattern[] = "/tmp/mote_test_convert_cli_XXXXXX";
+    REQUIRE(mkdtemp(pattern) != nullptr);
+    dir = pattern;
+  }
+  ~CliScratch() {
+    std::error_code ec;
+    if (!dir.empty()) fs::remove_all(dir, ec);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("cli: mote convert picks the importer by content") {
-  if (std::string(MOTE_CLI_PATH).empty() || !mote_test::file_exists(MOTE_CLI_PATH)) {
-    MOTE_SKIP("the mote CLI is not part of this build (or not built yet)");
-    return;
-  }
-  char pattern[] = "/tmp/mote_test_convert_cli_XXXXXX";
-  REQUIRE(mkdtemp(pattern) != nullptr);
-  const std::string dir = pattern, out = dir + "/out.mote";
+  const CliScratch scratch;
+  if (scratch.dir.empty()) return;
+  const std::string &dir = scratch.dir;
+  const std::string out = dir + "/out.mote";
   const std::string gguf = "'" + mote_test::golden_path("tiny_llama.gguf") + "'";
   CliResult r = run_cli("convert " + gguf + " -o '" + out + "'");
   CHECK(r.code == 0);
@@ -94,18 +110,13 @@ TEST_CASE("cli: mote convert picks the importer by content") {
   CHECK(r.code == 1);
   CHECK(r.err.find("runs past the end of the file") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  std::error_code ec;
-  if (!getenv("KEEP")) fs::remove_all(dir, ec); else MESSAGE(dir);
 }
 
 TEST_CASE("cli: a NaN in an F32 GGUF tensor is named as a value, with the path once") {
-  if (std::string(MOTE_CLI_PATH).empty() || !mote_test::file_exists(MOTE_CLI_PATH)) {
-    MOTE_SKIP("the mote CLI is not part of this build (or not built yet)");
-    return;
-  }
-  char pattern[] = "/tmp/mote_test_convert_nan_XXXXXX";
-  REQUIRE(mkdtemp(pattern) != nullptr);
-  const std::string dir = pattern, path = dir + "/nan.gguf";
+  const CliScratch scratch;
+  if (scratch.dir.empty()) return;
+  const std::string &dir = scratch.dir;
+  const std::string path = dir + "/nan.gguf";
   Gguf g = valid_gguf();
   const float nan = NAN;
   std::memcpy(g.tensor("blk.0.attn_k.weight")->data.data() + 4 * 5, &nan, 4);  // F32, element 5
@@ -127,18 +138,13 @@ TEST_CASE("cli: a NaN in an F32 GGUF tensor is named as a value, with the path o
   CHECK(r.code == 1);
   CHECK(r.err.find("mote run: " + refusal) != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\'') == 4);  // two quoted names: the path and the tensor
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
 
 TEST_CASE("cli: an input of no known kind is named for what it is, not asked for a tokenizer") {
-  if (std::string(MOTE_CLI_PATH).empty() || !mote_test::file_exists(MOTE_CLI_PATH)) {
-    MOTE_SKIP("the mote CLI is not part of this build (or not built yet)");
-    return;
-  }
-  char pattern[] = "/tmp/mote_test_convert_kind_XXXXXX";
-  REQUIRE(mkdtemp(pattern) != nullptr);
-  const std::string dir = pattern, out = " -o '" + dir + "/out.mote'";
+  const CliScratch scratch;
+  if (scratch.dir.empty()) return;
+  const std::string &dir = scratch.dir;
+  const std::string out = " -o '" + dir + "/out.mote'";
   const std::string fifo = dir + "/pipe", text = dir + "/notes.txt", short_file = dir + "/short.bin";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
   std::ofstream(text) << "these are notes, not weights: a text file of no model format at all\n";
@@ -165,6 +171,4 @@ TEST_CASE("cli: an input of no known kind is named for what it is, not asked for
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     CHECK((r.err.find("--tokenizer") != std::string::npos) == (c.code == 2));
   }
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
