@@ -8,8 +8,8 @@
 #include <optional>
 
 #include "cli_common.hpp"
-#include "gguf.hpp"
 #include "file_map.hpp"
+#include "gguf.hpp"
 #include "llama2c.hpp"
 #include "llama2c_header.hpp"
 #include "safetensors.hpp"
