@@ -1,5 +1,6 @@
 // `mote convert` as a user runs it: the importer picked by content (GGUF, Hugging Face,
 // llama2.c), --dtype / --layout / --tokenizer handling, and a corrupt GGUF refused in one line.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,16 +39,32 @@ CliResult run_cli(const std::string &args) {
   return r;
 }
 
+// A scratch folder for one test case, removed at its end; none (dir empty: the case returns,
+// skipped) when the mote CLI is not part of this build.
+struct CliScratch {
+  std::string dir;
+  CliScratch() {
+    if (std::string(MOTE_CLI_PATH).empty() || !mote_test::file_exists(MOTE_CLI_PATH)) {
+      MOTE_SKIP("the mote CLI is not part of this build (or not built yet)");
+      return;
+    }
+    char pattern[] = "/tmp/mote_test_convert_cli_XXXXXX";
+    REQUIRE(mkdtemp(pattern) != nullptr);
+    dir = pattern;
+  }
+  ~CliScratch() {
+    std::error_code ec;
+    if (!dir.empty()) fs::remove_all(dir, ec);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("cli: mote convert picks the importer by content") {
-  if (std::string(MOTE_CLI_PATH).empty() || !mote_test::file_exists(MOTE_CLI_PATH)) {
-    MOTE_SKIP("the mote CLI is not part of this build (or not built yet)");
-    return;
-  }
-  char pattern[] = "/tmp/mote_test_convert_cli_XXXXXX";
-  REQUIRE(mkdtemp(pattern) != nullptr);
-  const std::string dir = pattern, out = dir + "/out.mote";
+  const CliScratch scratch;
+  if (scratch.dir.empty()) return;
+  const std::string &dir = scratch.dir;
+  const std::string out = dir + "/out.mote";
   const std::string gguf = "'" + mote_test::golden_path("tiny_llama.gguf") + "'";
   CliResult r = run_cli("convert " + gguf + " -o '" + out + "'");
   CHECK(r.code == 0);
@@ -93,6 +110,65 @@ TEST_CASE("cli: mote convert picks the importer by content") {
   CHECK(r.code == 1);
   CHECK(r.err.find("runs past the end of the file") != std::string::npos);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+}
+
+TEST_CASE("cli: a NaN in an F32 GGUF tensor is named as a value, with the path once") {
+  const CliScratch scratch;
+  if (scratch.dir.empty()) return;
+  const std::string &dir = scratch.dir;
+  const std::string path = dir + "/nan.gguf";
+  Gguf g = valid_gguf();
+  const float nan = NAN;
+  std::memcpy(g.tensor("blk.0.attn_k.weight")->data.data() + 4 * 5, &nan, 4);  // F32, element 5
+  const Bytes bytes = g.build();
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  const std::string refusal = "'" + path + "': tensor 'blk.0.attn_k' holds nan at index 5\n";
+  for (const char *dtype : {"", " --dtype f16", " --dtype q8_0", " --dtype q4_1 --layout gguf"}) {
+    const CliResult r = run_cli("convert '" + path + "' -o '" + dir + "/out.mote'" + dtype);
+    CAPTURE(dtype);
+    CHECK(r.code == 1);
+    CHECK(r.err == "mote convert: " + refusal);
+  }
+  // Run directly, the GGUF is converted into the cache first: the same line, the path once.
+  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  const CliResult r = run_cli("run -m '" + path + "' -p hi -n 1");
+  CHECK(r.code == 1);
+  CHECK(r.err.find("mote run: " + refusal) != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\'') == 4);  // two quoted names: the path and the tensor
+}
+
+TEST_CASE("cli: an input of no known kind is named for what it is, not asked for a tokenizer") {
+  const CliScratch scratch;
+  if (scratch.dir.empty()) return;
+  const std::string &dir = scratch.dir;
+  const std::string out = " -o '" + dir + "/out.mote'";
+  const std::string fifo = dir + "/pipe", text = dir + "/notes.txt", short_file = dir + "/short.bin";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  std::ofstream(text) << "these are notes, not weights: a text file of no model format at all\n";
+  std::ofstream(short_file) << "tiny";
+  const struct {
+    std::string input;
+    int code;
+    std::string message;
+  } cases[] = {
+      {fifo, 1, "'" + fifo + "' is not a regular file (it is a FIFO)"},
+      {"/dev/zero", 1, "'/dev/zero' is not a regular file (it is a device)"},
+      {text, 1, "'" + text + "' is not a GGUF file, a Hugging Face folder or a llama2.c checkpoint"},
+      {short_file, 1, "'" + short_file + "' is not a GGUF file, a Hugging Face folder or a llama2.c checkpoint"},
+      {dir + "/missing.bin", 1, "cannot open '" + dir + "/missing.bin': No such file or directory"},
+      // A real checkpoint without its tokenizer: the one case that asks for --tokenizer.
+      {mote_test::golden_path("tiny_mha.bin"), 2,
+       "'" + mote_test::golden_path("tiny_mha.bin") + "' looks like a llama2.c checkpoint: those need --tokenizer"},
+  };
+  for (const auto &c : cases) {
+    const CliResult r = run_cli("convert '" + c.input + "'" + out);
+    CAPTURE(c.input);
+    CHECK(r.code == c.code);
+    CHECK(r.err.find("mote convert: " + c.message) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK((r.err.find("--tokenizer") != std::string::npos) == (c.code == 2));
+  }
 }

@@ -495,6 +495,33 @@ TEST_CASE("gguf: randomized corruption never crashes") {
   MESSAGE(iterations << " corrupted GGUF files: " << converted << " still converted, " << opened << " opened");
 }
 
+TEST_CASE("gguf: a gpt2 file's heads and epsilon are checked one at a time, each naming its key") {
+  // valid_gguf's tokenizer under the gpt2 architecture's keys: the hyperparameters are checked
+  // before any tensor is looked for.
+  Gguf g = valid_gguf();
+  g.set_string("general.architecture", "gpt2");
+  g.tensors.clear();
+  g.set_u32("gpt2.block_count", 1);
+  g.set_u32("gpt2.embedding_length", 64);
+  g.set_u32("gpt2.feed_forward_length", 128);
+  g.set_u32("gpt2.attention.head_count", 3);
+  g.set_u32("gpt2.context_length", 16);
+  g.set_f32("gpt2.attention.layer_norm_epsilon", 1e-5f);
+  expect_gguf_error(g, "GGUF gpt2.embedding_length 64 is not divisible by gpt2.attention.head_count 3");
+  CHECK(convert_gguf(g.build()).find("epsilon") == std::string::npos);
+  g.set_u32("gpt2.attention.head_count", 4);
+  g.set_f32("gpt2.attention.layer_norm_epsilon", 2.0f);
+  expect_gguf_error(g, "GGUF gpt2.attention.layer_norm_epsilon 2 must be in (0, 1)");
+  g.set_f32("gpt2.attention.layer_norm_epsilon", 1e-5f);
+  expect_gguf_error(g, "GGUF is missing tensor 'token_embd.weight'");  // past both checks
+  g = valid_gguf();
+  g.set_f32("llama.attention.layer_norm_rms_epsilon", 0.0f);
+  expect_gguf_error(g, "GGUF llama.attention.layer_norm_rms_epsilon 0 must be in (0, 1)");
+  g.set_f32("llama.rope.freq_base", 1e-30f);
+  g.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  expect_gguf_error(g, "GGUF llama.rope.freq_base 1e-30 must be finite and > 1");  // not "0.000000"
+}
+
 // ---- convert ok => open ok (issue: hardening) -------------------------------------------------
 
 TEST_CASE(

@@ -55,12 +55,15 @@ void write_text(const std::string &path, const std::string &text) {
 // A scratch copy of tests/golden/tiny_hf that a test may break.
 struct HfCopy {
   std::string dir;
-  HfCopy() {
+  // A copy of golden folder tiny_hf (Llama), or of a tiny_gpt2 variant with the shared tokenizer.
+  explicit HfCopy(const std::string &folder = "tiny_hf") {
     char pattern[] = "/tmp/mote_test_convert_XXXXXX";
     REQUIRE(mkdtemp(pattern) != nullptr);
     dir = pattern;
+    const bool gpt2 = folder != "tiny_hf";
     for (const char *f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
-      fs::copy_file(mote_test::golden_path(std::string("tiny_hf/") + f), dir + "/" + f);
+      const std::string from = gpt2 && std::string(f).rfind("tokenizer", 0) == 0 ? "tiny_gpt2/" : folder + "/";
+      fs::copy_file(mote_test::golden_path(from + f), dir + "/" + f);
     }
   }
   ~HfCopy() {
@@ -91,6 +94,24 @@ void expect_hf_error(const HfCopy &copy, const std::string &needle) {
   INFO("got: " << (error.empty() ? std::string("success") : error));
   CHECK(error.find(needle) != std::string::npos);
   CHECK(error.find('\n') == std::string::npos);
+}
+
+// One text edit of one file of a golden folder, and the message it must be refused with.
+struct Edit {
+  const char *file, *from, *to, *error;
+};
+
+// Each edit, alone on a fresh copy of folder (which converts unedited), is refused in one line
+// containing its error.
+template <size_t N>
+void expect_edit_errors(const std::string &folder, const Edit (&edits)[N]) {
+  CHECK(HfCopy(folder).convert() == "");
+  for (const Edit &edit : edits) {
+    INFO("edit of " << folder << "/" << edit.file << ": " << edit.to);
+    HfCopy copy(folder);
+    copy.edit(edit.file, edit.from, edit.to);
+    expect_hf_error(copy, edit.error);
+  }
 }
 
 Bytes safetensors_file(const std::string &header, size_t data_bytes) {
@@ -208,9 +229,6 @@ TEST_CASE("safetensors: tied embeddings and malformed checkpoints") {
     CHECK(open_error(m) == "");
   }
   // One text edit of one file each, refused with a one-line message that names the cause.
-  struct Edit {
-    const char *file, *from, *to, *error;
-  };
   const Edit edits[] = {
       {"config.json", "\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}",
        "config.json rope_scaling is set"},
@@ -227,11 +245,25 @@ TEST_CASE("safetensors: tied embeddings and malformed checkpoints") {
       {"model.safetensors", "model.norm.weight", "model.norm.weigh_",
        "tensor 'model.norm.weigh_' is not part of a Llama model"},
   };
-  for (const Edit &edit : edits) {
-    INFO("edit of " << std::string(edit.file) << ": " << std::string(edit.to));
-    HfCopy copy;
-    copy.edit(edit.file, edit.from, edit.to);
-    expect_hf_error(copy, edit.error);
+  expect_edit_errors("tiny_hf", edits);
+  // GPT-2's config: each failing check is named alone, with its key and value.
+  const Edit gpt2_edits[] = {
+      {"config.json", "\"n_head\": 4", "\"n_head\": 3", "config.json n_embd 32 is not divisible by n_head 3"},
+      {"config.json", "\"n_embd\": 32", "\"n_embd\": 33", "config.json n_embd 33 is not divisible by n_head 4"},
+      {"config.json", "\"layer_norm_epsilon\": 1e-05", "\"layer_norm_epsilon\": 2.0",
+       "config.json layer_norm_epsilon 2 must be in (0, 1)"},
+      {"config.json", "\"layer_norm_epsilon\": 1e-05", "\"layer_norm_epsilon\": 0",
+       "config.json layer_norm_epsilon 0 must be in (0, 1)"},
+      {"config.json", "\"bos_token_id\": 0", "\"bos_token_id\": 304",
+       "config.json bos_token_id 304 and eos_token_id 0 must be inside the vocabulary of 304"},
+  };
+  expect_edit_errors("tiny_gpt2/postnorm_sinusoidal", gpt2_edits);
+  {
+    // An odd width that the heads divide: only sinusoidal positions refuse it.
+    HfCopy copy("tiny_gpt2/postnorm_sinusoidal");
+    copy.edit("config.json", "\"n_embd\": 32", "\"n_embd\": 33");
+    copy.edit("config.json", "\"n_head\": 4", "\"n_head\": 3");
+    expect_hf_error(copy, "config.json n_embd 33 is odd: sinusoidal positions pair its dimensions");
   }
   {
     HfCopy copy;

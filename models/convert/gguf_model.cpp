@@ -291,9 +291,12 @@ bool gguf_gpt2_to_model(const GgufFile &file, const GgufOptions &options, ModelD
     *error = "GGUF has no tokenizer (no tokenizer.ggml.tokens): mote needs one in the model file";
     return false;
   }
-  if (dim % heads != 0 || !(eps > 0 && eps < 1)) {
-    *error = "GGUF gpt2.embedding_length " + num(dim) + " does not divide into " + num(heads) +
-             " heads, or the LayerNorm epsilon is not in (0, 1)";
+  if (dim % heads != 0) {
+    *error = "GGUF gpt2.embedding_length " + num(dim) + " is not divisible by gpt2.attention.head_count " + num(heads);
+    return false;
+  }
+  if (!(eps > 0 && eps < 1)) {
+    *error = "GGUF gpt2.attention.layer_norm_epsilon " + real_text(eps) + " must be in (0, 1)";
     return false;
   }
   ModelData &m = *out;
@@ -354,11 +357,11 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
     return false;
   }
   if (!std::isfinite(theta) || theta <= 1 || theta > 3.0e38) {
-    *error = "GGUF llama.rope.freq_base " + std::to_string(theta) + " must be finite and > 1";
+    *error = "GGUF llama.rope.freq_base " + real_text(theta) + " must be finite and > 1";
     return false;
   }
   if (!(eps > 0 && eps < 1)) {
-    *error = "GGUF llama.attention.layer_norm_rms_epsilon " + std::to_string(eps) + " must be in (0, 1)";
+    *error = "GGUF llama.attention.layer_norm_rms_epsilon " + real_text(eps) + " must be in (0, 1)";
     return false;
   }
   if (file.find("llama.rope.scaling.type") != nullptr) {

@@ -57,12 +57,22 @@ bool hf_gpt2_config(const JsonValue &json, format::ModelConfig *out, bool *tied,
       !cfg.integer("n_positions", true, 0, 1, 1 << 20, &context) || !cfg.real("layer_norm_epsilon", 1e-5, &eps) ||
       !cfg.token_id("bos_token_id", &bos) || !cfg.token_id("eos_token_id", &eos))
     return false;
-  if (dim % heads != 0 || (positions == "sinusoidal" && dim % 2 != 0)) {
-    *error = "config.json n_embd " + num(dim) + " does not divide into " + num(heads) + " heads (or pairs)";
+  // One check, one message: the user learns which number to fix.
+  if (dim % heads != 0) {
+    *error = "config.json n_embd " + num(dim) + " is not divisible by n_head " + num(heads);
     return false;
   }
-  if (!(eps > 0 && eps < 1) || bos >= vocab || eos >= vocab) {
-    *error = "config.json layer_norm_epsilon must be in (0, 1) and bos/eos ids inside the vocabulary of " + num(vocab);
+  if (positions == "sinusoidal" && dim % 2 != 0) {
+    *error = "config.json n_embd " + num(dim) + " is odd: sinusoidal positions pair its dimensions";
+    return false;
+  }
+  if (!(eps > 0 && eps < 1)) {
+    *error = "config.json layer_norm_epsilon " + real_text(eps) + " must be in (0, 1)";
+    return false;
+  }
+  if (bos >= vocab || eos >= vocab) {
+    *error = "config.json bos_token_id " + std::to_string(bos) + " and eos_token_id " + std::to_string(eos) +
+             " must be inside the vocabulary of " + num(vocab);
     return false;
   }
   const format::Activation act = c.activation;

@@ -8,8 +8,10 @@
 #include <optional>
 
 #include "cli_common.hpp"
+#include "file_map.hpp"
 #include "gguf.hpp"
 #include "llama2c.hpp"
+#include "llama2c_header.hpp"
 #include "safetensors.hpp"
 
 namespace mote::cli {
@@ -27,6 +29,22 @@ InputKind input_kind(const std::string &path) {
   if (ends_with(path, "config.json") || ends_with(path, ".safetensors")) return InputKind::hugging_face;
   if (convert::is_gguf_file(path)) return InputKind::gguf;
   return InputKind::llama2c;
+}
+
+// Why INPUT, neither GGUF nor Hugging Face, cannot be a llama2.c checkpoint: it is no regular
+// file ("'/dev/zero' is not a regular file (it is a device)"), or its first bytes are no known
+// format; "" when its header could be a checkpoint's.
+std::string not_a_checkpoint(const std::string &path) {
+  std::string error;
+  uint64_t size = 0;
+  const int fd = posix::open_regular_file(path, &size, &error);  // never blocks on a FIFO
+  if (fd < 0) return error;
+  uint8_t head[28] = {};
+  const ssize_t got = size >= sizeof head ? ::read(fd, head, sizeof head) : 0;
+  ::close(fd);
+  if (got == static_cast<ssize_t>(sizeof head) && convert::looks_like_llama2c_header(head, sizeof head)) return "";
+  return "'" + path + "' is not a GGUF file, a Hugging Face folder or a llama2.c checkpoint (its first bytes are " +
+         "none of theirs)";
 }
 
 // The --dtype names a user can give, each the format's own name for the dtype.
@@ -136,7 +154,10 @@ int command_convert(int argc, char **argv) {
     ok = convert::load_hf_checkpoint(input, hf_options, &model, &error);
   } else {
     if (tokenizer.empty()) {
-      return report("convert", "llama2.c checkpoints need --tokenizer tokenizer.bin", kExitUsage);
+      const std::string reason = not_a_checkpoint(input);
+      if (!reason.empty()) return report("convert", reason, kExitError);
+      return report("convert", "'" + input + "' looks like a llama2.c checkpoint: those need --tokenizer tokenizer.bin",
+                    kExitUsage);
     }
     convert::Llama2cOptions llama2c_options;
     llama2c_options.dtype = stored.value_or(non_gguf_default);

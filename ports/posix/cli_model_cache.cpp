@@ -15,6 +15,7 @@
 
 #include "cli_common.hpp"
 #include "gguf.hpp"
+#include "llama2c_header.hpp"
 #include "mote_writer.hpp"
 
 namespace mote::cli {
@@ -62,9 +63,13 @@ std::string first_bytes(const std::string &path, size_t n) {
 bool convert_gguf(const std::string &gguf, const std::string &output, std::string *error) {
   convert::GgufOptions options;  // quantized tensors kept as stored, as `mote convert` does
   convert::ModelData model;
-  if (!convert::load_gguf(gguf, options, &model, error)) return false;
+  if (!convert::load_gguf(gguf, options, &model, error)) return false;  // its errors name the GGUF
   const std::vector<uint8_t> bytes = convert::serialize(model);
-  return convert::check_opens(bytes, error) && convert::write_file(output, bytes, error);
+  if (!convert::check_opens(bytes, error)) {
+    *error = "'" + gguf + "': " + *error;
+    return false;
+  }
+  return convert::write_file(output, bytes, error);  // names the cached file
 }
 
 }  // namespace
@@ -102,10 +107,7 @@ std::string cached_model_path(const std::string &path, std::string *error) {
     }
   }
   std::fprintf(stderr, "mote: converting %s once into %s\n", path.c_str(), cached.c_str());
-  if (!convert_gguf(path, cached, error)) {
-    *error = "'" + path + "': " + *error;
-    return "";
-  }
+  if (!convert_gguf(path, cached, error)) return "";
   return cached;
 }
 
@@ -114,16 +116,9 @@ std::string foreign_format_hint(const std::string &path) {
   if (head.size() >= 9 && head[8] == '{') {  // safetensors: a u64 header length, then JSON
     return "a safetensors file, not a .mote file: convert its folder with 'mote convert FOLDER -o model.mote'";
   }
-  if (head.size() >= 28) {  // llama2.c: 7 int32 fields, all positive but vocab (negative: unshared classifier)
-    int32_t fields[7];
-    std::memcpy(fields, head.data(), sizeof fields);
-    bool plausible = true;
-    for (int i = 0; i < 7; ++i)
-      plausible = plausible && (i == 5 ? fields[i] != 0 : fields[i] > 0 && fields[i] < (1 << 20));
-    if (plausible) {
-      return "a llama2.c checkpoint, not a .mote file: convert it with 'mote convert " + path +
-             " --tokenizer tokenizer.bin -o model.mote'";
-    }
+  if (convert::looks_like_llama2c_header(head.data(), head.size())) {
+    return "a llama2.c checkpoint, not a .mote file: convert it with 'mote convert " + path +
+           " --tokenizer tokenizer.bin -o model.mote'";
   }
   return "";
 }

@@ -78,9 +78,10 @@ def gguf_read(data):
     return pairs
 
 
-def gguf_small(golden, seed):
+def gguf_small(golden, seed, nan_in=None):
     """tiny_llama.gguf's tokenizer and metadata with one small layer: dim 32, FFN 32, context 16,
-    tensors in f32, f16, bf16, q4_0, q4_1 and q8_0 (random blocks with small finite scales)."""
+    tensors in f32, f16, bf16, q4_0, q4_1 and q8_0 (random blocks with small finite scales).
+    nan_in names an F32 tensor whose element 5 becomes a NaN (the importer must refuse it)."""
     rng = random.Random(seed)
     changed = {"llama.block_count": 1, "llama.feed_forward_length": 32, "llama.context_length": 16}
     pairs = [(k, t, struct.pack("<I", changed[k]) if k in changed else v) for k, t, v in gguf_read(golden)]
@@ -117,9 +118,19 @@ def gguf_small(golden, seed):
     for name, shape, kind in tensors:
         head += struct.pack("<Q", len(name)) + name.encode() + struct.pack("<I", len(shape))
         head += struct.pack("<%dQ" % len(shape), *shape) + struct.pack("<IQ", kind, len(data))
-        data += payload(shape, kind)
+        values = payload(shape, kind)
+        if name == nan_in:
+            values = values[:20] + struct.pack("<f", float("nan")) + values[24:]
+        data += values
         data += bytes(-len(data) % 32)
     return head + bytes(-len(head) % 32) + data
+
+
+def gguf_with_u32(data, key, value):
+    """data with key's u32 metadata value replaced (the same size: nothing else moves)."""
+    needle = struct.pack("<Q", len(key)) + key.encode() + struct.pack("<I", 4)
+    at = data.index(needle) + len(needle)
+    return data[:at] + struct.pack("<I", value) + data[at + 4:]
 
 
 def safetensors(tensors, seed):
@@ -207,6 +218,16 @@ def main():
         with open(out, "rb") as f:
             write(out_dir, "model_open", name, f.read())
     write(out_dir, "gguf", "small_llama", small["small_llama.gguf"])
+    # Refusals with messages of their own: a NaN in an F32 tensor ("holds nan at index 5"), and a
+    # GPT-2 whose 3 heads do not divide its width of 32 (that check alone, not the epsilon's).
+    write(out_dir, "gguf", "small_llama_nan_f32", gguf_small(read("tiny_llama.gguf"), 4, "blk.0.ffn_up.weight"))
+    gpt2_gguf = read("tiny_gpt2/prenorm_gelu_tanh.gguf")
+    write(out_dir, "gguf", "tiny_gpt2", gpt2_gguf)
+    write(out_dir, "gguf", "tiny_gpt2_3_heads", gguf_with_u32(gpt2_gguf, "gpt2.attention.head_count", 3))
+    gpt2_config = read("tiny_gpt2/postnorm_sinusoidal/config.json")
+    gpt2_parts = (read("tiny_gpt2/tokenizer.json"), read("tiny_gpt2/postnorm_sinusoidal/model.safetensors"))
+    write(out_dir, "hf", "tiny_gpt2", pack(gpt2_config, *gpt2_parts))
+    write(out_dir, "hf", "tiny_gpt2_3_heads", pack(gpt2_config.replace(b'"n_head": 4', b'"n_head": 3'), *gpt2_parts))
     config, weights = hf_small(5)
     write(out_dir, "hf", "small_hf", pack(config, read("tiny_hf/tokenizer.json"), weights))
     write(out_dir, "llama2c", "small_mha", pack(small["small_mha.bin"], read("tiny_tok64.bin")))
