@@ -75,8 +75,7 @@ Bounded run_bounded(const std::string &args, const std::string &stdin_path) {
 }
 
 // Within the bounds, exiting with code, and with one error line holding needle (none for "").
-void expect_bounded(const std::string &args, const std::string &stdin_path, const std::string &needle,
-                    int code = 1) {
+void expect_bounded(const std::string &args, const std::string &stdin_path, const std::string &needle, int code = 1) {
   const Bounded b = run_bounded(args, stdin_path);
   INFO("mote " << args << " <" << stdin_path);
   INFO("stderr: " << b.result.err.substr(0, 400));
@@ -174,27 +173,29 @@ TEST_CASE("inputs: streamed perplexity equals the whole file's") {
   if (!have_cli()) return;
   // The large file is read in pieces; the short one (a prefix of it) whole, in one piece. The
   // windows of both are the same tokens, so the printed results are identical, whatever the cut.
-  // Words, and one line of letters without a space (where no word boundary is near the cut).
+  // Words, and one line of letters without a space (where no word boundary is near the cut),
+  // through SentencePiece (tiny_tok64) and byte-level BPE with merges (the tiny GGUF's);
+  // test_perplexity's oracle case does the same with aidreams' 512 pieces.
   Workspace &w = workspace();
-  const std::string model = quote(tiny_model());
   std::string letters;
   const std::string alphabet = "thequirvmosndaplg";  // letters the tiny vocabulary has
   for (size_t i = 0; letters.size() < (1u << 20); ++i) letters += alphabet[(i * 7 + i / 5) % alphabet.size()];
-  for (const std::string &text : {tiny_words(1u << 20), letters}) {
-    write_text(w.path("long.txt"), text);
-    write_text(w.path("prefix.txt"), text.substr(0, 6000));
-    for (const auto &[window, chunks] : {std::pair{24, 9}, std::pair{32, 30}}) {
-      const std::string windows = " --ctx " + std::to_string(window) + " --chunks " + std::to_string(chunks);
-      INFO(windows << (text == letters ? ", one line of letters" : ", words"));
-      const Result streamed = run_cli("perplexity -m " + model + " -f " + quote(w.path("long.txt")) + windows);
-      const Result whole = run_cli("perplexity -m " + model + " -f " + quote(w.path("prefix.txt")) + windows);
-      INFO("stderr: " << streamed.err);
-      REQUIRE(streamed.code == 0);
-      REQUIRE(whole.code == 0);
-      CHECK(streamed.out == whole.out);
-      CHECK(streamed.out.find(" (" + std::to_string(chunks) + " windows") != std::string::npos);
+  for (const std::string &text : {tiny_words(1u << 20), letters})
+    for (const std::string &model : {quote(tiny_model()), quote(tiny_chat_model())}) {
+      write_text(w.path("long.txt"), text);
+      write_text(w.path("prefix.txt"), text.substr(0, 6000));
+      for (const auto &[window, chunks] : {std::pair{24, 9}, std::pair{32, 30}}) {
+        const std::string windows = " --ctx " + std::to_string(window) + " --chunks " + std::to_string(chunks);
+        INFO(windows << (text == letters ? ", one line of letters" : ", words"));
+        const Result streamed = run_cli("perplexity -m " + model + " -f " + quote(w.path("long.txt")) + windows);
+        const Result whole = run_cli("perplexity -m " + model + " -f " + quote(w.path("prefix.txt")) + windows);
+        INFO("stderr: " << streamed.err);
+        REQUIRE(streamed.code == 0);
+        REQUIRE(whole.code == 0);
+        CHECK(streamed.out == whole.out);
+        CHECK(streamed.out.find(" (" + std::to_string(chunks) + " windows") != std::string::npos);
+      }
     }
-  }
 }
 
 TEST_CASE("inputs: chat's over-long messages get the real reason alone") {
@@ -216,8 +217,7 @@ TEST_CASE("inputs: chat's over-long messages get the real reason alone") {
 
   // A line longer than any context of this model holds: refused by its bytes, quickly.
   write_text(input, "hi\n" + std::string(900u << 10, 'x') + "\n");
-  expect_bounded("chat -m " + model + " -n 2 --temp 0", input, "this message does not fit the context of 96 tokens",
-                 0);
+  expect_bounded("chat -m " + model + " -n 2 --temp 0", input, "this message does not fit the context of 96 tokens", 0);
 }
 
 TEST_CASE("inputs: chat's /save asks before replacing a file and says what it wrote") {
@@ -234,7 +234,8 @@ TEST_CASE("inputs: chat's /save asks before replacing a file and says what it wr
   REQUIRE(text.find("user: hi\nassistant: ") == 0);
   CHECK(text.find("user: hello\nassistant: ") != std::string::npos);  // the second /save! replaced it
   // The first save, the refusal, the usage line twice, the replacement: one line each.
-  const std::string wrote_first = "mote chat: wrote " + std::to_string(text.find("user: hello")) + " bytes to '" + saved;
+  const std::string wrote_first =
+      "mote chat: wrote " + std::to_string(text.find("user: hello")) + " bytes to '" + saved;
   CHECK(r.err.find(wrote_first) == 0);
   CHECK(r.err.find("'" + saved + "' exists; /save! " + saved + " replaces it") != std::string::npos);
   const size_t usage = r.err.find("mote chat: usage: /save FILE");

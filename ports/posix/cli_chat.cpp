@@ -96,8 +96,7 @@ class Conversation {
 
  private:
   // The system message opens a conversation; then the user's message.
-  static std::vector<mote_chat_message> turn_messages(const std::string &system, const std::string &user,
-                                                      bool first) {
+  static std::vector<mote_chat_message> turn_messages(const std::string &system, const std::string &user, bool first) {
     std::vector<mote_chat_message> messages;
     if (first && !system.empty()) messages.push_back({MOTE_ROLE_SYSTEM, system.data(), system.size()});
     messages.push_back({MOTE_ROLE_USER, user.data(), user.size()});
@@ -299,7 +298,7 @@ int command_chat(int argc, char **argv) {
     interrupted = 0;
     const ReadResult read = read_capped(stdin, '\n', kMaxChatLineBytes, &line);
     if (read == ReadResult::kEnd || interrupted) break;  // Ctrl-D, the end of piped input, or Ctrl-C
-    if (read == ReadResult::kTooLong) {  // piped input without end (a terminal's lines are short)
+    if (read == ReadResult::kTooLong) {                  // piped input without end (a terminal's lines are short)
       return report("chat",
                     "a line of standard input is longer than the " + mib_text(kMaxChatLineBytes) +
                         " a message may hold; stopping",

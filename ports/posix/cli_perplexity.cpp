@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -230,7 +230,8 @@ int command_perplexity(int argc, char **argv) {
   const bool replace_with_bos = info.add_bos != 0 && info.bos_id >= 0;
   std::fprintf(stderr,
                "perplexity over %s%zu tokens: %zu windows of %u tokens, scoring the last %u of each, %u thread%s\n",
-               whole ? "" : "the first ", tokens.size(), n_windows, window, window - 1 - first, threads, threads == 1 ? "" : "s");
+               whole ? "" : "the first ", tokens.size(), n_windows, window, window - 1 - first, threads,
+               threads == 1 ? "" : "s");
   const double start = now_seconds();
   Score score;
   std::vector<int32_t> batch_tokens(window);
