@@ -56,23 +56,21 @@ struct Score {
 
 constexpr uint64_t kMaxTextBytes = 64u << 20;  // the text read, whole or a prefix (README, "Limits")
 
-bool is_space_byte(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
 // Where a prefix of text may end with tokens equal to the whole text's: before a space that
-// follows a non-space byte. SentencePiece merges each word (from a space after other bytes)
-// alone (runtime/src/text/tokenizer.cpp, merge_words); byte-level BPE merges inside the
-// pre-tokenizer's words, and no word holds a non-space byte and the space after it. So the
-// prefix's tokens are the whole text's first tokens. 0 when there is no such space.
+// follows a printable ASCII byte (not a space of any kind). SentencePiece merges each word (from
+// a space after other bytes) alone (runtime/src/text/tokenizer.cpp, merge_words); byte-level
+// BPE merges inside the pre-tokenizer's words, and no word holds such a byte and the space
+// after it. So the prefix's tokens are the whole text's first tokens. 0 when there is none.
 size_t word_boundary_before_end(const std::string &text) {
   for (size_t at = text.size(); at-- > 1;) {
-    if (text[at] == ' ' && !is_space_byte(text[at - 1])) return at;
+    if (text[at] == ' ' && text[at - 1] > ' ' && text[at - 1] < 0x7F) return at;
   }
   return 0;
 }
 
-// A prefix without such a space (one endless word) drops its last tokens: a cut changes how
-// the merges end near it, never this far back in real vocabularies (tests/test_cli_inputs.cpp
-// compares with the whole text's tokens).
+// A prefix without such a space (one endless word) is not provably exact: its last tokens are
+// dropped, as a cut inside a word changes how the merges end near it (within a few pieces in the
+// vocabularies tested: tests/test_cli_inputs.cpp and test_perplexity.cpp compare such texts).
 constexpr size_t kTokensNearCut = 256;
 
 // A text file read from its start in growing prefixes (pread: never mapped, never read further
@@ -122,7 +120,7 @@ class TextPrefix {
 
 // The tokens of the text file that `needed` tokens of windows draw on (0: every window), read
 // and tokenized in prefixes that double until they hold them. *whole: the file's end was read.
-bool read_tokens(const mote_model &model, const std::string &path, size_t needed, std::vector<int32_t> *tokens,
+bool read_tokens(const mote_model &model, const std::string &path, uint64_t needed, std::vector<int32_t> *tokens,
                  bool *whole, std::string *error) {
   TextPrefix file;
   if (!file.open(path, error)) return false;
@@ -206,7 +204,7 @@ int command_perplexity(int argc, char **argv) {
 
   std::vector<int32_t> tokens;
   bool whole = false;
-  if (!read_tokens(model, text_path, chunks_given ? size_t{chunks} * window : 0, &tokens, &whole, &error))
+  if (!read_tokens(model, text_path, chunks_given ? uint64_t{chunks} * window : 0, &tokens, &whole, &error))
     return report("perplexity", error, kExitError);
   if (tokens.size() < window) {
     return report("perplexity",
