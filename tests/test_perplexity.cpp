@@ -103,6 +103,27 @@ TEST_CASE("perplexity: aidreams260K agrees with the PyTorch oracle") {
     CHECK(two.code == 0);
     CHECK(two.out == r.out);
   }
+
+  // Streaming: from a file of 1 MiB and more, perplexity reads and tokenizes only a prefix (the
+  // whole file's tokens up to a word boundary); its windows are the short text's, so the output
+  // is identical. The same for the text without spaces: one endless word, cut anywhere.
+  std::string text = slurp(mote_test::golden_path("perplexity_text.txt")), squeezed;
+  for (char c : text) squeezed += c == ' ' || c == '\n' ? "" : std::string(1, c);
+  for (const std::string &short_text : {text, squeezed}) {
+    std::string long_text;
+    while (long_text.size() < (1u << 20)) long_text += short_text;
+    write_text(workspace().path("short.txt"), short_text);
+    write_text(workspace().path("long.txt"), long_text);
+    for (const char *windows : {" --chunks 4", " --ctx 51 --chunks 3"}) {
+      const std::string args = "perplexity -m " + quote(model) + windows + " -t 1 -f ";
+      const Result whole = run_cli(args + quote(workspace().path("short.txt")));
+      const Result streamed = run_cli(args + quote(workspace().path("long.txt")));
+      INFO("stderr: " << streamed.err);
+      REQUIRE(whole.code == 0);
+      CHECK(streamed.err.find("perplexity over the first ") != std::string::npos);
+      CHECK(streamed.out == whole.out);
+    }
+  }
 }
 
 TEST_CASE("perplexity: threads, batch size and KV cache type") {

@@ -1,5 +1,6 @@
 // `mote chat`: a multi-turn conversation through the model's chat template, keeping the KV
 // cache across turns; `mote run --chat` is one turn of it with only the reply on stdout.
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -46,14 +47,11 @@ class Conversation {
 
   TurnResult reply(const std::string &system, const std::string &user, FILE *out, TurnStats *stats,
                    std::string *error) {
-    std::vector<mote_chat_message> messages;
-    if (mote_session_position(&session_) == 0 && !system.empty()) {
-      messages.push_back({MOTE_ROLE_SYSTEM, system.data(), system.size()});
-    }
-    messages.push_back({MOTE_ROLE_USER, user.data(), user.size()});
+    const std::vector<mote_chat_message> messages = turn_messages(system, user, mote_session_position(&session_) == 0);
+    const uint32_t room = mote_session_context_length(&session_) - mote_session_position(&session_);
+    if (!could_fit_messages(messages, room)) return TurnResult::kContextFull;
     std::vector<int32_t> tokens = owed_;
     if (!append_chat_tokens(messages, &tokens, error)) return TurnResult::kError;
-    const uint32_t room = mote_session_context_length(&session_) - mote_session_position(&session_);
     if (tokens.size() >= room) return TurnResult::kContextFull;  // the reply needs a token too
 
     const double start = now_seconds();
@@ -86,7 +84,32 @@ class Conversation {
     owed_.clear();
   }
 
+  // Whether the message would fit a conversation started over (with the system message).
+  bool fits_new_conversation(const std::string &system, const std::string &user) {
+    const std::vector<mote_chat_message> messages = turn_messages(system, user, true);
+    const uint32_t context = mote_session_context_length(&session_);
+    if (!could_fit_messages(messages, context)) return false;
+    std::vector<int32_t> tokens;
+    std::string error;  // a message that cannot be tokenized: reply() says why
+    return !append_chat_tokens(messages, &tokens, &error) || tokens.size() < context;
+  }
+
  private:
+  // The system message opens a conversation; then the user's message.
+  static std::vector<mote_chat_message> turn_messages(const std::string &system, const std::string &user, bool first) {
+    std::vector<mote_chat_message> messages;
+    if (first && !system.empty()) messages.push_back({MOTE_ROLE_SYSTEM, system.data(), system.size()});
+    messages.push_back({MOTE_ROLE_USER, user.data(), user.size()});
+    return messages;
+  }
+
+  // False when the messages' bytes alone cannot become room tokens: known before tokenizing them.
+  bool could_fit_messages(const std::vector<mote_chat_message> &messages, uint32_t room) const {
+    size_t bytes = 0;
+    for (const mote_chat_message &m : messages) bytes += m.content_n;
+    return could_fit(model_, bytes, room);
+  }
+
   bool append_chat_tokens(const std::vector<mote_chat_message> &messages, std::vector<int32_t> *tokens,
                           std::string *error) {
     size_t bytes = 0;
@@ -176,21 +199,40 @@ struct Transcript {
   std::string system;
   std::vector<std::pair<std::string, std::string>> turns;  // (user, assistant)
 
-  bool save(const std::string &path, std::string *error) const {
+  // /save FILE refuses an existing FILE (the user's file is never replaced silently); /save! FILE
+  // replaces it. One line on stderr either way.
+  void save(const std::string &path, bool replace) const {
+    if (path.empty()) {
+      std::fputs("mote chat: usage: /save FILE (the conversation as text; /save! FILE replaces a file)\n", stderr);
+      return;
+    }
+    struct stat existing {};
+    if (!replace && lstat(path.c_str(), &existing) == 0) {
+      report("chat", "'" + path + "' exists; /save! " + path + " replaces it", kExitError);
+      return;
+    }
     std::string text = system.empty() ? "" : "system: " + system + "\n";
     for (const auto &[user, assistant] : turns) text += "user: " + user + "\nassistant: " + assistant + "\n";
-    return posix::write_file_atomically(path, text.data(), text.size(), error);
+    std::string error;
+    if (!posix::write_file_atomically(path, text.data(), text.size(), &error)) {
+      report("chat", error, kExitError);
+      return;
+    }
+    std::fprintf(stderr, "mote chat: wrote %zu bytes to '%s'\n", text.size(), path.c_str());
   }
 };
 
-// Reads a line; false at the end of input or when Ctrl-C interrupts the wait.
-bool read_line(std::string *line) {
-  char *buffer = nullptr;
-  size_t capacity = 0;
-  const ssize_t n = getline(&buffer, &capacity, stdin);
-  if (n >= 0) line->assign(buffer, static_cast<size_t>(n) - (n > 0 && buffer[n - 1] == '\n' ? 1 : 0));
-  std::free(buffer);
-  return n >= 0;
+// "/save FILE" or "/save! FILE": true for either (even without FILE), with FILE trimmed.
+bool parse_save(const std::string &line, std::string *path, bool *replace) {
+  for (const std::string command : {"/save!", "/save"}) {
+    if (line.compare(0, command.size(), command) != 0) continue;
+    if (line.size() > command.size() && line[command.size()] != ' ') return false;
+    const size_t first = line.find_first_not_of(' ', command.size());
+    *path = first == std::string::npos ? "" : line.substr(first, line.find_last_not_of(' ') + 1 - first);
+    *replace = command == "/save!";
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -205,7 +247,8 @@ int command_chat(int argc, char **argv) {
                       "Talk with an instruct model through its chat template, one message per line; the KV cache\n"
                       "keeps the conversation. Ctrl-C stops a reply; Ctrl-C at the prompt or Ctrl-D ends.\n"
                       "Commands: /clear (start over), /system TEXT (new system message, starts over),\n"
-                      "/save FILE (the conversation as text), /exit.",
+                      "/save FILE (the conversation as text; /save! FILE replaces an existing FILE), /exit.\n"
+                      "One message holds at most 1 MiB (and what the context can hold).",
                       {
                           {"-sys|--system-prompt|--system", Option::kString, &system, "TEXT", "the system message"},
                           {"--verbose", Option::kSwitch, &verbose, nullptr,
@@ -232,7 +275,7 @@ int command_chat(int argc, char **argv) {
   if (interactive) {
     std::fprintf(stderr,
                  "mote chat: %s, context %u tokens. Ctrl-C stops a reply; Ctrl-D or Ctrl-C at the prompt ends.\n"
-                 "/clear, /system TEXT, /save FILE, /exit.\n",
+                 "/clear, /system TEXT, /save FILE, /save! FILE, /exit.\n",
                  settings.model_path.c_str(), context);
   }
   struct sigaction action {};
@@ -253,7 +296,14 @@ int command_chat(int argc, char **argv) {
       std::fflush(stdout);
     }
     interrupted = 0;
-    if (!read_line(&line)) break;  // Ctrl-D, the end of piped input, or Ctrl-C at the prompt
+    const ReadResult read = read_capped(stdin, '\n', kMaxChatLineBytes, &line);
+    if (read == ReadResult::kEnd || interrupted) break;  // Ctrl-D, the end of piped input, or Ctrl-C
+    if (read == ReadResult::kTooLong) {                  // piped input without end (a terminal's lines are short)
+      return report("chat",
+                    "a line of standard input is longer than the " + mib_text(kMaxChatLineBytes) +
+                        " a message may hold; stopping",
+                    kExitError);
+    }
     if (line.empty()) continue;
     if (line == "/exit") break;
     if (line == "/clear") {
@@ -267,8 +317,10 @@ int command_chat(int argc, char **argv) {
       std::fputs("mote chat: new system message; conversation cleared\n", stderr);
       continue;
     }
-    if (line.compare(0, 6, "/save ") == 0) {
-      if (!transcript.save(line.substr(6), &error)) report("chat", error, kExitError);
+    std::string save_path;
+    bool replace = false;
+    if (parse_save(line, &save_path, &replace)) {
+      transcript.save(save_path, replace);
       continue;
     }
     TurnStats stats;
@@ -276,8 +328,9 @@ int command_chat(int argc, char **argv) {
     {
       QuietTerminal quiet;
       result = conversation.reply(system, line, stdout, &stats, &error);
-      if (result == TurnResult::kContextFull && stats.prompt_tokens == 0) {
-        // The message did not fit after the conversation so far: start over and try once more.
+      if (result == TurnResult::kContextFull && stats.prompt_tokens == 0 &&
+          conversation.fits_new_conversation(system, line)) {
+        // The message did not fit after the conversation so far, but fits alone: start over.
         std::fprintf(stderr, "mote chat: the context of %u tokens is full; starting a new conversation\n", context);
         start_over();
         result = conversation.reply(system, line, stdout, &stats, &error);

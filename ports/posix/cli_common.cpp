@@ -227,7 +227,7 @@ std::unique_ptr<SessionHolder> open_session(const mote_model &model, const mote_
   return holder;
 }
 
-bool tokenize(const mote_model &model, const std::string &text, std::vector<int32_t> *tokens, std::string *error) {
+bool tokenize(const mote_model &model, std::string_view text, std::vector<int32_t> *tokens, std::string *error) {
   tokens->assign(text.size() + 2, 0);
   size_t n = 0;
   mote_model_info info;
@@ -244,6 +244,35 @@ bool tokenize(const mote_model &model, const std::string &text, std::vector<int3
   }
   tokens->resize(n);
   return true;
+}
+
+std::string mib_text(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+ReadResult read_capped(FILE *stream, int delimiter, size_t max_bytes, std::string *text) {
+  text->clear();
+  for (int c; (c = getc_unlocked(stream)) != EOF;) {
+    if (c == delimiter) return ReadResult::kRead;
+    if (text->size() == max_bytes) return ReadResult::kTooLong;
+    text->push_back(static_cast<char>(c));
+  }
+  return text->empty() ? ReadResult::kEnd : ReadResult::kRead;
+}
+
+size_t longest_token_bytes(const mote_model &model) {
+  mote_model_info info;
+  mote_model_info_get(&model, &info);
+  size_t longest = 4;
+  char piece[256];
+  for (uint32_t id = 0; id < info.vocab_size; ++id) {
+    size_t n = 0;  // a piece too long for the buffer still reports its length
+    mote_detokenize(&model, -1, static_cast<int32_t>(id), piece, sizeof piece, &n);
+    longest = std::max(longest, n);
+  }
+  return longest;
+}
+
+bool could_fit(const mote_model &model, size_t text_bytes, size_t tokens) {
+  return text_bytes / longest_token_bytes(model) <= tokens;
 }
 
 std::string cache_dir() {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "file_map.hpp"
@@ -118,7 +119,28 @@ constexpr uint32_t kMaxThreads = MOTE_MAX_THREADS;
 uint32_t available_cpus();
 
 // Encodes text, with BOS first when the model expects one; false with a reason on failure.
-bool tokenize(const mote_model &model, const std::string &text, std::vector<int32_t> *tokens, std::string *error);
+bool tokenize(const mote_model &model, std::string_view text, std::vector<int32_t> *tokens, std::string *error);
+
+// Caps on what the CLI reads (README, "Limits"): a prompt (-f FILE, -f -) and one chat message.
+constexpr size_t kMaxPromptBytes = 64u << 20;
+constexpr size_t kMaxChatLineBytes = 1u << 20;
+
+// "64 MiB" for a cap.
+std::string mib_text(uint64_t bytes);
+
+enum class ReadResult { kRead, kEnd, kTooLong };
+// Reads stream up to delimiter (not kept; EOF: to the end) into *text, at most max_bytes of it:
+// kTooLong past that (the rest stays unread), kEnd when the stream ends (or a read fails, e.g.
+// interrupted by a signal) before a byte was read.
+ReadResult read_capped(FILE *stream, int delimiter, size_t max_bytes, std::string *text);
+
+// The most bytes of text one token can stand for: the longest piece of the vocabulary, and at
+// least 4 (an unknown token stands for a whole UTF-8 character); a pass over the vocabulary.
+size_t longest_token_bytes(const mote_model &model);
+
+// False when text of text_bytes bytes cannot become `tokens` tokens or fewer, known without
+// tokenizing it: each token stands for at most longest_token_bytes of it.
+bool could_fit(const mote_model &model, size_t text_bytes, size_t tokens);
 
 // The model commands use when -m is absent: SmolLM2-135M-Instruct, fetched and converted once
 // by models/fetch_smollm2.sh into cache_dir().

@@ -1,15 +1,21 @@
 // `mote perplexity`: perplexity over a text file, windowed as llama.cpp's llama-perplexity does.
 //
-// The whole file is tokenized once (BOS first when the model adds one) and cut into consecutive,
-// non-overlapping windows of N tokens (a tail shorter than N is dropped). Each window runs in a
+// The file is tokenized once (BOS first when the model adds one) and cut into consecutive,
+// non-overlapping windows of N tokens (a tail shorter than N is dropped). Only the text the
+// windows need is read and tokenized (TextTokens): all of it, at most kMaxTextBytes, or for
+// --chunks K a prefix holding K windows, with exactly the whole file's tokens. Each window runs in a
 // fresh session with its first token replaced by BOS (when the model has one), and only its
 // second half is scored: with first = N/2, the logits at positions first .. N-2 predict tokens
 // first+1 .. N-1, so N-1-first tokens per window (255 of 512), exactly llama.cpp's count, so the
 // values compare with llama-perplexity's. Positions 0..first are prefilled (only the last one's
 // logits are computed); the rest are decoded one token at a time.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -47,6 +53,108 @@ struct Score {
     return count > 1 && variance > 0 ? perplexity() * std::sqrt(variance / (n - 1)) : 0.0;
   }
 };
+
+constexpr uint64_t kMaxTextBytes = 64u << 20;  // the text read, whole or a prefix (README, "Limits")
+
+// Where a prefix of text may end with tokens equal to the whole text's: before a space that
+// follows a printable ASCII byte (not a space of any kind). SentencePiece merges each word (from
+// a space after other bytes) alone (runtime/src/text/tokenizer.cpp, merge_words); byte-level
+// BPE merges inside the pre-tokenizer's words, and no word holds such a byte and the space
+// after it. So the prefix's tokens are the whole text's first tokens. 0 when there is none.
+size_t word_boundary_before_end(const std::string &text) {
+  for (size_t at = text.size(); at-- > 1;) {
+    if (text[at] == ' ' && text[at - 1] > ' ' && text[at - 1] < 0x7F) return at;
+  }
+  return 0;
+}
+
+// A prefix without such a space (one endless word) is not provably exact: its last tokens are
+// dropped, as a cut inside a word changes how the merges end near it (within a few pieces in the
+// vocabularies tested: tests/test_cli_inputs.cpp and test_perplexity.cpp compare such texts).
+constexpr size_t kTokensNearCut = 256;
+
+// A text file read from its start in growing prefixes (pread: never mapped, never read further
+// than asked).
+class TextPrefix {
+ public:
+  TextPrefix() = default;
+  TextPrefix(const TextPrefix &) = delete;
+  TextPrefix &operator=(const TextPrefix &) = delete;
+  ~TextPrefix() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  bool open(const std::string &path, std::string *error) {
+    path_ = path;
+    fd_ = posix::open_regular_file(path, &size_, error);
+    return fd_ >= 0;
+  }
+  uint64_t size() const { return size_; }
+  const std::string &text() const { return text_; }
+  bool whole() const { return text_.size() == size_; }
+
+  // Extends the text to its first n bytes (or all of a shorter file); false when a read fails.
+  bool extend(uint64_t n, std::string *error) {
+    size_t at = text_.size();
+    text_.resize(std::max<uint64_t>(at, std::min(n, size_)));
+    while (at < text_.size()) {
+      const ssize_t got = pread(fd_, &text_[at], text_.size() - at, static_cast<off_t>(at));
+      if (got < 0) {
+        *error = "cannot read '" + path_ + "': " + std::strerror(errno);
+        return false;
+      }
+      if (got == 0) {  // the file shrank: its end is here
+        text_.resize(at);
+        size_ = at;
+      }
+      at += static_cast<size_t>(got);
+    }
+    return true;
+  }
+
+ private:
+  std::string path_, text_;
+  uint64_t size_ = 0;
+  int fd_ = -1;
+};
+
+// The tokens of the text file that `needed` tokens of windows draw on (0: every window), read
+// and tokenized in prefixes that double until they hold them. *whole: the file's end was read.
+bool read_tokens(const mote_model &model, const std::string &path, uint64_t needed, std::vector<int32_t> *tokens,
+                 bool *whole, std::string *error) {
+  TextPrefix file;
+  if (!file.open(path, error)) return false;
+  if (file.size() == 0) {
+    *error = "'" + path + "' is empty";
+    return false;
+  }
+  if (needed == 0 && file.size() > kMaxTextBytes) {
+    *error = "'" + path + "' is " + std::to_string(file.size()) + " bytes; perplexity reads at most " +
+             mib_text(kMaxTextBytes) + " of a text (score its first K windows with --chunks K)";
+    return false;
+  }
+  for (uint64_t prefix = needed == 0 ? file.size() : std::max<uint64_t>(64u << 10, needed * 16);; prefix *= 2) {
+    if (!file.extend(std::min(prefix, kMaxTextBytes), error)) return false;
+    *whole = file.whole();
+    const size_t boundary = *whole ? file.text().size() : word_boundary_before_end(file.text());
+    if (!tokenize(model, std::string_view(file.text()).substr(0, boundary > 0 ? boundary : std::string::npos), tokens,
+                  error)) {
+      *error = "'" + path + "': " + *error;
+      return false;
+    }
+    if (*whole) return true;
+    const size_t exact = boundary > 0 ? tokens->size() : tokens->size() - std::min(tokens->size(), kTokensNearCut);
+    if (exact >= needed) {
+      tokens->resize(needed);
+      return true;
+    }
+    if (file.text().size() == kMaxTextBytes) {
+      *error = "the first " + mib_text(kMaxTextBytes) + " of '" + path + "' (what perplexity reads) hold fewer than " +
+               std::to_string(needed) + " tokens";
+      return false;
+    }
+  }
+}
 
 }  // namespace
 
@@ -94,11 +202,10 @@ int command_perplexity(int argc, char **argv) {
                   kExitUsage);
   }
 
-  posix::FileMap text_file;
-  if (!text_file.open(text_path, &error)) return report("perplexity", error, kExitError);
-  const std::string text(static_cast<const char *>(text_file.data()), text_file.size());
   std::vector<int32_t> tokens;
-  if (!tokenize(model, text, &tokens, &error)) return report("perplexity", "'" + text_path + "': " + error, kExitError);
+  bool whole = false;
+  if (!read_tokens(model, text_path, chunks_given ? uint64_t{chunks} * window : 0, &tokens, &whole, &error))
+    return report("perplexity", error, kExitError);
   if (tokens.size() < window) {
     return report("perplexity",
                   "'" + text_path + "' is " + std::to_string(tokens.size()) + " tokens; one window needs " +
@@ -120,8 +227,9 @@ int command_perplexity(int argc, char **argv) {
   const uint32_t first = window / 2;
   const bool replace_with_bos = info.add_bos != 0 && info.bos_id >= 0;
   std::fprintf(stderr,
-               "perplexity over %zu tokens: %zu windows of %u tokens, scoring the last %u of each, %u thread%s\n",
-               tokens.size(), n_windows, window, window - 1 - first, threads, threads == 1 ? "" : "s");
+               "perplexity over %s%zu tokens: %zu windows of %u tokens, scoring the last %u of each, %u thread%s\n",
+               whole ? "" : "the first ", tokens.size(), n_windows, window, window - 1 - first, threads,
+               threads == 1 ? "" : "s");
   const double start = now_seconds();
   Score score;
   std::vector<int32_t> batch_tokens(window);

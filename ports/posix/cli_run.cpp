@@ -1,9 +1,9 @@
 // `mote run`: generate text, streaming the prompt and each new piece to stdout.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
+#include <cstring>
 
 #include "cli_common.hpp"
 
@@ -13,10 +13,16 @@ namespace {
 // The prompt of -f FILE, or of standard input for "-f -".
 bool read_prompt_file(const std::string &path, std::string *prompt, std::string *error) {
   if (path == "-") {
-    prompt->assign(std::istreambuf_iterator<char>(std::cin), {});
+    if (read_capped(stdin, EOF, kMaxPromptBytes, prompt) == ReadResult::kTooLong) {
+      *error = "standard input holds more than the " + mib_text(kMaxPromptBytes) + " a prompt may hold";
+      return false;
+    }
+    if (std::ferror(stdin)) {
+      *error = std::string("cannot read standard input: ") + std::strerror(errno);
+      return false;
+    }
     return true;
   }
-  constexpr uint64_t kMaxPromptBytes = 64u << 20;
   std::vector<uint8_t> bytes;
   if (!posix::read_small_file(path, kMaxPromptBytes, &bytes, error)) return false;
   prompt->assign(bytes.begin(), bytes.end());
@@ -85,11 +91,19 @@ int command_run(int argc, char **argv) {
   if (!open_generation(settings, &loaded, &holder, &error)) return report("run", error, kExitError);
   mote_session *session = &holder->session;
 
+  const uint32_t capacity = mote_session_context_length(session);
+  if (!could_fit(loaded->model, prompt.size(), capacity)) {  // refused before tokenizing it all
+    return report("run",
+                  "the prompt (" + std::to_string(prompt.size()) + " bytes) cannot fit the context of " +
+                      std::to_string(capacity) + " tokens: a token stands for at most " +
+                      std::to_string(longest_token_bytes(loaded->model)) +
+                      " bytes here (use a shorter prompt or a larger --ctx)",
+                  kExitError);
+  }
   std::vector<int32_t> tokens;
   if (!tokenize(loaded->model, prompt, &tokens, &error)) return report("run", error, kExitError);
   if (tokens.empty())
     return report("run", "the prompt is empty and this model has no BOS token to start from", kExitUsage);
-  const uint32_t capacity = mote_session_context_length(session);
   if (tokens.size() > capacity) {
     return report("run",
                   "the prompt is " + std::to_string(tokens.size()) + " tokens; the context holds " +
