@@ -71,7 +71,8 @@ Result run_with_stdout_blocked(const std::string &args, size_t room, F while_blo
   REQUIRE(fcntl(fds[1], F_SETPIPE_SZ, static_cast<int>(kPipeBytes)) == static_cast<int>(kPipeBytes));
   const std::string filler(kPipeBytes - room, '#');
   REQUIRE(write(fds[1], filler.data(), filler.size()) == static_cast<ssize_t>(filler.size()));
-  const std::string command = "exec " + mote_cli_test::cli_invocation() + " " + args + " 2>" + quote(err) + " </dev/null";
+  const std::string command =
+      "exec " + mote_cli_test::cli_invocation() + " " + args + " 2>" + quote(err) + " </dev/null";
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -214,6 +215,7 @@ TEST_CASE("the GGUF cache sees tensors changed past the first MiB with the mtime
   const std::string err = run_gguf(gguf, after);
   CHECK(has(err, "mote: converting"));
   CHECK(!has(err, "using cached"));
+  CHECK(cache.entry() != "");  // one entry: the stale conversion was removed
   // Only the times touched (touch -r, cp -p of the same bytes): hashed again, still cached.
   REQUIRE(stat(gguf.c_str(), &st) == 0);
   st.st_mtim.tv_sec -= 3600;
@@ -232,7 +234,9 @@ TEST_CASE("a damaged or foreign GGUF cache entry is converted again, with a line
   const uint64_t size = fs::file_size(entry);
 
   SUBCASE("truncated") { fs::resize_file(entry, size / 2); }
-  SUBCASE("replaced by another valid .mote") { fs::copy_file(mote_cli_test::tiny_model(), entry, fs::copy_options::overwrite_existing); }
+  SUBCASE("replaced by another valid .mote") {
+    fs::copy_file(mote_cli_test::tiny_model(), entry, fs::copy_options::overwrite_existing);
+  }
   SUBCASE("a byte changed past the header") { overwrite_in_place(entry, size / 2, 1, 0x5a); }
   const std::string err = run_gguf(gguf, reference);
   CHECK(has(err, "mote: cache file " + entry));

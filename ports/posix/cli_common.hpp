@@ -112,8 +112,8 @@ std::string cache_dir();
 // convert again even when an entry is there (it failed to open). Any other path is returned as
 // it is. False with a one-line reason.
 struct ModelFile {
-  std::string path;             // the file to map: path itself, or a cache entry
-  bool cache_entry = false;     // path is a cache entry (a failure to open it is the cache's)
+  std::string path;                // the file to map: path itself, or a cache entry
+  bool cache_entry = false;        // path is a cache entry (a failure to open it is the cache's)
   std::vector<uint8_t> converted;  // not empty: map nothing, open these bytes
 };
 bool resolve_model_file(const std::string &path, bool rebuild, ModelFile *file, std::string *error);

@@ -256,7 +256,9 @@ bool convert_into_cache(const std::string &gguf, const std::string &entry, const
     file->cache_entry = true;
     return true;
   }
-  std::fprintf(stderr, "mote: cannot keep the conversion in %s (%s); using it from memory this run (set XDG_CACHE_HOME to a writable folder to keep it)\n",
+  std::fprintf(stderr,
+               "mote: cannot keep the conversion in %s (%s); using it from memory this run (set XDG_CACHE_HOME to a "
+               "writable folder to keep it)\n",
                std::filesystem::path(entry).parent_path().c_str(), why.c_str());
   file->path = gguf;
   return true;
@@ -306,7 +308,8 @@ bool resolve_model_file(const std::string &path, bool rebuild, ModelFile *file, 
       file->cache_entry = true;
       return true;
     }
-    if (mismatch != "missing") std::fprintf(stderr, "mote: cache file %s %s; converting again\n", entry.c_str(), mismatch.c_str());
+    if (mismatch != "missing")
+      std::fprintf(stderr, "mote: cache file %s %s; converting again\n", entry.c_str(), mismatch.c_str());
   }
   remove_stale_entries(dir, prefix + "-", entry);
   return convert_into_cache(path, entry, record_path, record, file, error);
