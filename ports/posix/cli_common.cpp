@@ -189,8 +189,8 @@ int report(const char *command, const std::string &message, int code) {
 namespace {
 
 // The models exit_if_model_changed() watches: the LoadedModels alive (one, in every command).
-std::vector<const LoadedModel *> &watched_models() {
-  static std::vector<const LoadedModel *> models;
+std::vector<LoadedModel *> &watched_models() {
+  static std::vector<LoadedModel *> models;
   return models;
 }
 
@@ -234,8 +234,21 @@ LoadedModel::~LoadedModel() {
   models.erase(std::remove(models.begin(), models.end(), this), models.end());
 }
 
-void LoadedModel::exit_if_changed() const {
-  if (file.unchanged()) return;
+void LoadedModel::exit_if_changed() {
+  const posix::FileMap::Change change = file.change();
+  if (change == posix::FileMap::Change::kNone) return;
+  if (change == posix::FileMap::Change::kMetadata) {
+    // Only ctime moved: intact bytes (the reader's checksum, and the same one as at load) mean
+    // a chmod or a rename, not a write whose mtime was set back.
+    mote_model again{};
+    char message[256] = "";
+    uint64_t checksum = 0;
+    std::memcpy(&checksum, file.bytes() + 16, sizeof checksum);  // FileHeader.payload_checksum
+    file.accept_current();  // first: a write from now on moves ctime again
+    if (checksum == checksum_ && mote_model_open(file.data(), file.size(), &again, message, sizeof message) == MOTE_OK) {
+      return;
+    }
+  }
   std::fflush(stdout);  // what was printed came from the file as it was
   begin_stderr_line();
   std::fprintf(stderr, "mote: model file '%s' changed while running (written in place?); stopping\n", path.c_str());
@@ -245,7 +258,7 @@ void LoadedModel::exit_if_changed() const {
 }
 
 void exit_if_model_changed() {
-  for (const LoadedModel *model : watched_models()) model->exit_if_changed();
+  for (LoadedModel *model : watched_models()) model->exit_if_changed();
 }
 
 std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error) {
@@ -267,6 +280,7 @@ std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *er
     *error = "'" + path + "': " + (hint.empty() ? *error : hint);
   }
   if (!opened) return nullptr;
+  if (loaded->in_memory == nullptr) std::memcpy(&loaded->checksum_, loaded->file.bytes() + 16, sizeof loaded->checksum_);
   loaded->exit_if_changed();  // written while the reader checked it (the checksum reads every byte)
   return loaded;
 }

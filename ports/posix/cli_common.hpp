@@ -93,9 +93,16 @@ struct LoadedModel {
 
   // When the model file was written in place, truncated or extended since it was opened:
   // prints "mote: model file 'X' changed while running (written in place?); stopping" (one line,
-  // on a line of its own) and exits 1. One fstat (FileMap::unchanged, its limits). Commands call
-  // it after each step whose result they print, before printing it.
-  void exit_if_changed() const;
+  // on a line of its own) and exits 1. One fstat (FileMap::change, its limits). When only the
+  // file's ctime moved (a chmod, a rename, a rename over its path, or a write with its mtime set
+  // back) the bytes are checked again (the loader's checksum, against the one at load: a full
+  // read, once per such change) and the run goes on if they are intact. Commands call it after
+  // each step whose result they print, before printing it.
+  void exit_if_changed();
+
+ private:
+  uint64_t checksum_ = 0;  // the payload checksum of the bytes as loaded
+  friend std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error);
 };
 std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error);
 

@@ -80,6 +80,8 @@ bool follow_links(const std::string &path, std::string *final, std::string *erro
   return false;
 }
 
+int64_t nanoseconds(const timespec &t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
+
 }  // namespace
 
 int open_regular_file(const std::string &path, uint64_t *size, std::string *error) {
@@ -191,7 +193,7 @@ bool FileMap::open(const std::string &path, std::string *error) {
   struct stat st {};
   fstat(fd, &st);
   // MAP_PRIVATE only keeps this process's own writes private; others' writes show through in
-  // pages this process never wrote (see unchanged()).
+  // pages this process never wrote (see change()).
   void *data = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
   if (data == MAP_FAILED) {
     *error = "cannot map '" + path + "': " + std::strerror(errno);
@@ -200,18 +202,25 @@ bool FileMap::open(const std::string &path, std::string *error) {
   }
   data_ = data;
   size_ = static_cast<size_t>(size);
-  fd_ = fd;  // kept for unchanged(): one fstat, no path lookup
-  mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  ctime_ns_ = static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  fd_ = fd;  // kept for change(): one fstat, no path lookup
+  mtime_ns_ = nanoseconds(st.st_mtim);
+  ctime_ns_ = nanoseconds(st.st_ctim);
   return true;
 }
 
-bool FileMap::unchanged() const {
+FileMap::Change FileMap::change() const {
+  if (fd_ < 0) return Change::kNone;  // nothing mapped
   struct stat st {};
-  if (fd_ < 0 || fstat(fd_, &st) != 0) return fd_ < 0;
-  return static_cast<uint64_t>(st.st_size) == size_ &&
-         static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec == mtime_ns_ &&
-         static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec == ctime_ns_;
+  if (fstat(fd_, &st) != 0) return Change::kContent;
+  if (static_cast<uint64_t>(st.st_size) != size_ || nanoseconds(st.st_mtim) != mtime_ns_) return Change::kContent;
+  return nanoseconds(st.st_ctim) != ctime_ns_ ? Change::kMetadata : Change::kNone;
+}
+
+void FileMap::accept_current() {
+  struct stat st {};
+  if (fd_ < 0 || fstat(fd_, &st) != 0) return;
+  mtime_ns_ = nanoseconds(st.st_mtim);
+  ctime_ns_ = nanoseconds(st.st_ctim);
 }
 
 bool FileMap::exit_on_truncation(const std::string &message) {

@@ -23,7 +23,7 @@ class FileMap {
 
   // Maps path read-only (MAP_PRIVATE); on failure returns false with a one-line reason in *error.
   // The descriptor stays open and the file's identity is taken with fstat before the mapping
-  // exists, so a write that lands while a loader reads the bytes is seen by unchanged().
+  // exists, so a write that lands while a loader reads the bytes is seen by change().
   bool open(const std::string &path, std::string *error);
   const void *data() const { return data_; }
   const uint8_t *bytes() const { return static_cast<const uint8_t *>(data_); }
@@ -36,18 +36,25 @@ class FileMap {
   // the CLI; at most 8 mappings are guarded at once (false when full).
   bool exit_on_truncation(const std::string &message);
 
-  // False once the mapped file was written in place, truncated or extended since open(): one
-  // fstat (well under a microsecond), comparing size, mtime and ctime. MAP_PRIVATE does not
-  // protect the mapping: on Linux a page this process never wrote is the page cache's page, so
-  // another process's write() shows through. A write updates mtime and ctime before its data
-  // lands (file_modified() precedes the copy), so a byte that changed under the mapping implies
-  // a changed ctime by the time unchanged() runs. What it cannot see: a write within the same
-  // timestamp tick as the file's previous change on a kernel or file system without
-  // fine-grained ("multigrain", Linux 6.13+ ext4/xfs/btrfs/tmpfs) timestamps; stores through
-  // another process's shared writable mapping into a page already dirty (timestamps move only
-  // on the first store to a clean page); writes to the block device beneath the file system.
-  // A rename over the path is no change: the mapping keeps the old file, which nobody can reach.
-  bool unchanged() const;
+  // What happened to the mapped file since open() (or the last accept_current()), by one fstat
+  // (0.6 µs) on the descriptor kept open:
+  //   kContent:  its size or mtime moved (written in place, truncated, extended);
+  //   kMetadata: only its ctime moved: a chmod, a rename, a link or an unlink (a rename over the
+  //              path unlinks this file: the mapping keeps its bytes), or a write whose mtime was
+  //              set back (rsync --inplace -a, touch -r): the caller must check the bytes.
+  // MAP_PRIVATE does not protect the mapping: on Linux a page this process never wrote is the
+  // page cache's page, so another process's write() shows through. A write moves mtime and
+  // ctime before its data lands (file_modified() precedes the copy), so a byte that changed
+  // under the mapping implies a moved ctime by the time change() runs. What it cannot see: a
+  // write within the same timestamp tick as the file's change just before open(), on a kernel or
+  // file system without fine-grained ("multigrain", Linux 6.13+ ext4/xfs/btrfs/tmpfs)
+  // timestamps; stores through another process's shared writable mapping into a page already
+  // dirty (timestamps move on the first store to a clean page only); writes to the block device
+  // beneath the file system.
+  enum class Change { kNone, kMetadata, kContent };
+  Change change() const;
+  // The file's present times become the baseline (after the caller found the bytes intact).
+  void accept_current();
 
  private:
   void *data_ = nullptr;
