@@ -244,8 +244,9 @@ void LoadedModel::exit_if_changed() {
     char message[256] = "";
     uint64_t checksum = 0;
     std::memcpy(&checksum, file.bytes() + 16, sizeof checksum);  // FileHeader.payload_checksum
-    file.accept_current();  // first: a write from now on moves ctime again
-    if (checksum == checksum_ && mote_model_open(file.data(), file.size(), &again, message, sizeof message) == MOTE_OK) {
+    file.accept_current();                                       // first: a write from now on moves ctime again
+    if (checksum == checksum_ &&
+        mote_model_open(file.data(), file.size(), &again, message, sizeof message) == MOTE_OK) {
       return;
     }
   }
@@ -280,7 +281,8 @@ std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *er
     *error = "'" + path + "': " + (hint.empty() ? *error : hint);
   }
   if (!opened) return nullptr;
-  if (loaded->in_memory == nullptr) std::memcpy(&loaded->checksum_, loaded->file.bytes() + 16, sizeof loaded->checksum_);
+  if (loaded->in_memory == nullptr)
+    std::memcpy(&loaded->checksum_, loaded->file.bytes() + 16, sizeof loaded->checksum_);
   loaded->exit_if_changed();  // written while the reader checked it (the checksum reads every byte)
   return loaded;
 }
