@@ -186,20 +186,104 @@ int report(const char *command, const std::string &message, int code) {
   return code;
 }
 
-std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error) {
-  auto loaded = std::make_unique<LoadedModel>();
-  loaded->path = cached_model_path(path, error);
-  if (loaded->path.empty()) return nullptr;
-  if (!loaded->file.open(loaded->path, error)) return nullptr;
-  // The CLI owns its process: a model file truncated under it is a message, not "Bus error".
-  loaded->file.exit_on_truncation("mote: model file '" + loaded->path +
-                                  "' changed while running (truncated?); stopping");
-  char message[256] = "";
-  if (mote_model_open(loaded->file.data(), loaded->file.size(), &loaded->model, message, sizeof message) != MOTE_OK) {
-    const std::string hint = std::strncmp(message, "bad magic", 9) == 0 ? foreign_format_hint(path) : "";
-    *error = "'" + path + "': " + (hint.empty() ? std::string(message) : hint);
-    return nullptr;
+namespace {
+
+// The models exit_if_model_changed() watches: the LoadedModels alive (one, in every command).
+std::vector<LoadedModel *> &watched_models() {
+  static std::vector<LoadedModel *> models;
+  return models;
+}
+
+// Maps file.path (or copies the bytes converted in memory to aligned storage) and opens it with
+// mote_model_open; false with the mapping's one-line error, or the reader's message and
+// *rejected set.
+bool open_model_file(const ModelFile &file, LoadedModel *loaded, std::string *error, bool *rejected) {
+  loaded->path = file.path;
+  *rejected = false;
+  const void *bytes = nullptr;
+  size_t n = file.converted.size();
+  if (n > 0) {
+    const size_t rounded = (n + MOTE_ARENA_ALIGNMENT - 1) / MOTE_ARENA_ALIGNMENT * MOTE_ARENA_ALIGNMENT;
+    loaded->in_memory.reset(static_cast<uint8_t *>(std::aligned_alloc(MOTE_ARENA_ALIGNMENT, rounded)));
+    if (loaded->in_memory == nullptr) {
+      *error = "cannot allocate " + std::to_string(n) + " bytes for the converted model";
+      return false;
+    }
+    std::memcpy(loaded->in_memory.get(), file.converted.data(), n);
+    bytes = loaded->in_memory.get();
+  } else {
+    if (!loaded->file.open(file.path, error)) return false;
+    // The CLI owns its process: a model file truncated under it is a message, not "Bus error".
+    loaded->file.exit_on_truncation("mote: model file '" + file.path +
+                                    "' changed while running (truncated?); stopping");
+    bytes = loaded->file.data();
+    n = loaded->file.size();
   }
+  char message[256] = "";
+  *rejected = mote_model_open(bytes, n, &loaded->model, message, sizeof message) != MOTE_OK;
+  if (*rejected) *error = message;
+  return !*rejected;
+}
+
+}  // namespace
+
+LoadedModel::LoadedModel() { watched_models().push_back(this); }
+
+LoadedModel::~LoadedModel() {
+  auto &models = watched_models();
+  models.erase(std::remove(models.begin(), models.end(), this), models.end());
+}
+
+void LoadedModel::exit_if_changed() {
+  const posix::FileMap::Change change = file.change();
+  if (change == posix::FileMap::Change::kNone) return;
+  if (change == posix::FileMap::Change::kMetadata) {
+    // Only ctime moved: intact bytes (the reader's checksum, and the same one as at load) mean
+    // a chmod or a rename, not a write whose mtime was set back.
+    mote_model again{};
+    char message[256] = "";
+    uint64_t checksum = 0;
+    std::memcpy(&checksum, file.bytes() + 16, sizeof checksum);  // FileHeader.payload_checksum
+    file.accept_current();                                       // first: a write from now on moves ctime again
+    if (checksum == checksum_ &&
+        mote_model_open(file.data(), file.size(), &again, message, sizeof message) == MOTE_OK) {
+      return;
+    }
+  }
+  std::fflush(stdout);  // what was printed came from the file as it was
+  begin_stderr_line();
+  std::fprintf(stderr, "mote: model file '%s' changed while running (written in place?); stopping\n", path.c_str());
+  // _Exit, not exit: worker threads may be mid-step; nothing else needs flushing.
+  std::fflush(stderr);
+  std::_Exit(kExitError);
+}
+
+void exit_if_model_changed() {
+  for (LoadedModel *model : watched_models()) model->exit_if_changed();
+}
+
+std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error) {
+  ModelFile file;
+  if (!resolve_model_file(path, false, &file, error)) return nullptr;
+  auto loaded = std::make_unique<LoadedModel>();
+  bool rejected = false;
+  bool opened = open_model_file(file, loaded.get(), error, &rejected);
+  if (!opened && file.cache_entry) {
+    // A cache entry that does not open is the cache's fault, not the GGUF's: convert it again.
+    std::fprintf(stderr, "mote: cache file %s does not open (%s); converting %s again\n", file.path.c_str(),
+                 error->c_str(), path.c_str());
+    loaded = std::make_unique<LoadedModel>();
+    if (!resolve_model_file(path, true, &file, error)) return nullptr;
+    opened = open_model_file(file, loaded.get(), error, &rejected);
+  }
+  if (!opened && rejected) {
+    const std::string hint = error->compare(0, 9, "bad magic") == 0 ? foreign_format_hint(path) : "";
+    *error = "'" + path + "': " + (hint.empty() ? *error : hint);
+  }
+  if (!opened) return nullptr;
+  if (loaded->in_memory == nullptr)
+    std::memcpy(&loaded->checksum_, loaded->file.bytes() + 16, sizeof loaded->checksum_);
+  loaded->exit_if_changed();  // written while the reader checked it (the checksum reads every byte)
   return loaded;
 }
 
@@ -513,6 +597,9 @@ mote_status generate(const mote_model &model, mote_session *session, const Gener
       piece.resize(n);
       mote_detokenize(&model, previous, token, piece.data(), piece.size(), &n);
     }
+    // The token and its text came from the model file: if it was written meanwhile, stop
+    // before printing them (a write moves ctime before its data lands).
+    exit_if_model_changed();
     if (generated->tokens++ == 0) generated->first_token_seconds = now_seconds() - start;
     const bool stop = writer.write(piece.data(), n);
     const float *logits = nullptr;
@@ -529,11 +616,16 @@ mote_status generate(const mote_model &model, mote_session *session, const Gener
 mote_status prefill_with_progress(mote_session *session, const int32_t *tokens, size_t n) {
   constexpr size_t kShowAbove = 256;  // shorter prompts take well under a second
   constexpr size_t kStep = 64;
-  if (n <= kShowAbove || isatty(2) == 0) return mote_prefill(session, tokens, n);
+  if (n <= kShowAbove || isatty(2) == 0) {
+    const mote_status status = mote_prefill(session, tokens, n);
+    exit_if_model_changed();
+    return status;
+  }
   const double start = now_seconds();
   for (size_t done = 0; done < n;) {
     const size_t step = std::min(kStep, n - done);
     const mote_status status = mote_prefill(session, tokens + done, step);
+    exit_if_model_changed();
     if (status != MOTE_OK) {
       std::fputs("\r\033[K", stderr);
       return status;

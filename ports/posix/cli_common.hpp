@@ -78,21 +78,53 @@ bool parse_backend(const std::string &name, bool gpu, mote_backend *backend, std
 int report(const char *command, const std::string &message, int code);
 
 // A memory-mapped, validated model. A GGUF path is converted once into the cache first (see
-// cached_model_path); a file in another known format gets a message naming `mote convert`.
+// resolve_model_file); a file in another known format gets a message naming `mote convert`.
+// While one is alive, exit_if_model_changed() watches its file (the CLI's commands all run one
+// model at a time, so the watch list is process-wide and generate() needs no extra argument).
 struct LoadedModel {
-  posix::FileMap file;
+  posix::FileMap file;  // the .mote mapped (nothing mapped when a GGUF was converted in memory)
+  std::unique_ptr<uint8_t, void (*)(void *)> in_memory{nullptr, std::free};  // that conversion, 64-byte aligned
   mote_model model{};
-  std::string path;  // the .mote file actually mapped
+  std::string path;  // the .mote file actually mapped, or the GGUF converted in memory
+
+  LoadedModel();
+  ~LoadedModel();
+  LoadedModel(const LoadedModel &) = delete;
+  LoadedModel &operator=(const LoadedModel &) = delete;
+
+  // When the model file was written in place, truncated or extended since it was opened:
+  // prints "mote: model file 'X' changed while running (written in place?); stopping" (one line,
+  // on a line of its own) and exits 1. One fstat (FileMap::change, its limits). When only the
+  // file's ctime moved (a chmod, a rename, a rename over its path, or a write with its mtime set
+  // back) the bytes are checked again (the loader's checksum, against the one at load: a full
+  // read, once per such change) and the run goes on if they are intact. Commands call it after
+  // each step whose result they print, before printing it.
+  void exit_if_changed();
+
+ private:
+  uint64_t checksum_ = 0;  // the payload checksum of the bytes as loaded
+  friend std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error);
 };
 std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error);
+
+// exit_if_changed() for every LoadedModel alive (generate and prefill_with_progress call it).
+void exit_if_model_changed();
 
 // The folder mote keeps converted models in: $XDG_CACHE_HOME/mote, else ~/.cache/mote.
 std::string cache_dir();
 
-// For a GGUF file: the .mote it converts into in cache_dir(), converted now unless an up-to-date
-// one is there (keyed by the GGUF's path, size, mtime and a hash of its first bytes); a line on
-// stderr says which. Any other path is returned as it is. Empty with a reason on failure.
-std::string cached_model_path(const std::string &path, std::string *error);
+// What a model path opens as. For a GGUF file: its conversion in cache_dir(), converted now
+// unless an entry verified against the GGUF's content is there (cli_model_cache.cpp: the key,
+// the record beside the entry, what is checked), with a line on stderr saying which; when the
+// cache cannot be written, the conversion in memory (*converted) with a one-line hint. rebuild:
+// convert again even when an entry is there (it failed to open). Any other path is returned as
+// it is. False with a one-line reason.
+struct ModelFile {
+  std::string path;                // the file to map: path itself, or a cache entry
+  bool cache_entry = false;        // path is a cache entry (a failure to open it is the cache's)
+  std::vector<uint8_t> converted;  // not empty: map nothing, open these bytes
+};
+bool resolve_model_file(const std::string &path, bool rebuild, ModelFile *file, std::string *error);
 
 // "a safetensors file" for a file in a format mote converts from but cannot open directly, with
 // the `mote convert` command that converts it; empty when the first bytes are no known format.

@@ -1,16 +1,36 @@
 // GGUF files run directly: the CLI converts one once into the cache and opens the .mote; files
 // in other formats mote converts from get a message naming `mote convert`.
 //
-// A cached file is named STEM-PATHKEY-CONTENTKEY.mote: PATHKEY hashes the GGUF's absolute path
-// (two models with one file name do not evict each other), CONTENTKEY its size, mtime and first
-// bytes (the header, metadata and tensor table of a GGUF; a rewritten file changes at least one).
-// When the content key changes, the older files of the same STEM-PATHKEY are removed.
+// A GGUF's entry is STEM-PATHKEY-CONTENTKEY.mote in cache_dir(): PATHKEY hashes the GGUF's
+// canonical path (so "m.gguf", "./m.gguf" and "/abs/m.gguf" share one entry, and two models with
+// one file name do not evict each other), CONTENTKEY hashes the GGUF's whole content. Beside it,
+// STEM-PATHKEY.source, one line of text written atomically after the entry, records:
+//   - the GGUF's identity when it was last hashed: st_dev, st_ino, size, mtime and ctime, and the
+//     time of that fstat; the content hash; and
+//   - the entry's own identity: its size and the payload checksum in its header.
+// A run hashes the GGUF again only when its identity differs from the record: cp -p, rsync -a,
+// tar x and touch -r restore mtime but not ctime (nobody sets ctime but the kernel) and most
+// also give a new inode. A record taken less than kRacySeconds after the GGUF's last change is
+// not trusted ("racily clean", as git's index): a write within one timestamp tick of that change
+// would keep ctime, so the next run hashes again (and, once the file is older, records it).
+// The entry is used only when its size and header checksum are the recorded ones, so a truncated
+// entry or another valid .mote copied over it is converted again, with a line naming the cache
+// file; an entry whose header is intact but whose bytes are damaged fails the loader's checksum
+// and load_model converts again (also with a line). A cache folder that cannot be written is no
+// obstacle: the conversion is used from memory for this run, with a one-line hint.
+//
+// Why a record beside the entry, not inside it: FORMAT.md's reserved header bytes are "written as
+// zero", the entry stays byte-identical to `mote convert`'s output, and after a re-hash that finds
+// the same content (a touched or copied GGUF) only the small record is rewritten.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "cli_common.hpp"
@@ -21,25 +41,171 @@
 namespace mote::cli {
 namespace {
 
-constexpr size_t kHashedBytes = 1 << 20;  // covers a GGUF's header, metadata and tensor table
+constexpr int64_t kRacySeconds = 3;  // above the coarsest timestamps in use (FAT: 2 s)
 
-// FNV-1a, 64-bit: a cache key, not a defence against an adversary (the loader validates).
-struct Fnv {
+uint64_t rotl(uint64_t v, int r) { return (v << r) | (v >> (64 - r)); }
+
+// FNV-1a, 64-bit: the path key, not a defence against an adversary (the loader validates).
+uint64_t fnv1a(const std::string &text) {
   uint64_t h = 1469598103934665603ull;
-  void add(const void *data, size_t n) {
-    const auto *p = static_cast<const uint8_t *>(data);
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  for (char c : text) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+// The content key: four 64-bit lanes of multiply-rotate rounds over 32-byte stripes, as xxHash64
+// (its primes and round, not its exact output). Unlike FNV over 64-bit words, a round carries
+// every input bit into every hash bit, so two flipped sign bits cannot cancel out.
+class ContentHash {
+ public:
+  void add(const uint8_t *p, size_t n) {  // n a multiple of 32 except in the last call
+    for (; n >= 32; p += 32, n -= 32) {
+      for (int lane = 0; lane < 4; ++lane) {
+        uint64_t word;
+        std::memcpy(&word, p + 8 * lane, 8);
+        lanes_[lane] = rotl(lanes_[lane] + word * kP2, 31) * kP1;
+      }
+      length_ += 32;
+    }
+    if (n > 0) {  // the tail, zero-padded to a stripe; the length tells it from real zeros
+      uint8_t stripe[32] = {};
+      std::memcpy(stripe, p, n);
+      add(stripe, 32);
+      length_ -= 32 - n;
+    }
   }
-  template <class T>
-  void add_value(const T &v) {
-    add(&v, sizeof v);
+  uint64_t value() const {
+    uint64_t h = rotl(lanes_[0], 1) + rotl(lanes_[1], 7) + rotl(lanes_[2], 12) + rotl(lanes_[3], 18) + length_;
+    h = (h ^ (h >> 33)) * kP2;
+    h = (h ^ (h >> 29)) * 0x165667B19E3779F9ull;
+    return h ^ (h >> 32);
   }
+
+ private:
+  static constexpr uint64_t kP1 = 0x9E3779B185EBCA87ull, kP2 = 0xC2B2AE3D27D4EB4Full;
+  uint64_t lanes_[4] = {kP1 + kP2, kP2, 0, 0 - kP1};
+  uint64_t length_ = 0;
 };
 
 std::string hex(uint64_t v, int digits) {
   char text[17];
   std::snprintf(text, sizeof text, "%0*llx", digits, static_cast<unsigned long long>(v) >> (64 - 4 * digits));
   return text;
+}
+
+int64_t nanoseconds(const timespec &t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
+
+// What identifies a file's content without reading it (ctime moves on every change).
+struct FileIdentity {
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const FileIdentity &o) const {
+    return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns;
+  }
+};
+
+FileIdentity identity_of(int fd) {
+  struct stat st {};
+  fstat(fd, &st);
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+          nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)};
+}
+
+// The .source record (see the top of the file).
+struct Record {
+  FileIdentity source;
+  int64_t recorded_ns = 0;  // when source was taken (CLOCK_REALTIME, the clock ctime uses)
+  uint64_t content = 0;
+  uint64_t entry_size = 0, entry_checksum = 0;
+};
+// One format for printf and scanf: glibc spells SCN and PRI of the 64-bit types alike.
+constexpr const char *kRecordFormat =
+    "mote-cache-record 1 dev %" SCNu64 " ino %" SCNu64 " size %" SCNu64 " mtime %" SCNd64 " ctime %" SCNd64
+    " recorded %" SCNd64 " content %" SCNx64 " entry-size %" SCNu64 " entry-checksum %" SCNx64 "\n";
+
+bool read_record(const std::string &path, Record *r) {
+  std::vector<uint8_t> bytes;
+  std::string ignored;
+  if (!posix::read_small_file(path, 1024, &bytes, &ignored)) return false;
+  const std::string text(bytes.begin(), bytes.end());
+  FileIdentity &s = r->source;
+  return std::sscanf(text.c_str(), kRecordFormat, &s.dev, &s.ino, &s.size, &s.mtime_ns, &s.ctime_ns, &r->recorded_ns,
+                     &r->content, &r->entry_size, &r->entry_checksum) == 9;
+}
+
+bool write_record(const std::string &path, const Record &r, std::string *error) {
+  char text[512];
+  const FileIdentity &s = r.source;
+  const int n = std::snprintf(text, sizeof text, kRecordFormat, s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns,
+                              r.recorded_ns, r.content, r.entry_size, r.entry_checksum);
+  return posix::write_file_atomically(path, text, static_cast<size_t>(n), error);
+}
+
+int64_t now_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return nanoseconds(t);
+}
+
+// The content key of the open file fd (its size given); false when a read fails.
+bool hash_content(int fd, uint64_t size, uint64_t *key) {
+  constexpr size_t kChunk = 1 << 20;  // a multiple of the 32-byte stripe
+  std::vector<uint8_t> chunk(kChunk);
+  ContentHash hash;
+  for (uint64_t at = 0; at < size;) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, size - at));
+    size_t got = 0;
+    while (got < want) {
+      const ssize_t r = pread(fd, chunk.data() + got, want - got, static_cast<off_t>(at + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return false;
+      got += static_cast<size_t>(r);
+    }
+    hash.add(chunk.data(), want);
+    at += want;
+  }
+  *key = hash.value();
+  return true;
+}
+
+// The entry's size and header checksum (the .mote header: file_size at byte 8, checksum at 16).
+bool entry_identity(const std::vector<uint8_t> &bytes, uint64_t *size, uint64_t *checksum) {
+  if (bytes.size() < 24) return false;
+  *size = bytes.size();
+  std::memcpy(checksum, bytes.data() + 16, 8);
+  return true;
+}
+
+// Why the entry at path is not the one the record describes ("" when it is; "missing" when
+// there is none, which needs no note).
+std::string entry_mismatch(const std::string &path, const Record &record) {
+  std::string error;
+  uint64_t size = 0;
+  const int fd = posix::open_regular_file(path, &size, &error);
+  if (fd < 0) return access(path.c_str(), F_OK) == 0 ? "cannot be opened" : "missing";
+  uint8_t header[24] = {};
+  const bool read = pread(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header);
+  close(fd);
+  uint64_t file_size = 0, checksum = 0;
+  std::memcpy(&file_size, header + 8, 8);
+  std::memcpy(&checksum, header + 16, 8);
+  if (size != record.entry_size) {
+    return "is " + std::to_string(size) + " bytes, not the " + std::to_string(record.entry_size) +
+           " written (truncated?)";
+  }
+  if (!read || std::memcmp(header, "MOTE", 4) != 0 || file_size != size || checksum != record.entry_checksum) {
+    return "is not the conversion recorded for this GGUF (replaced?)";
+  }
+  return "";
+}
+
+bool convert_gguf(const std::string &gguf, std::vector<uint8_t> *bytes, std::string *error) {
+  convert::GgufOptions options;  // quantized tensors kept as stored, as `mote convert` does
+  convert::ModelData model;
+  if (!convert::load_gguf(gguf, options, &model, error)) return false;  // its errors name the GGUF
+  *bytes = convert::serialize(model);
+  if (convert::check_opens(*bytes, error)) return true;
+  *error = "'" + gguf + "': " + *error;
+  return false;
 }
 
 // The first n bytes of path (fewer for a shorter file); empty when it cannot be read.
@@ -60,55 +226,93 @@ std::string first_bytes(const std::string &path, size_t n) {
   return bytes;
 }
 
-bool convert_gguf(const std::string &gguf, const std::string &output, std::string *error) {
-  convert::GgufOptions options;  // quantized tensors kept as stored, as `mote convert` does
-  convert::ModelData model;
-  if (!convert::load_gguf(gguf, options, &model, error)) return false;  // its errors name the GGUF
-  const std::vector<uint8_t> bytes = convert::serialize(model);
-  if (!convert::check_opens(bytes, error)) {
-    *error = "'" + gguf + "': " + *error;
-    return false;
+// Removes the other entries of one GGUF path (its older conversions, and entries of the
+// previous naming scheme), keeping `keep` (std::filesystem, not readdir: readdir's 32-bit build
+// failed on armhf's 64-bit inode numbers).
+void remove_stale_entries(const std::string &dir, const std::string &prefix, const std::string &keep) {
+  std::error_code ec;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) == 0 && name.size() == prefix.size() + 16 + 5 &&
+        entry.path().extension() == ".mote" && entry.path().string() != keep) {
+      std::filesystem::remove(entry.path(), ec);
+    }
   }
-  return convert::write_file(output, bytes, error);  // names the cached file
+}
+
+// Converts gguf into entry (and its record), or into memory when the cache cannot be written.
+bool convert_into_cache(const std::string &gguf, const std::string &entry, const std::string &record_path,
+                        Record record, ModelFile *file, std::string *error) {
+  std::fprintf(stderr, "mote: converting %s once into %s\n", gguf.c_str(), entry.c_str());
+  if (!convert_gguf(gguf, &file->converted, error)) return false;
+  entry_identity(file->converted, &record.entry_size, &record.entry_checksum);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(entry).parent_path(), ec);
+  std::string why = ec ? ec.message() : "";
+  if (why.empty() && convert::write_file(entry, file->converted, &why) && write_record(record_path, record, &why)) {
+    file->converted.clear();
+    file->converted.shrink_to_fit();
+    file->path = entry;
+    file->cache_entry = true;
+    return true;
+  }
+  std::fprintf(stderr,
+               "mote: cannot keep the conversion in %s (%s); using it from memory this run (set XDG_CACHE_HOME to a "
+               "writable folder to keep it)\n",
+               std::filesystem::path(entry).parent_path().c_str(), why.c_str());
+  file->path = gguf;
+  return true;
 }
 
 }  // namespace
 
-std::string cached_model_path(const std::string &path, std::string *error) {
-  // The magic first: a .mote (every run of the default model) costs 4 bytes read, not 1 MiB.
-  if (first_bytes(path, 4) != "GGUF") return path;  // not GGUF: the loader says what it is
-  const std::string head = first_bytes(path, kHashedBytes);
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return path;
+bool resolve_model_file(const std::string &path, bool rebuild, ModelFile *file, std::string *error) {
+  *file = ModelFile{};
+  file->path = path;
+  // The magic first: a .mote (every run of the default model) costs 4 bytes read.
+  if (first_bytes(path, 4) != "GGUF") return true;  // not GGUF: the loader says what it is
   std::error_code ec;
-  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
-  Fnv path_key, content_key;
-  path_key.add(absolute.c_str(), std::strlen(absolute.c_str()));
-  content_key.add_value(static_cast<uint64_t>(st.st_size));
-  content_key.add_value(static_cast<int64_t>(st.st_mtim.tv_sec));
-  content_key.add_value(static_cast<int64_t>(st.st_mtim.tv_nsec));
-  content_key.add(head.data(), head.size());
-
+  std::filesystem::path canonical = std::filesystem::canonical(path, ec);
+  if (ec) canonical = std::filesystem::absolute(path, ec).lexically_normal();
   const std::string dir = cache_dir();
-  const std::string prefix = absolute.stem().string() + "-" + hex(path_key.h, 8) + "-";
-  const std::string cached = dir + "/" + prefix + hex(content_key.h, 16) + ".mote";
-  if (access(cached.c_str(), R_OK) == 0) {
-    std::fprintf(stderr, "mote: using cached %s\n", cached.c_str());
-    return cached;
+  const std::string prefix = std::filesystem::path(path).stem().string() + "-" + hex(fnv1a(canonical.string()), 8);
+  const std::string record_path = dir + "/" + prefix + ".source";
+
+  uint64_t size = 0;
+  const int fd = posix::open_regular_file(path, &size, error);
+  if (fd < 0) return false;
+  Record record, recorded;
+  record.source = identity_of(fd);
+  record.recorded_ns = now_ns();
+  const bool have_record = read_record(record_path, &recorded);
+  const bool trusted = have_record && recorded.source == record.source &&
+                       recorded.recorded_ns - recorded.source.ctime_ns >= kRacySeconds * 1000000000;
+  bool hashed = trusted || hash_content(fd, size, &record.content);
+  if (trusted) record.content = recorded.content;
+  hashed = hashed && identity_of(fd) == record.source;  // not written while being hashed
+  close(fd);
+  if (!hashed) {
+    *error = "'" + path + "' changed (or could not be read) while mote hashed it; try again";
+    return false;
   }
-  std::filesystem::create_directories(dir, ec);
-  // A changed GGUF: its older conversions are stale (std::filesystem, not readdir: readdir's
-  // 32-bit build failed on armhf's 64-bit inode numbers).
-  for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.compare(0, prefix.size(), prefix) == 0 && name.size() == prefix.size() + 16 + 5 &&
-        entry.path().extension() == ".mote") {
-      std::filesystem::remove(entry.path(), ec);
+  const std::string entry = dir + "/" + prefix + "-" + hex(record.content, 16) + ".mote";
+  if (!rebuild && have_record && recorded.content == record.content) {
+    const std::string mismatch = entry_mismatch(entry, recorded);
+    if (mismatch.empty()) {
+      record.entry_size = recorded.entry_size;
+      record.entry_checksum = recorded.entry_checksum;
+      std::string ignored;  // an unwritable record only costs the next run a hash
+      if (!trusted) write_record(record_path, record, &ignored);
+      std::fprintf(stderr, "mote: using cached %s\n", entry.c_str());
+      file->path = entry;
+      file->cache_entry = true;
+      return true;
     }
+    if (mismatch != "missing")
+      std::fprintf(stderr, "mote: cache file %s %s; converting again\n", entry.c_str(), mismatch.c_str());
   }
-  std::fprintf(stderr, "mote: converting %s once into %s\n", path.c_str(), cached.c_str());
-  if (!convert_gguf(path, cached, error)) return "";
-  return cached;
+  remove_stale_entries(dir, prefix + "-", entry);
+  return convert_into_cache(path, entry, record_path, record, file, error);
 }
 
 std::string foreign_format_hint(const std::string &path) {

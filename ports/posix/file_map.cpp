@@ -54,6 +54,34 @@ std::string kind_of(mode_t mode) {
   return "not a plain file";
 }
 
+// path with its symlinks followed to the name the data lives at (which may not exist yet: a
+// dangling link); false on a loop or an unreadable link. A relative link target is relative to
+// the folder holding the link, as the kernel resolves it.
+bool follow_links(const std::string &path, std::string *final, std::string *error) {
+  constexpr int kMaxHops = 40;  // Linux's own limit (ELOOP)
+  std::string at = path;
+  for (int hop = 0; hop <= kMaxHops; ++hop) {
+    struct stat st {};
+    if (lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) {
+      *final = at;
+      return true;
+    }
+    std::string target(4096, '\0');
+    const ssize_t n = readlink(at.c_str(), target.data(), target.size());
+    if (n <= 0 || static_cast<size_t>(n) >= target.size()) {
+      *error = "cannot read the symlink '" + at + "': " + (n < 0 ? std::strerror(errno) : "target too long");
+      return false;
+    }
+    target.resize(static_cast<size_t>(n));
+    const size_t slash = at.rfind('/');
+    at = target[0] == '/' || slash == std::string::npos ? target : at.substr(0, slash + 1) + target;
+  }
+  *error = "'" + path + "' is a loop of symlinks (more than 40 hops): not writing it";
+  return false;
+}
+
+int64_t nanoseconds(const timespec &t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; }
+
 }  // namespace
 
 int open_regular_file(const std::string &path, uint64_t *size, std::string *error) {
@@ -99,7 +127,11 @@ bool read_small_file(const std::string &path, uint64_t max_bytes, std::vector<ui
   return true;
 }
 
-bool write_file_atomically(const std::string &path, const void *data, size_t n, std::string *error) {
+bool write_file_atomically(const std::string &requested, const void *data, size_t n, std::string *error) {
+  // Through a symlink to its target: renaming over the link itself would turn it into a regular
+  // file and leave the target (which the user meant) untouched.
+  std::string path;
+  if (!follow_links(requested, &path, error)) return false;
   struct stat st {};
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     *error = "'" + path + "' exists and is not a regular file (it is " + kind_of(st.st_mode) + "): not replacing it";
@@ -109,6 +141,7 @@ bool write_file_atomically(const std::string &path, const void *data, size_t n, 
   const int fd = mkstemp(temporary.data());
   if (fd < 0) {
     *error = "cannot create a temporary file next to '" + path + "': " + std::strerror(errno);
+    if (path != requested) *error += " (the target of the symlink '" + requested + "')";
     return false;
   }
   const mode_t mask = umask(0);
@@ -127,6 +160,7 @@ bool write_file_atomically(const std::string &path, const void *data, size_t n, 
   ok = ok && std::rename(temporary.c_str(), path.c_str()) == 0;
   if (!ok) {
     *error = "cannot write '" + path + "': " + std::strerror(errno != 0 ? errno : saved);
+    if (path != requested) *error += " (the target of the symlink '" + requested + "')";
     ::unlink(temporary.c_str());
   }
   return ok;
@@ -138,6 +172,7 @@ FileMap::~FileMap() {
     g_guarded[guard_slot_].begin.store(0);
   }
   if (data_ != nullptr) munmap(data_, size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 bool FileMap::open(const std::string &path, std::string *error) {
@@ -154,16 +189,38 @@ bool FileMap::open(const std::string &path, std::string *error) {
     ::close(fd);
     return false;
   }
-  // MAP_PRIVATE: writes to the file by others never reach pages already read (copy on write).
+  // The identity first, before a byte is mapped or read: a write from here on moves ctime.
+  struct stat st {};
+  fstat(fd, &st);
+  // MAP_PRIVATE only keeps this process's own writes private; others' writes show through in
+  // pages this process never wrote (see change()).
   void *data = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);  // the mapping keeps the file alive
   if (data == MAP_FAILED) {
     *error = "cannot map '" + path + "': " + std::strerror(errno);
+    ::close(fd);
     return false;
   }
   data_ = data;
   size_ = static_cast<size_t>(size);
+  fd_ = fd;  // kept for change(): one fstat, no path lookup
+  mtime_ns_ = nanoseconds(st.st_mtim);
+  ctime_ns_ = nanoseconds(st.st_ctim);
   return true;
+}
+
+FileMap::Change FileMap::change() const {
+  if (fd_ < 0) return Change::kNone;  // nothing mapped
+  struct stat st {};
+  if (fstat(fd_, &st) != 0) return Change::kContent;
+  if (static_cast<uint64_t>(st.st_size) != size_ || nanoseconds(st.st_mtim) != mtime_ns_) return Change::kContent;
+  return nanoseconds(st.st_ctim) != ctime_ns_ ? Change::kMetadata : Change::kNone;
+}
+
+void FileMap::accept_current() {
+  struct stat st {};
+  if (fd_ < 0 || fstat(fd_, &st) != 0) return;
+  mtime_ns_ = nanoseconds(st.st_mtim);
+  ctime_ns_ = nanoseconds(st.st_ctim);
 }
 
 bool FileMap::exit_on_truncation(const std::string &message) {

@@ -22,6 +22,8 @@ class FileMap {
   ~FileMap();
 
   // Maps path read-only (MAP_PRIVATE); on failure returns false with a one-line reason in *error.
+  // The descriptor stays open and the file's identity is taken with fstat before the mapping
+  // exists, so a write that lands while a loader reads the bytes is seen by change().
   bool open(const std::string &path, std::string *error);
   const void *data() const { return data_; }
   const uint8_t *bytes() const { return static_cast<const uint8_t *>(data_); }
@@ -34,9 +36,31 @@ class FileMap {
   // the CLI; at most 8 mappings are guarded at once (false when full).
   bool exit_on_truncation(const std::string &message);
 
+  // What happened to the mapped file since open() (or the last accept_current()), by one fstat
+  // (0.6 µs) on the descriptor kept open:
+  //   kContent:  its size or mtime moved (written in place, truncated, extended);
+  //   kMetadata: only its ctime moved: a chmod, a rename, a link or an unlink (a rename over the
+  //              path unlinks this file: the mapping keeps its bytes), or a write whose mtime was
+  //              set back (rsync --inplace -a, touch -r): the caller must check the bytes.
+  // MAP_PRIVATE does not protect the mapping: on Linux a page this process never wrote is the
+  // page cache's page, so another process's write() shows through. A write moves mtime and
+  // ctime before its data lands (file_modified() precedes the copy), so a byte that changed
+  // under the mapping implies a moved ctime by the time change() runs. What it cannot see: a
+  // write within the same timestamp tick as the file's change just before open(), on a kernel or
+  // file system without fine-grained ("multigrain", Linux 6.13+ ext4/xfs/btrfs/tmpfs)
+  // timestamps; stores through another process's shared writable mapping into a page already
+  // dirty (timestamps move on the first store to a clean page only); writes to the block device
+  // beneath the file system.
+  enum class Change { kNone, kMetadata, kContent };
+  Change change() const;
+  // The file's present times become the baseline (after the caller found the bytes intact).
+  void accept_current();
+
  private:
   void *data_ = nullptr;
   size_t size_ = 0;
+  int fd_ = -1;
+  int64_t mtime_ns_ = 0, ctime_ns_ = 0;
   int guard_slot_ = -1;
 };
 
@@ -51,6 +75,10 @@ bool read_small_file(const std::string &path, uint64_t max_bytes, std::vector<ui
 // Writes n bytes to path as a regular file, atomically: into a new temporary file in the same
 // folder, fsynced, then renamed over path. An existing path that is not a regular file (a
 // directory, FIFO, device, or a symlink to one) is an error; any failure leaves path untouched.
+// A symlink is written through, as `>` in a shell does: the link (or chain of links, at most
+// 40) is followed to its final target, which is replaced atomically by a temporary file in the
+// target's folder, and the links stay links. A dangling link creates its target (its folder
+// must exist). A loop of links is an error naming the path.
 bool write_file_atomically(const std::string &path, const void *data, size_t n, std::string *error);
 
 }  // namespace mote::posix
