@@ -161,6 +161,7 @@ int command_bench(int argc, char **argv) {
     }
   }
 
+  loaded->exit_if_changed();  // rates measured on a model written in place would mislead
   const char *backend_label = mote_backend_name(backend);
   const double weight_mb = info.weight_bytes / 1e6;
   if (output == "json") {

@@ -66,6 +66,7 @@ int command_embed(int argc, char **argv) {
                  vector.size()) != MOTE_OK) {
     return report("embed", mote_session_error(&holder->session), kExitError);
   }
+  loaded->exit_if_changed();  // never print a vector computed from weights written in place
   if (json) std::fputc('[', stdout);
   for (size_t i = 0; i < vector.size(); ++i) {
     if (json) {

@@ -245,6 +245,7 @@ int command_perplexity(int argc, char **argv) {
       if (j + 1 < window && mote_decode(session, batch_tokens[j], &logits) != MOTE_OK)
         return report("perplexity", mote_session_error(session), kExitError);
     }
+    loaded->exit_if_changed();  // a window scored on weights written in place is no score
     std::fprintf(stderr, "[%zu]%.4f,", w + 1, score.perplexity());
     std::fflush(stderr);
   }
