@@ -13,6 +13,7 @@
 #include "dequant.hpp"
 #include "format/reader.hpp"
 #include "file_map.hpp"
+#include "host_types.hpp"
 #include "mote/mote.h"
 #include "quantize.hpp"
 #include "repack.hpp"
@@ -120,31 +121,24 @@ std::vector<TensorSlot> tensor_slots(const format::ModelConfig &c) {
 }
 
 bool check_matrix_dtype(format::DType dtype, std::string *error) {
-  if (dtype == format::DType::f32 || dtype == format::DType::f16 || is_quantized(dtype)) return true;
+  if (host_type(dtype) != nullptr) return true;
   const format::DTypeTraits *traits = format::dtype_traits(static_cast<uint32_t>(dtype));
-  *error = std::string("matrices are stored as f32, f16, q8_0, q4_0 or q4_1, not ") +
+  *error = "matrices are stored as " + host_type_list() + ", not " +
            (traits != nullptr ? traits->name : "an unknown dtype");
   return false;
 }
 
 namespace {
 
-// The .mote dtype whose bytes are exactly those of a ggml type, if there is one.
+// The .mote dtype the converter writes whose bytes are exactly those of a ggml type, if there is
+// one (BF16 has none: the runtime computes in f16/f32, not bf16).
 std::optional<format::DType> same_layout_dtype(uint32_t ggml_type) {
-  switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::f32:
-      return format::DType::f32;
-    case GgmlType::f16:
-      return format::DType::f16;
-    case GgmlType::q8_0:
-      return format::DType::q8_0;
-    case GgmlType::q4_0:
-      return format::DType::q4_0;
-    case GgmlType::q4_1:
-      return format::DType::q4_1;
-    default:
-      return std::nullopt;  // BF16 too: the runtime computes in f16/f32, not bf16
+  size_t n = 0;
+  const HostType *rows = host_types(&n);
+  for (size_t i = 0; i < n; ++i) {
+    if (format::traits_of(rows[i].dtype).ggml_type == ggml_type) return rows[i].dtype;
   }
+  return std::nullopt;
 }
 
 std::string tensor_display_name(const TensorSlot &slot) {
@@ -165,20 +159,22 @@ format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::opti
   // As llama-quantize does: 4-bit requests keep the token embedding and the classifier in 8 bits.
   // The classifier's errors reach every logit: SmolLM2 re-quantized from its Q4_1 GGUF scored
   // +25% perplexity over f16 on a GPL-3 slice with a q4_0 classifier, +18% with a q8_0 one.
+  // "4-bit" is any block type below 8 bits a value (q4_0's 4.5, q4_1's 5).
   const bool embedding_or_classifier = slot.role == format::Role::token_embedding || slot.role == format::Role::output;
-  if (requested && (blocks == format::DType::q4_0 || blocks == format::DType::q4_1) && embedding_or_classifier) {
+  const format::DTypeTraits &row = format::traits_of(blocks);
+  const bool below_8_bits = row.block_elements > 1 && row.block_bytes < row.block_elements;
+  if (requested && below_8_bits && embedding_or_classifier) {
     blocks = format::DType::q8_0;
   }
   // As llama-quantize falls back for rows its blocks cannot tile: a requested quantized type
   // stores a matrix whose rows are not whole 32-value blocks in f16 (aidreams260K's FFN rows
   // hold 172 values; the rest of the model still quantizes).
-  if (requested && is_quantized(blocks) &&
-      slot.cols % format::dtype_traits(static_cast<uint32_t>(blocks))->block_elements != 0) {
+  if (requested && is_quantized(blocks) && slot.cols % format::traits_of(blocks).block_elements != 0) {
     return format::DType::f16;
   }
   const std::optional<format::DType> interleaved = interleaved_dtype(blocks);
   if (layout == BlockLayout::interleaved && interleaved &&
-      slot.rows % format::dtype_traits(static_cast<uint32_t>(*interleaved))->interleaved_rows == 0) {
+      slot.rows % format::traits_of(*interleaved).interleaved_rows == 0) {
     return *interleaved;
   }
   return blocks;
@@ -196,7 +192,7 @@ bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optiona
   t.cols = vector ? 1 : static_cast<uint32_t>(slot.cols);
   const size_t n = static_cast<size_t>(slot.rows) * t.cols;
   const format::DType blocks = plain_dtype(t.dtype);  // the blocks before any interleaving
-  const format::DTypeTraits *traits = format::dtype_traits(static_cast<uint32_t>(blocks));
+  const format::DTypeTraits *traits = &format::traits_of(blocks);
   if (t.cols % traits->block_elements != 0) {
     *error = "tensor '" + tensor_display_name(slot) + "' cannot be stored as " + traits->name + ": its rows hold " +
              std::to_string(t.cols) + " values, not whole " + std::to_string(traits->block_elements) +
@@ -224,7 +220,7 @@ bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optiona
       *error = "tensor '" + tensor_display_name(slot) + "' " + describe(bad);
       return false;
     }
-    t.bytes = is_quantized(blocks) ? quantize(values.data(), n, blocks) : encode_floats(values.data(), n, blocks);
+    t.bytes = quantize(values.data(), n, blocks);
     // Finite values that still overflow: beyond f16's 65504, or a block scale beyond it.
     bad = first_non_finite_stored(t.bytes.data(), n, blocks);
     if (bad.found) {
@@ -287,18 +283,7 @@ format::ModelConfig gpt2_config(const LlamaShape &s, double norm_eps) {
 }
 
 std::vector<uint8_t> encode_floats(const float *values, size_t n, format::DType dtype) {
-  std::vector<uint8_t> out;
-  if (dtype == format::DType::f16) {
-    out.resize(n * 2);
-    for (size_t i = 0; i < n; ++i) {
-      const uint16_t h = f32_to_fp16(values[i]);
-      std::memcpy(out.data() + 2 * i, &h, 2);
-    }
-  } else {
-    out.resize(n * 4);
-    std::memcpy(out.data(), values, n * 4);
-  }
-  return out;
+  return quantize(values, n, dtype == format::DType::f16 ? format::DType::f16 : format::DType::f32);
 }
 
 std::vector<uint8_t> serialize(const ModelData &model) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/fp16.hpp"
+#include "host_types.hpp"
 
 // Each rounding step below is the reference's own (float32 unless it says double), so the
 // compiler must not fuse a multiply and an add: CMakeLists.txt builds this file with
@@ -29,6 +30,12 @@ uint8_t clip_nibble(float truncated) {
 }
 
 }  // namespace
+
+void quantize_f32(const float *src, size_t n, uint8_t *dst) { std::memcpy(dst, src, n * sizeof(float)); }
+
+void quantize_f16(const float *src, size_t n, uint8_t *dst) {
+  for (size_t i = 0; i < n; ++i) store_fp16(src[i], dst + 2 * i);
+}
 
 void quantize_q8_0(const float *src, size_t n_blocks, uint8_t *dst) {
   for (size_t b = 0; b < n_blocks; ++b, src += kQuantBlock, dst += 34) {
@@ -93,27 +100,16 @@ void quantize_q4_1(const float *src, size_t n_blocks, uint8_t *dst) {
 }
 
 bool is_quantized(format::DType dtype) {
-  return dtype == format::DType::q8_0 || dtype == format::DType::q4_0 || dtype == format::DType::q4_1;
+  return host_type(dtype) != nullptr && format::traits_of(dtype).block_elements > 1;
 }
 
 std::vector<uint8_t> quantize(const float *values, size_t n, format::DType dtype) {
-  const format::DTypeTraits *traits = format::dtype_traits(static_cast<uint32_t>(dtype));
-  const size_t n_blocks = n / kQuantBlock;
-  std::vector<uint8_t> out(n_blocks * traits->block_bytes);
-  switch (dtype) {
-    case format::DType::q8_0:
-      quantize_q8_0(values, n_blocks, out.data());
-      break;
-    case format::DType::q4_0:
-      quantize_q4_0(values, n_blocks, out.data());
-      break;
-    case format::DType::q4_1:
-      quantize_q4_1(values, n_blocks, out.data());
-      break;
-    default:
-      out.clear();  // not a block-quantized dtype: callers check is_quantized first
-      break;
-  }
+  const HostType *row = host_type(dtype);
+  if (row == nullptr) return {};
+  const format::DTypeTraits &traits = format::traits_of(dtype);
+  const size_t n_blocks = n / traits.block_elements;
+  std::vector<uint8_t> out(n_blocks * traits.block_bytes);
+  row->quantize_ref(values, n_blocks, out.data());
   return out;
 }
 

@@ -1,4 +1,5 @@
-// Float -> ggml block quantizers for q8_0, q4_0 and q4_1 (host side: converters may allocate).
+// Float -> ggml block quantizers, the quantize_ref of host_types.hpp's rows (host side:
+// converters may allocate).
 //
 // Bit for bit the same bytes as the gguf Python package's gguf.quants.quantize (the version
 // pinned in toolchains/requirements-goldens.txt), which mirrors ggml's quantize_row_*_ref;
@@ -16,6 +17,10 @@ namespace mote::convert {
 
 constexpr size_t kQuantBlock = 32;  // elements per q8_0 / q4_0 / q4_1 block
 
+// Floats stored as they are (f32) or rounded to IEEE half (f16): a float is its own block.
+void quantize_f32(const float *src, size_t n, uint8_t *dst);
+void quantize_f16(const float *src, size_t n, uint8_t *dst);
+
 // Per block type: n_blocks * 32 floats from src into n_blocks blocks at dst.
 // q8_0: d = amax / 127, q = round(x / d) (halves away from zero).
 void quantize_q8_0(const float *src, size_t n_blocks, uint8_t *dst);
@@ -24,10 +29,11 @@ void quantize_q4_0(const float *src, size_t n_blocks, uint8_t *dst);
 // q4_1: d = (max - min) / 15, m = min, q = min(15, trunc((x - min) / d + 0.5)).
 void quantize_q4_1(const float *src, size_t n_blocks, uint8_t *dst);
 
-// True for the block-quantized dtypes (q8_0, q4_0, q4_1).
+// True for the block-quantized dtypes the converter writes (its host rows with blocks of values).
 bool is_quantized(format::DType dtype);
 
-// n values (a multiple of 32) as blocks of dtype (q8_0, q4_0 or q4_1).
+// n values (a whole number of the dtype's blocks) as dtype, by its host row's quantize_ref;
+// empty for a dtype the converter does not write.
 std::vector<uint8_t> quantize(const float *values, size_t n, format::DType dtype);
 
 }  // namespace mote::convert

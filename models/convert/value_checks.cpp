@@ -50,14 +50,14 @@ BadNumber first_non_finite_stored(const uint8_t *bytes, size_t n_elements, forma
     }
     return {};
   }
-  // q8_0 and q4_0 blocks start with an f16 scale; q4_1's scale is followed by an f16 minimum.
-  const format::DTypeTraits *traits = format::dtype_traits(static_cast<uint32_t>(dtype));
-  const bool has_minimum = dtype == format::DType::q4_1;
-  for (size_t block = 0; block < n_elements / traits->block_elements; ++block) {
-    const uint8_t *b = bytes + block * traits->block_bytes;
-    const size_t first = block * traits->block_elements;
+  // Each block keeps an fp16 scale, then (with two fields, as q4_1) an fp16 minimum, where its
+  // format row says.
+  const format::DTypeTraits &traits = format::traits_of(dtype);
+  for (size_t block = 0; block < n_elements / traits.block_elements; ++block) {
+    const uint8_t *b = bytes + block * traits.block_bytes + traits.scale_offset;
+    const size_t first = block * traits.block_elements;
     if (!std::isfinite(half_at(b))) return bad(first, half_at(b), "block scale");
-    if (has_minimum && !std::isfinite(half_at(b + 2))) return bad(first, half_at(b + 2), "block minimum");
+    if (traits.scale_fields > 1 && !std::isfinite(half_at(b + 2))) return bad(first, half_at(b + 2), "block minimum");
   }
   return {};
 }

@@ -10,6 +10,7 @@
 #include "cli_common.hpp"
 #include "file_map.hpp"
 #include "gguf.hpp"
+#include "host_types.hpp"
 #include "llama2c.hpp"
 #include "llama2c_header.hpp"
 #include "safetensors.hpp"
@@ -47,12 +48,13 @@ std::string not_a_checkpoint(const std::string &path) {
          "none of theirs)";
 }
 
-// The --dtype names a user can give, each the format's own name for the dtype.
+// The --dtype names a user can give: the converter's host rows, each by the format's own name.
 bool parse_dtype(const std::string &name, format::DType *out) {
-  for (format::DType dtype :
-       {format::DType::f32, format::DType::f16, format::DType::q8_0, format::DType::q4_0, format::DType::q4_1}) {
-    if (name == format::dtype_traits(static_cast<uint32_t>(dtype))->name) {
-      *out = dtype;
+  size_t n = 0;
+  const convert::HostType *rows = convert::host_types(&n);
+  for (size_t i = 0; i < n; ++i) {
+    if (name == format::traits_of(rows[i].dtype).name) {
+      *out = rows[i].dtype;
       return true;
     }
   }
@@ -85,6 +87,7 @@ std::function<void(size_t, size_t)> progress_printer() {
 int command_convert(int argc, char **argv) {
   std::string output, tokenizer, dtype, rope, layout;
   bool rope_given = false;
+  const std::string dtype_help = "re-quantize the matrices: " + convert::host_type_list();
   CommandHelp command{
       "convert",
       "INPUT -o OUTPUT [OPTIONS]",
@@ -94,7 +97,7 @@ int command_convert(int argc, char **argv) {
       {
           {"-o|--output", Option::kString, &output, "FILE", "the .mote file to write"},
           {"--tokenizer", Option::kString, &tokenizer, "FILE", "a llama2.c checkpoint's tokenizer.bin"},
-          {"--dtype", Option::kString, &dtype, "TYPE", "re-quantize the matrices: f32, f16, q8_0, q4_0 or q4_1",
+          {"--dtype", Option::kString, &dtype, "TYPE", dtype_help.c_str(),
            nullptr, "GGUF: as stored; Hugging Face: f16; llama2.c: f32"},
           {"--rope", Option::kString, &rope, "LAYOUT", "a llama2.c checkpoint's RoPE pairs: interleaved or split",
            &rope_given, "interleaved"},
@@ -117,7 +120,7 @@ int command_convert(int argc, char **argv) {
   if (!dtype.empty()) {
     format::DType parsed;
     if (!parse_dtype(dtype, &parsed)) {
-      return report("convert", "--dtype must be f32, f16, q8_0, q4_0 or q4_1", kExitUsage);
+      return report("convert", "--dtype must be " + convert::host_type_list(), kExitUsage);
     }
     stored = parsed;
   }

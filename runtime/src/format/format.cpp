@@ -4,17 +4,6 @@
 
 namespace mote::format {
 
-const DTypeTraits *dtype_traits(uint32_t dtype) {
-  // Quantized blocks are GGUF's: 32 elements with an fp16 scale (and fp16 min); the x8 types
-  // hold the same blocks, 8 rows interleaved.
-  static const DTypeTraits kTraits[] = {
-      {"f32", 1, 4, 1},    {"f16", 1, 2, 1},      {"bf16", 1, 2, 1},     {"q8_0", 32, 34, 1},   {"q4_0", 32, 18, 1},
-      {"q4_1", 32, 20, 1}, {"q8_0x8", 32, 34, 8}, {"q4_0x8", 32, 18, 8}, {"q4_1x8", 32, 20, 8},
-  };
-  if (dtype >= sizeof kTraits / sizeof kTraits[0]) return nullptr;
-  return &kTraits[dtype];
-}
-
 const char *role_name(uint32_t role) {
   switch (static_cast<Role>(role)) {
     case Role::token_embedding:

@@ -199,16 +199,63 @@ BlockSpec block_spec(const ModelConfig &config);
 bool role_needed(const BlockSpec &spec, Role role);
 bool is_global_role(Role role);
 
-// Bytes per element block and elements per block, per dtype (per row: an x8 type's bytes per row
-// are its plain type's), and the rows stored together (a matrix's rows are a multiple of it).
+// One row per dtype, indexed by its on-disk value: how a tensor of it lays out its bytes. Adding
+// a weight type is a row here, one in model/weight_types.cpp (its kernels) and one host row for
+// the converter (models/convert/host_types.cpp); nothing else lists the dtypes.
 struct DTypeTraits {
   const char *name;
-  uint32_t block_elements;
-  uint32_t block_bytes;
-  uint32_t interleaved_rows;  // 1, or 8 for the x8 types
+  DType dtype;
+  uint32_t block_elements;    // values per block: 1 (floats), 32, or 256 (a K-quant super-block)
+  uint32_t block_bytes;       // per block of one row: an x8 type's are its plain type's
+  uint32_t interleaved_rows;  // rows stored together: 1, or 8 for the x8 types (rows a multiple of it)
+  uint32_t ggml_type;         // GGUF's id for these same bytes (GGMLQuantizationType), or kNoGgmlType
+  DType twin;                 // a plain type's x8 layout, an x8 type's plain one; itself when it has none
+  // Where a block keeps its fp16 scale (then its minimum): finite ones make every value finite.
+  // An x8 group block keeps each field for its 8 rows at its start (d[8], then m[8]).
+  uint32_t scale_offset;  // bytes from the block's start
+  uint32_t scale_fields;  // 0 (floats), 1 (d) or 2 (d, then m)
 };
-const DTypeTraits *dtype_traits(uint32_t dtype);  // null for unknown
-const char *role_name(uint32_t role);             // "attn_q", or null for unknown
+
+constexpr uint32_t kNoGgmlType = 0xFFFFFFFFu;  // the x8 layouts: no GGUF type holds their bytes
+
+// Quantized blocks are GGUF's; the x8 types hold the same blocks, 8 rows interleaved.
+inline constexpr DTypeTraits kDTypeTraits[] = {
+    // name, dtype, block_elements, block_bytes, interleaved_rows, ggml_type, twin, scale_offset, scale_fields
+    {"f32", DType::f32, 1, 4, 1, 0, DType::f32, 0, 0},
+    {"f16", DType::f16, 1, 2, 1, 1, DType::f16, 0, 0},
+    {"bf16", DType::bf16, 1, 2, 1, 30, DType::bf16, 0, 0},
+    {"q8_0", DType::q8_0, 32, 34, 1, 8, DType::q8_0x8, 0, 1},
+    {"q4_0", DType::q4_0, 32, 18, 1, 2, DType::q4_0x8, 0, 1},
+    {"q4_1", DType::q4_1, 32, 20, 1, 3, DType::q4_1x8, 0, 2},
+    {"q8_0x8", DType::q8_0x8, 32, 34, 8, kNoGgmlType, DType::q8_0, 0, 1},
+    {"q4_0x8", DType::q4_0x8, 32, 18, 8, kNoGgmlType, DType::q4_0, 0, 1},
+    {"q4_1x8", DType::q4_1x8, 32, 20, 8, kNoGgmlType, DType::q4_1, 0, 2},
+};
+constexpr uint32_t kDTypeCount = sizeof kDTypeTraits / sizeof kDTypeTraits[0];
+
+constexpr const DTypeTraits *dtype_traits(uint32_t dtype) {  // null for unknown
+  return dtype < kDTypeCount ? &kDTypeTraits[dtype] : nullptr;
+}
+// The row of a known dtype.
+constexpr const DTypeTraits &traits_of(DType dtype) { return kDTypeTraits[static_cast<uint32_t>(dtype)]; }
+
+// Each row sits at its dtype's index, and a twin pair holds the same blocks in the same rows.
+constexpr bool dtype_rows_consistent() {
+  for (uint32_t i = 0; i < kDTypeCount; ++i) {
+    const DTypeTraits &row = kDTypeTraits[i];
+    const DTypeTraits &twin = traits_of(row.twin);
+    if (static_cast<uint32_t>(row.dtype) != i || twin.twin != row.dtype) return false;
+    if (twin.block_elements != row.block_elements || twin.block_bytes != row.block_bytes ||
+        twin.scale_fields != row.scale_fields || row.scale_offset + 2 * row.scale_fields > row.block_bytes) {
+      return false;
+    }
+    if ((row.block_elements > 1) != (row.scale_fields > 0)) return false;  // blocks have scales, floats none
+  }
+  return true;
+}
+static_assert(dtype_rows_consistent(), "every DTypeTraits row sits at its dtype and matches its twin");
+
+const char *role_name(uint32_t role);  // "attn_q", or null for unknown
 
 // Writes "blk.3.attn_q" / "token_embd" style names.
 void tensor_name(const TensorEntry &entry, char *out, size_t capacity);

@@ -51,26 +51,26 @@ bool find_non_finite(const TensorEntry &t, const uint8_t *data, uint64_t *index,
   }
   const DTypeTraits *traits = dtype_traits(t.dtype);
   const uint64_t blocks_per_row = cols / traits->block_elements;
-  const bool has_minimum = dtype == DType::q4_1 || dtype == DType::q4_1x8;
   if (traits->interleaved_rows == 1) {
-    // Plain blocks: d (then m for q4_1) at the start of each.
+    // Plain blocks: the row's fp16 fields (d, then m) at scale_offset in each.
     for (uint64_t b = 0; b < rows * blocks_per_row; ++b) {
-      const uint8_t *p = data + b * traits->block_bytes;
-      for (int k = 0; k < (has_minimum ? 2 : 1); ++k) {
+      const uint8_t *p = data + b * traits->block_bytes + traits->scale_offset;
+      for (uint32_t k = 0; k < traits->scale_fields; ++k) {
         const float v = half_at(p + 2 * k);
         if (!std::isfinite(v)) return found(b * traits->block_elements, v, index, value);
       }
     }
     return false;
   }
-  // x8 group blocks (8 x block_bytes): d[0..7], then (q4_1x8) m[0..7], for rows 8g..8g+7.
-  const uint64_t group_block_bytes = 8ull * traits->block_bytes;
-  for (uint64_t g = 0; g < rows / 8; ++g) {
+  // x8 group blocks (8 x block_bytes): d[0..7], then (with a minimum) m[0..7], for rows 8g..8g+7.
+  const uint32_t group_rows = traits->interleaved_rows;
+  const uint64_t group_block_bytes = group_rows * uint64_t{traits->block_bytes};
+  for (uint64_t g = 0; g < rows / group_rows; ++g) {
     for (uint64_t b = 0; b < blocks_per_row; ++b) {
       const uint8_t *p = data + (g * blocks_per_row + b) * group_block_bytes;
-      for (int k = 0; k < (has_minimum ? 16 : 8); ++k) {
+      for (uint32_t k = 0; k < traits->scale_fields * group_rows; ++k) {
         const float v = half_at(p + 2 * k);
-        const uint64_t row = g * 8 + static_cast<uint64_t>(k % 8);
+        const uint64_t row = g * group_rows + k % group_rows;
         if (!std::isfinite(v)) return found(row * cols + b * traits->block_elements, v, index, value);
       }
     }

@@ -36,65 +36,69 @@ void matmul_quantized(const KernelTable &k, float *out, size_t out_stride, const
   (k.*kKernel)(out, out_stride, static_cast<const Block *>(w), x.q8, rows, cols, n_tokens);
 }
 
-// Row `row` of a plain matrix: rows follow each other, row_bytes apart.
-template <class Block>
-const Block *plain_row(const void *matrix, size_t row, size_t cols) {
-  return static_cast<const Block *>(matrix) + row * (cols / kernels::kQuantBlock);
+// Every row checks its kernels' block struct against its format row at compile time, and the
+// rows address blocks by the format row's sizes, so a 256-value super-block is never taken for
+// eight 32-value blocks.
+template <DType kDType, class Block>
+constexpr bool block_matches_row() {
+  constexpr const format::DTypeTraits &row = format::traits_of(kDType);
+  static_assert(sizeof(Block) == size_t{row.block_bytes} * row.interleaved_rows,
+                "a weight type's block struct is its format row's block bytes (times its interleaved rows)");
+  static_assert(row.block_elements == 1 || row.block_elements % kernels::kQuantBlock == 0,
+                "a quantized block holds whole 32-value activation blocks");
+  static_assert(row.interleaved_rows == 1 || row.interleaved_rows == kernels::kInterleave,
+                "x8 layouts interleave kernels::kInterleave rows");
+  return true;
 }
 
-// The group block run holding row `row` of an x8 matrix; the row's index inside it is row % 8.
-template <class Block>
-const Block *interleaved_group(const void *matrix, size_t row, size_t cols) {
-  return static_cast<const Block *>(matrix) + row / kernels::kInterleave * (cols / kernels::kQuantBlock);
+// Row `row` of a matrix as floats: plain rows follow each other weight_row_bytes apart; an x8
+// matrix keeps rows in groups of interleaved_rows, one group's bytes that many rows long, and
+// the kernel reads its row's index inside the group.
+template <DType kDType, class Block, auto kDequantize>
+void dequantize_row(float *out, const void *matrix, size_t row, size_t cols) {
+  static_assert(block_matches_row<kDType, Block>());
+  constexpr uint32_t kGroupRows = format::traits_of(kDType).interleaved_rows;
+  const size_t group_bytes = kGroupRows * weight_row_bytes(kDType, cols);
+  const uint8_t *bytes = static_cast<const uint8_t *>(matrix);
+  const Block *group = reinterpret_cast<const Block *>(bytes + row / kGroupRows * group_bytes);
+  if constexpr (kGroupRows == 1) {
+    kDequantize(out, group, cols);
+  } else {
+    kDequantize(out, group, row % kGroupRows, cols);
+  }
 }
 
-void dequantize_f32(float *out, const void *matrix, size_t row, size_t cols) {
-  std::memcpy(out, static_cast<const float *>(matrix) + row * cols, cols * sizeof(float));
+void dequantize_f32(float *out, const float *values, size_t n) { std::memcpy(out, values, n * sizeof(float)); }
+
+void dequantize_f16(float *out, const uint16_t *halves, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = fp16_to_f32(halves[i]);
 }
 
-void dequantize_f16(float *out, const void *matrix, size_t row, size_t cols) {
-  const uint16_t *halves = static_cast<const uint16_t *>(matrix) + row * cols;
-  for (size_t i = 0; i < cols; ++i) out[i] = fp16_to_f32(halves[i]);
+// The two row shapes: float weights (matrix-vector and matrix kernels, f32 activations) and
+// quantized ones (one kernel, 8-bit activation blocks).
+template <DType kDType, class Weight, auto kMatvec, auto kMatmul, auto kDequantize>
+constexpr WeightType float_row(uint32_t chunk_rows) {
+  return {kDType, ActivationFormat::f32, chunk_rows, matmul_float<Weight, kMatvec, kMatmul>,
+          dequantize_row<kDType, Weight, kDequantize>};
 }
 
-void dequantize_q8_0(float *out, const void *matrix, size_t row, size_t cols) {
-  kernels::ref::dequantize_q8_0(out, plain_row<BlockQ8_0>(matrix, row, cols), cols);
+template <DType kDType, class Block, auto kKernel, auto kDequantize>
+constexpr WeightType quantized_row(uint32_t chunk_rows) {
+  return {kDType, ActivationFormat::q8, chunk_rows, matmul_quantized<Block, kKernel>,
+          dequantize_row<kDType, Block, kDequantize>};
 }
 
-void dequantize_q4_0(float *out, const void *matrix, size_t row, size_t cols) {
-  kernels::ref::dequantize_q4_0(out, plain_row<BlockQ4_0>(matrix, row, cols), cols);
-}
-
-void dequantize_q4_1(float *out, const void *matrix, size_t row, size_t cols) {
-  kernels::ref::dequantize_q4_1(out, plain_row<BlockQ4_1>(matrix, row, cols), cols);
-}
-
-void dequantize_q8_0x8(float *out, const void *matrix, size_t row, size_t cols) {
-  kernels::ref::dequantize_q8_0x8(out, interleaved_group<BlockQ8_0x8>(matrix, row, cols), row % 8, cols);
-}
-
-void dequantize_q4_0x8(float *out, const void *matrix, size_t row, size_t cols) {
-  kernels::ref::dequantize_q4_0x8(out, interleaved_group<BlockQ4_0x8>(matrix, row, cols), row % 8, cols);
-}
-
-void dequantize_q4_1x8(float *out, const void *matrix, size_t row, size_t cols) {
-  kernels::ref::dequantize_q4_1x8(out, interleaved_group<BlockQ4_1x8>(matrix, row, cols), row % 8, cols);
-}
+namespace ref = kernels::ref;
 
 constexpr WeightType kWeightTypes[] = {
-    {DType::f32, ActivationFormat::f32, 12, matmul_float<float, &KernelTable::matvec_f32, &KernelTable::matmul_f32>,
-     dequantize_f32},
-    {DType::f16, ActivationFormat::f32, 12, matmul_float<uint16_t, &KernelTable::matvec_f16, &KernelTable::matmul_f16>,
-     dequantize_f16},
-    {DType::q8_0, ActivationFormat::q8, 4, matmul_quantized<BlockQ8_0, &KernelTable::matmul_q8_0>, dequantize_q8_0},
-    {DType::q4_0, ActivationFormat::q8, 4, matmul_quantized<BlockQ4_0, &KernelTable::matmul_q4_0>, dequantize_q4_0},
-    {DType::q4_1, ActivationFormat::q8, 4, matmul_quantized<BlockQ4_1, &KernelTable::matmul_q4_1>, dequantize_q4_1},
-    {DType::q8_0x8, ActivationFormat::q8, 8, matmul_quantized<BlockQ8_0x8, &KernelTable::matmul_q8_0x8>,
-     dequantize_q8_0x8},
-    {DType::q4_0x8, ActivationFormat::q8, 8, matmul_quantized<BlockQ4_0x8, &KernelTable::matmul_q4_0x8>,
-     dequantize_q4_0x8},
-    {DType::q4_1x8, ActivationFormat::q8, 8, matmul_quantized<BlockQ4_1x8, &KernelTable::matmul_q4_1x8>,
-     dequantize_q4_1x8},
+    float_row<DType::f32, float, &KernelTable::matvec_f32, &KernelTable::matmul_f32, dequantize_f32>(12),
+    float_row<DType::f16, uint16_t, &KernelTable::matvec_f16, &KernelTable::matmul_f16, dequantize_f16>(12),
+    quantized_row<DType::q8_0, BlockQ8_0, &KernelTable::matmul_q8_0, ref::dequantize_q8_0>(4),
+    quantized_row<DType::q4_0, BlockQ4_0, &KernelTable::matmul_q4_0, ref::dequantize_q4_0>(4),
+    quantized_row<DType::q4_1, BlockQ4_1, &KernelTable::matmul_q4_1, ref::dequantize_q4_1>(4),
+    quantized_row<DType::q8_0x8, BlockQ8_0x8, &KernelTable::matmul_q8_0x8, ref::dequantize_q8_0x8>(8),
+    quantized_row<DType::q4_0x8, BlockQ4_0x8, &KernelTable::matmul_q4_0x8, ref::dequantize_q4_0x8>(8),
+    quantized_row<DType::q4_1x8, BlockQ4_1x8, &KernelTable::matmul_q4_1x8, ref::dequantize_q4_1x8>(8),
 };
 
 }  // namespace
@@ -107,7 +111,7 @@ const WeightType *weight_type(uint32_t dtype) {
 }
 
 size_t weight_row_bytes(DType dtype, size_t cols) {
-  const format::DTypeTraits &traits = *format::dtype_traits(static_cast<uint32_t>(dtype));
+  const format::DTypeTraits &traits = format::traits_of(dtype);
   return cols / traits.block_elements * traits.block_bytes;
 }
 

@@ -1,7 +1,7 @@
 // One row per weight dtype, in the spirit of ggml's type traits: which activations its products
 // take and how the forward pass multiplies and reads a matrix of that type. The forward pass,
 // the session planner and check_supported index this table; adding a type is a block struct,
-// its kernels and one row here.
+// its kernels, one row here and one in format::kDTypeTraits (whose block sizes address it).
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,50 @@
+#include "host_types.hpp"
+
+#include "dequant.hpp"
+#include "quantize.hpp"
+
+namespace mote::convert {
+namespace {
+
+using format::DType;
+
+constexpr HostType kHostTypes[] = {
+    {DType::f32, quantize_f32, dequantize_f32},    {DType::f16, quantize_f16, dequantize_f16},
+    {DType::q8_0, quantize_q8_0, dequantize_q8_0}, {DType::q4_0, quantize_q4_0, dequantize_q4_0},
+    {DType::q4_1, quantize_q4_1, dequantize_q4_1},
+};
+
+// Rows write plain blocks; the interleaved twins are a reorder of them (repack.hpp).
+constexpr bool rows_are_plain() {
+  for (const HostType &row : kHostTypes) {
+    if (format::traits_of(row.dtype).interleaved_rows != 1) return false;
+  }
+  return true;
+}
+static_assert(rows_are_plain(), "host rows are plain dtypes");
+
+}  // namespace
+
+const HostType *host_type(format::DType dtype) {
+  for (const HostType &row : kHostTypes) {
+    if (row.dtype == dtype) return &row;
+  }
+  return nullptr;
+}
+
+const HostType *host_types(size_t *count) {
+  *count = sizeof kHostTypes / sizeof kHostTypes[0];
+  return kHostTypes;
+}
+
+std::string host_type_list() {
+  std::string text;
+  const size_t n = sizeof kHostTypes / sizeof kHostTypes[0];
+  for (size_t i = 0; i < n; ++i) {
+    text += i == 0 ? "" : i + 1 == n ? " or " : ", ";
+    text += format::traits_of(kHostTypes[i].dtype).name;
+  }
+  return text;
+}
+
+}  // namespace mote::convert

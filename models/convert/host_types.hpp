@@ -1,0 +1,33 @@
+// The converter's row per dtype it writes (ggml's to_float / from_float_ref split): the matrix
+// dtypes a user can ask for, each with its reference encoder and decoder. The block sizes, name,
+// scale fields and x8 twin are the dtype's format::DTypeTraits row; quantize.cpp, repack.cpp, the
+// writer and every message listing the dtypes read these two tables instead of naming types.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "format/format.hpp"
+
+namespace mote::convert {
+
+struct HostType {
+  format::DType dtype;  // a plain one (x8 twins are written by repack.hpp from these blocks)
+  // n_blocks blocks of the dtype (format row's block_elements values each; a float is a block)
+  // from floats, bit for bit as the gguf Python package's gguf.quants.quantize.
+  void (*quantize_ref)(const float *src, size_t n_blocks, uint8_t *dst);
+  // The inverse, exact for bytes quantize_ref wrote.
+  void (*dequantize_ref)(const uint8_t *src, size_t n_blocks, float *dst);
+};
+
+// The row for dtype, or null when the converter does not write it (bf16, the x8 layouts).
+const HostType *host_type(format::DType dtype);
+
+// Every row, in the order messages list them ("f32, f16, q8_0, ..."); *count gets how many.
+const HostType *host_types(size_t *count);
+
+// "f32, f16, q8_0, q4_0 or q4_1": the dtypes matrices can be stored as, for messages.
+std::string host_type_list();
+
+}  // namespace mote::convert
