@@ -1,0 +1,147 @@
+// The dtype rows: format::DTypeTraits (the on-disk layout), the runtime's WeightType rows and the
+// converter's host rows agree with each other and with independent facts (GGUF's type ids and
+// block sizes, the kernels' block structs), and every consumer reads them:
+// - each runtime row's dequantize_row reads row r of a matrix at the row's own byte offset, equal
+//   to the converter's reference decoder on that row's plain blocks (x8 rows deinterleaved);
+// - every host row's quantize_ref / dequantize_ref pair round-trips its own bytes;
+// - the converter's type list in messages is generated from the host rows.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dequant.hpp"
+#include "host_types.hpp"
+#include "kernels/quant.hpp"
+#include "model/weight_types.hpp"
+#include "mote_writer.hpp"
+#include "quantize.hpp"
+#include "repack.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using mote::format::DType;
+using mote::format::DTypeTraits;
+using mote::format::traits_of;
+
+std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  std::vector<float> values(n);
+  for (float &v : values) v = value(rng);
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("dtype rows: GGUF's type ids and block sizes, the kernels' block structs, twins") {
+  // GGMLQuantizationType (the GGUF spec / gguf Python package's constants.py).
+  struct Expected {
+    DType dtype;
+    const char *name;
+    uint32_t ggml_type, block_elements, block_bytes, interleaved_rows, scale_fields;
+    DType twin;
+  };
+  const uint32_t none = mote::format::kNoGgmlType;
+  const Expected expected[] = {
+      {DType::f32, "f32", 0, 1, 4, 1, 0, DType::f32},
+      {DType::f16, "f16", 1, 1, 2, 1, 0, DType::f16},
+      {DType::bf16, "bf16", 30, 1, 2, 1, 0, DType::bf16},
+      {DType::q8_0, "q8_0", 8, 32, sizeof(mote::kernels::BlockQ8_0), 1, 1, DType::q8_0x8},
+      {DType::q4_0, "q4_0", 2, 32, sizeof(mote::kernels::BlockQ4_0), 1, 1, DType::q4_0x8},
+      {DType::q4_1, "q4_1", 3, 32, sizeof(mote::kernels::BlockQ4_1), 1, 2, DType::q4_1x8},
+      {DType::q8_0x8, "q8_0x8", none, 32, sizeof(mote::kernels::BlockQ8_0x8) / 8, 8, 1, DType::q8_0},
+      {DType::q4_0x8, "q4_0x8", none, 32, sizeof(mote::kernels::BlockQ4_0x8) / 8, 8, 1, DType::q4_0},
+      {DType::q4_1x8, "q4_1x8", none, 32, sizeof(mote::kernels::BlockQ4_1x8) / 8, 8, 2, DType::q4_1},
+  };
+  REQUIRE(mote::format::kDTypeCount == sizeof expected / sizeof expected[0]);
+  CHECK(mote::format::dtype_traits(mote::format::kDTypeCount) == nullptr);
+  for (const Expected &want : expected) {
+    const DTypeTraits &row = traits_of(want.dtype);
+    CAPTURE(want.name);
+    CHECK(mote::format::dtype_traits(static_cast<uint32_t>(want.dtype)) == &row);
+    CHECK(std::string(row.name) == want.name);
+    CHECK(row.ggml_type == want.ggml_type);
+    CHECK(row.block_elements == want.block_elements);
+    CHECK(row.block_bytes == want.block_bytes);
+    CHECK(row.interleaved_rows == want.interleaved_rows);
+    CHECK(row.scale_fields == want.scale_fields);
+    CHECK(row.scale_offset == 0);
+    CHECK(row.twin == want.twin);
+    if (row.ggml_type != none) {
+      // The converter's own table of ggml's types agrees on the bytes the ids name.
+      const mote::convert::GgmlTypeInfo *info = mote::convert::ggml_type_info(row.ggml_type);
+      REQUIRE(info != nullptr);
+      CHECK(info->block_elements == row.block_elements);
+      CHECK(info->block_bytes == row.block_bytes);
+    }
+  }
+}
+
+TEST_CASE("dtype rows: every runtime row reads row r at its own offset, as the converter's reference decodes it") {
+  size_t tested = 0;
+  for (uint32_t d = 0; d < mote::format::kDTypeCount; ++d) {
+    const mote::WeightType *type = mote::weight_type(d);
+    if (type == nullptr) continue;  // bf16: stored, not run
+    const DType dtype = static_cast<DType>(d);
+    const DType plain = mote::convert::plain_dtype(dtype);
+    const mote::convert::HostType *row = mote::convert::host_type(plain);
+    CAPTURE(traits_of(dtype).name);
+    REQUIRE(row != nullptr);
+    const size_t rows = 16, cols = 3 * std::max<size_t>(traits_of(plain).block_elements, 32);
+    const std::vector<float> values = random_values(rows * cols, 7 + d);
+    const std::vector<uint8_t> blocks = mote::convert::quantize(values.data(), values.size(), plain);
+    const size_t row_bytes = mote::weight_row_bytes(plain, cols);
+    REQUIRE(blocks.size() == rows * row_bytes);
+    const std::vector<uint8_t> stored =
+        dtype == plain ? blocks : mote::convert::interleave_rows(blocks, plain, rows, cols);
+    for (size_t r = 0; r < rows; ++r) {
+      std::vector<float> got(cols), want(cols);
+      type->dequantize_row(got.data(), stored.data(), r, cols);
+      row->dequantize_ref(blocks.data() + r * row_bytes, cols / traits_of(plain).block_elements, want.data());
+      CHECK_MESSAGE(std::memcmp(got.data(), want.data(), cols * sizeof(float)) == 0, "row " << r);
+    }
+    ++tested;
+  }
+  CHECK(tested == 8);  // f32, f16, q8_0, q4_0, q4_1 and the three x8 layouts
+}
+
+TEST_CASE("dtype rows: each host row's quantize_ref and dequantize_ref round-trip its bytes") {
+  size_t n = 0;
+  const mote::convert::HostType *rows = mote::convert::host_types(&n);
+  for (size_t i = 0; i < n; ++i) {
+    const DTypeTraits &traits = traits_of(rows[i].dtype);
+    CAPTURE(traits.name);
+    CHECK(traits.interleaved_rows == 1);
+    const size_t n_values = 4 * 32;
+    const std::vector<float> values = random_values(n_values, 100 + static_cast<uint32_t>(i));
+    const std::vector<uint8_t> bytes = mote::convert::quantize(values.data(), n_values, rows[i].dtype);
+    REQUIRE(bytes.size() == n_values / traits.block_elements * traits.block_bytes);
+    std::vector<float> decoded(n_values);
+    rows[i].dequantize_ref(bytes.data(), n_values / traits.block_elements, decoded.data());
+    // Within a step of the values (q4_0 clips its top one): 4-bit steps over [-2, 2] are at most 0.27.
+    for (size_t v = 0; v < n_values; ++v) CHECK(std::fabs(decoded[v] - values[v]) <= 0.3f);
+    // And the decoder is ggml's to_float for the GGUF type of these same bytes.
+    std::vector<float> ggml(n_values);
+    REQUIRE(mote::convert::dequantize_ggml(traits.ggml_type, bytes.data(), n_values, ggml.data()));
+    CHECK(std::memcmp(ggml.data(), decoded.data(), n_values * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("dtype rows: the converter writes exactly its host rows, and its messages list them") {
+  CHECK(mote::convert::host_type_list() == "f32, f16, q8_0, q4_0 or q4_1");
+  CHECK(mote::convert::host_type(DType::bf16) == nullptr);
+  CHECK(mote::convert::host_type(DType::q4_1x8) == nullptr);
+  std::string error;
+  CHECK(!mote::convert::check_matrix_dtype(DType::bf16, &error));
+  CHECK(error == "matrices are stored as f32, f16, q8_0, q4_0 or q4_1, not bf16");
+  CHECK(mote::convert::check_matrix_dtype(DType::q4_0, &error));
+  CHECK(mote::convert::is_quantized(DType::q8_0));
+  CHECK(!mote::convert::is_quantized(DType::f16));
+  CHECK(!mote::convert::is_quantized(DType::q8_0x8));
+  CHECK(!mote::convert::interleaved_dtype(DType::bf16));
+  CHECK(mote::convert::interleaved_dtype(DType::q4_0) == DType::q4_0x8);
+}
