@@ -58,7 +58,8 @@ struct SourceTensor {
   uint32_t ggml_type;  // a dequantizable one
 };
 
-// The dtypes matrices can be stored as: f32, f16, q8_0, q4_0, q4_1. False with a message otherwise.
+// The dtypes matrices can be stored as: those with a host row (host_types.hpp: f32, f16, q8_0,
+// q4_0, q4_1). False with a message listing them otherwise.
 bool check_matrix_dtype(format::DType dtype, std::string *error);
 
 // How quantized matrices order their blocks.
@@ -71,9 +72,10 @@ enum class BlockLayout {
 
 // The dtype the tensor for slot is written as. Vectors (norms) are always f32. A matrix takes the
 // requested dtype; with none requested it keeps the source's own type when .mote has it (F32,
-// F16, Q8_0, Q4_0, Q4_1: GGUF's "as stored"), else (BF16, K-quants) becomes f16. A requested
-// quantized type falls back to f16 for a matrix whose rows are not whole 32-value blocks. With
-// the interleaved layout a quantized matrix whose rows are a multiple of 8 takes the x8 twin.
+// F16, Q8_0, Q4_0, Q4_1: a host row's format row names its ggml type), else (BF16, K-quants)
+// becomes f16. A requested quantized type falls back to f16 for a matrix whose rows are not
+// whole blocks. With the interleaved layout a quantized matrix whose rows are a multiple of 8
+// takes the x8 twin.
 format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested,
                            BlockLayout layout);
 

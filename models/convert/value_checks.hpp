@@ -25,7 +25,8 @@ std::string describe(const BadNumber &bad);
 
 BadNumber first_non_finite(const float *values, size_t n);
 
-// n_elements stored as dtype (f32, f16, q8_0, q4_0 or q4_1; never an x8 twin).
+// n_elements stored as dtype (a host row's: f32, f16 or blocks whose scales its format row places;
+// never an x8 twin).
 BadNumber first_non_finite_stored(const uint8_t *bytes, size_t n_elements, format::DType dtype);
 
 }  // namespace mote::convert

@@ -90,6 +90,7 @@ constexpr WeightType quantized_row(uint32_t chunk_rows) {
 
 namespace ref = kernels::ref;
 
+// Each row: its dtype, block struct, kernel(s) and reference row reader, then its chunk_rows.
 constexpr WeightType kWeightTypes[] = {
     float_row<DType::f32, float, &KernelTable::matvec_f32, &KernelTable::matmul_f32, dequantize_f32>(12),
     float_row<DType::f16, uint16_t, &KernelTable::matvec_f16, &KernelTable::matmul_f16, dequantize_f16>(12),
