@@ -35,7 +35,7 @@ using Bytes = std::vector<uint8_t>;
 // ---- a GGUF writer ---------------------------------------------------------------------------
 
 enum : uint32_t { kU8 = 0, kI8, kU16, kI16, kU32, kI32, kF32, kBool, kString, kArray, kU64, kI64, kF64 };
-enum : uint32_t { kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ4_1 = 3, kGgmlQ5_0 = 6, kGgmlQ8_0 = 8 };
+enum : uint32_t { kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ4_1 = 3, kGgmlQ5_0 = 6, kGgmlQ8_0 = 8, kGgmlQ8_1 = 9 };
 
 template <typename T>
 void put(Bytes &out, T value) {
