@@ -312,6 +312,16 @@ inline std::vector<float> floats_of(const TensorData &t) {
   return v;
 }
 
+// The GGUF name of a converted matrix ("blk.0.attn_q.weight").
+inline std::string gguf_name(const TensorData &t) {
+  mote::format::TensorEntry e{};
+  e.role = static_cast<uint32_t>(t.role);
+  e.layer = t.layer;
+  char name[64];
+  mote::format::tensor_name(e, name, sizeof name);
+  return std::string(name) + ".weight";
+}
+
 inline std::string hex_of(const std::string &s) {
   static const char *const kHex = "0123456789abcdef";
   std::string out;

@@ -19,19 +19,6 @@
 
 using namespace mote_convert_test;
 
-namespace {
-
-std::string gguf_name(const TensorData &t) {
-  mote::format::TensorEntry e{};
-  e.role = static_cast<uint32_t>(t.role);
-  e.layer = t.layer;
-  char name[64];
-  mote::format::tensor_name(e, name, sizeof name);
-  return std::string(name) + ".weight";
-}
-
-}  // namespace
-
 // ---- dequantization ---------------------------------------------------------------------------------
 
 TEST_CASE("dequant: hand-made blocks") {

@@ -82,7 +82,7 @@ Tiled tile(const GoldenBlocks &g, size_t n_blocks) {
   return t;
 }
 
-constexpr uint32_t kWide = 256;  // the mixed model's width: rows of whole 256-element super-blocks
+constexpr uint32_t kWide = 256;   // the mixed model's width: rows of whole 256-element super-blocks
 constexpr uint32_t kVocab = 262;  // valid_gguf's vocabulary
 
 // valid_gguf()'s metadata and tokenizer with 256-wide matrices, each of its own block type (the
@@ -99,8 +99,8 @@ Gguf mixed_gguf(const std::map<std::string, GoldenBlocks> &goldens, std::map<std
   };
   const uint64_t kv_rows = kWide / kHeads * kKvHeads;
   const Matrix matrices[] = {
-      {"token_embd.weight", kVocab, "Q2_K"},      {"blk.0.attn_q.weight", kWide, "Q4_K"},
-      {"blk.0.attn_k.weight", kv_rows, "Q5_0"},   {"blk.0.attn_v.weight", kv_rows, "Q3_K"},
+      {"token_embd.weight", kVocab, "Q2_K"},       {"blk.0.attn_q.weight", kWide, "Q4_K"},
+      {"blk.0.attn_k.weight", kv_rows, "Q5_0"},    {"blk.0.attn_v.weight", kv_rows, "Q3_K"},
       {"blk.0.attn_output.weight", kWide, "Q5_1"}, {"blk.0.ffn_gate.weight", kWide, "IQ4_NL"},
       {"blk.0.ffn_down.weight", kWide, "IQ4_XS"},  {"blk.0.ffn_up.weight", kWide, "Q5_K"},
       {"output.weight", kVocab, "Q6_K"},
@@ -131,15 +131,6 @@ Gguf with_nan_q4_k_scale(Gguf valid) {
   const uint16_t nan = 0x7E00;
   std::memcpy(valid.tensor("blk.0.attn_q.weight")->data.data() + 2 * 144, &nan, 2);
   return valid;
-}
-
-std::string gguf_name(const TensorData &t) {
-  mote::format::TensorEntry e{};
-  e.role = static_cast<uint32_t>(t.role);
-  e.layer = t.layer;
-  char name[64];
-  mote::format::tensor_name(e, name, sizeof name);
-  return std::string(name) + ".weight";
 }
 
 void write_bytes(const std::string &path, const Bytes &bytes) {

@@ -65,9 +65,9 @@ struct BlockQ6_K {
 };
 struct BlockIQ4_XS {
   uint16_t d;
-  uint16_t scales_h;   // bits 2s, 2s+1: the top two bits of sub-block s's six-bit scale
+  uint16_t scales_h;    // bits 2s, 2s+1: the top two bits of sub-block s's six-bit scale
   uint8_t scales_l[4];  // the low nibbles, two sub-blocks a byte
-  uint8_t qs[128];     // 16 bytes a 32-element sub-block, packed as Q4_0's
+  uint8_t qs[128];      // 16 bytes a 32-element sub-block, packed as Q4_0's
 };
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20, "ggml block sizes");
 static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24 && sizeof(BlockIQ4_NL) == 18, "ggml block sizes");
