@@ -35,7 +35,7 @@ using Bytes = std::vector<uint8_t>;
 // ---- a GGUF writer ---------------------------------------------------------------------------
 
 enum : uint32_t { kU8 = 0, kI8, kU16, kI16, kU32, kI32, kF32, kBool, kString, kArray, kU64, kI64, kF64 };
-enum : uint32_t { kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ4_1 = 3, kGgmlQ5_0 = 6, kGgmlQ8_0 = 8 };
+enum : uint32_t { kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ4_1 = 3, kGgmlQ5_0 = 6, kGgmlQ8_0 = 8, kGgmlQ8_1 = 9 };
 
 template <typename T>
 void put(Bytes &out, T value) {
@@ -310,6 +310,16 @@ inline std::vector<float> floats_of(const TensorData &t) {
     mote::convert::dequantize_f16(t.bytes.data(), n, v.data());
   }
   return v;
+}
+
+// The GGUF name of a converted matrix ("blk.0.attn_q.weight").
+inline std::string gguf_name(const TensorData &t) {
+  mote::format::TensorEntry e{};
+  e.role = static_cast<uint32_t>(t.role);
+  e.layer = t.layer;
+  char name[64];
+  mote::format::tensor_name(e, name, sizeof name);
+  return std::string(name) + ".weight";
 }
 
 inline std::string hex_of(const std::string &s) {

@@ -400,9 +400,9 @@ TEST_CASE("gguf: llama files that do not fit the architecture") {
   }
   {
     Gguf g = valid;
-    g.tensors[3].type = kGgmlQ5_0;
-    g.tensors[3].data.assign(16 * 22, 0);
-    expect_gguf_error(g, "'blk.0.attn_k.weight' has type Q5_0, which mote convert cannot import");
+    g.tensors[3].type = kGgmlQ8_1;  // ggml's activation type: no model file stores it
+    g.tensors[3].data.assign(16 * 40, 0);
+    expect_gguf_error(g, "'blk.0.attn_k.weight' has type Q8_1, which mote convert cannot import");
   }
   {
     Gguf g = valid;

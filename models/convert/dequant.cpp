@@ -7,10 +7,100 @@
 namespace mote::convert {
 namespace {
 
-constexpr size_t kQK = 256;  // elements per K-quant super-block
+// ggml's blocks, field for field (fp16 fields as their bits; the host is little-endian, as the
+// GGUF file is). Read by memcpy: tensor data in a file is not aligned for the uint16_t fields.
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[32];
+};
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[16];  // element j: low nibble of qs[j], element j + 16: its high nibble
+};
+struct BlockQ4_1 {
+  uint16_t d, m;
+  uint8_t qs[16];
+};
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];  // bit j (of the little-endian uint32): the fifth bit of element j
+  uint8_t qs[16];
+};
+struct BlockQ5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[16];
+};
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[16];  // indices into kIQ4Values, packed as Q4_0's
+};
+struct BlockQ2_K {
+  uint8_t scales[16];  // per 16 elements: scale in the low nibble, min in the high
+  uint8_t qs[64];      // 2-bit codes
+  uint16_t d, dmin;
+};
+struct BlockQ3_K {
+  uint8_t hmask[32];   // bit k of hmask[l]: the third bit of element 32k + l
+  uint8_t qs[64];      // low 2 bits
+  uint8_t scales[12];  // 16 six-bit scales, offset by 32
+  uint16_t d;
+};
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];  // 8 six-bit scales and 8 six-bit mins (unpack_k_scales)
+  uint8_t qs[128];
+};
+struct BlockQ5_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qh[32];  // bit s of qh[j]: the fifth bit of element j of sub-block s
+  uint8_t qs[128];
+};
+struct BlockQ6_K {
+  uint8_t ql[128];  // low 4 bits
+  uint8_t qh[64];   // high 2 bits
+  int8_t scales[16];
+  uint16_t d;
+};
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;    // bits 2s, 2s+1: the top two bits of sub-block s's six-bit scale
+  uint8_t scales_l[4];  // the low nibbles, two sub-blocks a byte
+  uint8_t qs[128];      // 16 bytes a 32-element sub-block, packed as Q4_0's
+};
+static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20, "ggml block sizes");
+static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24 && sizeof(BlockIQ4_NL) == 18, "ggml block sizes");
+static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144, "ggml block sizes");
+static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockIQ4_XS) == 136, "ggml block sizes");
 
-uint16_t load_u16(const uint8_t *p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-float load_fp16(const uint8_t *p) { return fp16_to_f32(load_u16(p)); }
+constexpr int kQK = 256;  // elements per K-quant super-block
+
+// IQ4_NL's and IQ4_XS's 16 non-uniform levels (ggml's kvalues_iq4nl).
+constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+float half(uint16_t bits) { return fp16_to_f32(bits); }
+
+// Calls fn(block, out) for each of n_blocks blocks of type Block at src, out advancing by
+// elements floats from dst.
+template <typename Block, typename Fn>
+void for_each_block(const uint8_t *src, size_t n_blocks, float *dst, int elements, Fn fn) {
+  for (size_t b = 0; b < n_blocks; ++b) {
+    Block block;
+    std::memcpy(&block, src + b * sizeof(Block), sizeof(Block));
+    fn(block, dst + b * static_cast<size_t>(elements));
+  }
+}
+
+// The 4-bit code of element j (0..31) of a 32-element run packed in 16 bytes.
+int nibble(const uint8_t *qs, int j) { return j < 16 ? qs[j] & 0x0F : qs[j - 16] >> 4; }
+
+// Q5_0/Q5_1's five-bit code of element j.
+int five_bits(const uint8_t *qs, const uint8_t qh_bytes[4], int j) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, 4);
+  return nibble(qs, j) | static_cast<int>((qh >> j) & 1) << 4;
+}
 
 // The K-quants' twelve bytes of packed 6-bit scales and mins for 8 sub-blocks:
 // bytes 0..3 hold scales 0..3 (low 6 bits) and the top 2 bits of scales 4..7; bytes 4..7 the
@@ -24,6 +114,22 @@ void unpack_k_scales(const uint8_t *packed, uint8_t scales[8], uint8_t mins[8]) 
   }
 }
 
+// Q4_K / Q5_K: x = (d * scale[s]) * q - dmin * min[s] over sub-blocks s of 32, where
+// code(s, j) gives q for element j of sub-block s.
+template <typename Code>
+void dequantize_k_sub_blocks(uint16_t d_bits, uint16_t dmin_bits, const uint8_t packed[12], float *out, Code code) {
+  const float d = half(d_bits), dmin = half(dmin_bits);
+  uint8_t scales[8], mins[8];
+  unpack_k_scales(packed, scales, mins);
+  for (int s = 0; s < 8; ++s) {
+    const float ds = d * static_cast<float>(scales[s]), dm = dmin * static_cast<float>(mins[s]);
+    for (int j = 0; j < 32; ++j) out[32 * s + j] = ds * static_cast<float>(code(s, j)) - dm;
+  }
+}
+
+// Q4_K's code: sub-block s reads the low (s even) or high (s odd) nibbles of qs[32*(s/2), +32).
+int q4_k_code(const uint8_t *qs, int s, int j) { return (qs[32 * (s / 2) + j] >> (4 * (s % 2))) & 0x0F; }
+
 const GgmlTypeInfo kUnknown = {nullptr, 0, 0, false};
 
 }  // namespace
@@ -33,34 +139,34 @@ const GgmlTypeInfo *ggml_type_info(uint32_t type) {
   static const GgmlTypeInfo kTable[] = {
       {"F32", 1, 4, true},
       {"F16", 1, 2, true},
-      {"Q4_0", 32, 18, true},
-      {"Q4_1", 32, 20, true},
+      {"Q4_0", 32, sizeof(BlockQ4_0), true},
+      {"Q4_1", 32, sizeof(BlockQ4_1), true},
       kUnknown,
       kUnknown,
-      {"Q5_0", 32, 22, false},
-      {"Q5_1", 32, 24, false},
-      {"Q8_0", 32, 34, true},
+      {"Q5_0", 32, sizeof(BlockQ5_0), true},
+      {"Q5_1", 32, sizeof(BlockQ5_1), true},
+      {"Q8_0", 32, sizeof(BlockQ8_0), true},
       {"Q8_1", 32, 40, false},
-      {"Q2_K", 256, 84, false},
-      {"Q3_K", 256, 110, false},
-      {"Q4_K", 256, 144, true},
-      {"Q5_K", 256, 176, true},
-      {"Q6_K", 256, 210, true},
-      {"Q8_K", 256, 292, false},
-      {"IQ2_XXS", 256, 66, false},
-      {"IQ2_XS", 256, 74, false},
-      {"IQ3_XXS", 256, 98, false},
-      {"IQ1_S", 256, 50, false},
-      {"IQ4_NL", 32, 18, false},
-      {"IQ3_S", 256, 110, false},
-      {"IQ2_S", 256, 82, false},
-      {"IQ4_XS", 256, 136, false},
+      {"Q2_K", kQK, sizeof(BlockQ2_K), true},
+      {"Q3_K", kQK, sizeof(BlockQ3_K), true},
+      {"Q4_K", kQK, sizeof(BlockQ4_K), true},
+      {"Q5_K", kQK, sizeof(BlockQ5_K), true},
+      {"Q6_K", kQK, sizeof(BlockQ6_K), true},
+      {"Q8_K", kQK, 292, false},
+      {"IQ2_XXS", kQK, 66, false},
+      {"IQ2_XS", kQK, 74, false},
+      {"IQ3_XXS", kQK, 98, false},
+      {"IQ1_S", kQK, 50, false},
+      {"IQ4_NL", 32, sizeof(BlockIQ4_NL), true},
+      {"IQ3_S", kQK, 110, false},
+      {"IQ2_S", kQK, 82, false},
+      {"IQ4_XS", kQK, sizeof(BlockIQ4_XS), true},
       {"I8", 1, 1, false},
       {"I16", 1, 2, false},
       {"I32", 1, 4, false},
       {"I64", 1, 8, false},
       {"F64", 1, 8, false},
-      {"IQ1_M", 256, 56, false},
+      {"IQ1_M", kQK, 56, false},
       {"BF16", 1, 2, true},
       {"Q4_0_4_4", 32, 18, false},
       {"Q4_0_4_8", 32, 18, false},
@@ -73,112 +179,151 @@ const GgmlTypeInfo *ggml_type_info(uint32_t type) {
 void dequantize_f32(const uint8_t *src, size_t n, float *dst) { std::memcpy(dst, src, n * 4); }
 
 void dequantize_f16(const uint8_t *src, size_t n, float *dst) {
-  for (size_t i = 0; i < n; ++i) dst[i] = load_fp16(src + 2 * i);
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, src + 2 * i, 2);
+    dst[i] = half(bits);
+  }
 }
 
 void dequantize_bf16(const uint8_t *src, size_t n, float *dst) {
   for (size_t i = 0; i < n; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(load_u16(src + 2 * i)) << 16;
+    uint16_t upper;
+    std::memcpy(&upper, src + 2 * i, 2);
+    const uint32_t bits = static_cast<uint32_t>(upper) << 16;
     std::memcpy(&dst[i], &bits, 4);
   }
 }
 
-// Q8_0 (34 bytes): fp16 d, 32 x int8 q; x = q * d.
+// x = q * d.
 void dequantize_q8_0(const uint8_t *src, size_t n_blocks, float *dst) {
-  for (size_t b = 0; b < n_blocks; ++b, src += 34, dst += 32) {
-    const float d = load_fp16(src);
-    for (int j = 0; j < 32; ++j) dst[j] = static_cast<float>(static_cast<int8_t>(src[2 + j])) * d;
-  }
+  for_each_block<BlockQ8_0>(src, n_blocks, dst, 32, [](const BlockQ8_0 &b, float *out) {
+    const float d = half(b.d);
+    for (int j = 0; j < 32; ++j) out[j] = static_cast<float>(b.qs[j]) * d;
+  });
 }
 
-// Q4_0 (18 bytes): fp16 d, 16 bytes; element j is the low nibble of byte j, element j + 16 the
-// high nibble; x = d * (q - 8).
+// x = d * (q - 8).
 void dequantize_q4_0(const uint8_t *src, size_t n_blocks, float *dst) {
-  for (size_t b = 0; b < n_blocks; ++b, src += 18, dst += 32) {
-    const float d = load_fp16(src);
-    const uint8_t *qs = src + 2;
-    for (int j = 0; j < 16; ++j) {
-      dst[j] = d * static_cast<float>((qs[j] & 0x0F) - 8);
-      dst[j + 16] = d * static_cast<float>((qs[j] >> 4) - 8);
-    }
-  }
+  for_each_block<BlockQ4_0>(src, n_blocks, dst, 32, [](const BlockQ4_0 &b, float *out) {
+    const float d = half(b.d);
+    for (int j = 0; j < 32; ++j) out[j] = d * static_cast<float>(nibble(b.qs, j) - 8);
+  });
 }
 
-// Q4_1 (20 bytes): fp16 d, fp16 m, 16 bytes as Q4_0; x = d * q + m.
+// x = d * q + m.
 void dequantize_q4_1(const uint8_t *src, size_t n_blocks, float *dst) {
-  for (size_t b = 0; b < n_blocks; ++b, src += 20, dst += 32) {
-    const float d = load_fp16(src), m = load_fp16(src + 2);
-    const uint8_t *qs = src + 4;
-    for (int j = 0; j < 16; ++j) {
-      dst[j] = d * static_cast<float>(qs[j] & 0x0F) + m;
-      dst[j + 16] = d * static_cast<float>(qs[j] >> 4) + m;
-    }
-  }
+  for_each_block<BlockQ4_1>(src, n_blocks, dst, 32, [](const BlockQ4_1 &b, float *out) {
+    const float d = half(b.d), m = half(b.m);
+    for (int j = 0; j < 32; ++j) out[j] = d * static_cast<float>(nibble(b.qs, j)) + m;
+  });
 }
 
-// Q4_K (144 bytes): fp16 d, fp16 dmin, 12 bytes of scales/mins, 128 bytes of nibbles. Sub-block
-// s (32 elements) reads the low (s even) or high (s odd) nibbles of bytes [32*(s/2), +32);
-// x = (d * scale[s]) * q - dmin * min[s].
+// x = d * (q - 16).
+void dequantize_q5_0(const uint8_t *src, size_t n_blocks, float *dst) {
+  for_each_block<BlockQ5_0>(src, n_blocks, dst, 32, [](const BlockQ5_0 &b, float *out) {
+    const float d = half(b.d);
+    for (int j = 0; j < 32; ++j) out[j] = d * static_cast<float>(five_bits(b.qs, b.qh, j) - 16);
+  });
+}
+
+// x = d * q + m.
+void dequantize_q5_1(const uint8_t *src, size_t n_blocks, float *dst) {
+  for_each_block<BlockQ5_1>(src, n_blocks, dst, 32, [](const BlockQ5_1 &b, float *out) {
+    const float d = half(b.d), m = half(b.m);
+    for (int j = 0; j < 32; ++j) out[j] = d * static_cast<float>(five_bits(b.qs, b.qh, j)) + m;
+  });
+}
+
+// x = d * level[q].
+void dequantize_iq4_nl(const uint8_t *src, size_t n_blocks, float *dst) {
+  for_each_block<BlockIQ4_NL>(src, n_blocks, dst, 32, [](const BlockIQ4_NL &b, float *out) {
+    const float d = half(b.d);
+    for (int j = 0; j < 32; ++j) out[j] = d * static_cast<float>(kIQ4Values[nibble(b.qs, j)]);
+  });
+}
+
+// Element e = 128h + 32k + l (half h, shift k, l < 32) is bits 2k..2k+1 of qs[32h + l]; each 16
+// elements have a scale/min byte: x = (d * scale) * q - dmin * min.
+void dequantize_q2_k(const uint8_t *src, size_t n_blocks, float *dst) {
+  for_each_block<BlockQ2_K>(src, n_blocks, dst, kQK, [](const BlockQ2_K &b, float *out) {
+    const float d = half(b.d), dmin = half(b.dmin);
+    for (int group = 0; group < 16; ++group) {
+      const float dl = d * static_cast<float>(b.scales[group] & 0x0F);
+      const float ml = dmin * static_cast<float>(b.scales[group] >> 4);
+      for (int i = 0; i < 16; ++i) {
+        const int e = 16 * group + i, h = e / 128, k = (e % 128) / 32, l = e % 32;
+        out[e] = dl * static_cast<float>((b.qs[32 * h + l] >> (2 * k)) & 3) - ml;
+      }
+    }
+  });
+}
+
+// As Q2_K's codes, less 4 where the element's hmask bit is clear; sixteen six-bit scales:
+// x = (d * (scale - 32)) * q.
+void dequantize_q3_k(const uint8_t *src, size_t n_blocks, float *dst) {
+  for_each_block<BlockQ3_K>(src, n_blocks, dst, kQK, [](const BlockQ3_K &b, float *out) {
+    const float d = half(b.d);
+    for (int group = 0; group < 16; ++group) {
+      // Low 4 bits: nibble group/8 of byte group%8; top 2 bits: bits 2(group/4) of byte 8 + group%4.
+      const int low = (b.scales[group % 8] >> (4 * (group / 8))) & 0x0F;
+      const int high = (b.scales[8 + group % 4] >> (2 * (group / 4))) & 0x03;
+      const float dl = d * static_cast<float>((low | high << 4) - 32);
+      for (int i = 0; i < 16; ++i) {
+        const int e = 16 * group + i, h = e / 128, k = (e % 128) / 32, l = e % 32;
+        const int code = (b.qs[32 * h + l] >> (2 * k)) & 3;
+        const bool no_offset = (b.hmask[l] >> (e / 32)) & 1;
+        out[e] = dl * static_cast<float>(code - (no_offset ? 0 : 4));
+      }
+    }
+  });
+}
+
 void dequantize_q4_k(const uint8_t *src, size_t n_blocks, float *dst) {
-  for (size_t b = 0; b < n_blocks; ++b, src += 144, dst += kQK) {
-    const float d = load_fp16(src), dmin = load_fp16(src + 2);
-    uint8_t scales[8], mins[8];
-    unpack_k_scales(src + 4, scales, mins);
-    const uint8_t *qs = src + 16;
-    for (int s = 0; s < 8; ++s) {
-      const float ds = d * static_cast<float>(scales[s]), dm = dmin * static_cast<float>(mins[s]);
-      const uint8_t *q = qs + 32 * (s / 2);
-      const int shift = 4 * (s % 2);
-      for (int j = 0; j < 32; ++j) dst[32 * s + j] = ds * static_cast<float>((q[j] >> shift) & 0x0F) - dm;
-    }
-  }
+  for_each_block<BlockQ4_K>(src, n_blocks, dst, kQK, [](const BlockQ4_K &b, float *out) {
+    dequantize_k_sub_blocks(b.d, b.dmin, b.scales, out, [&](int s, int j) { return q4_k_code(b.qs, s, j); });
+  });
 }
 
-// Q5_K (176 bytes): as Q4_K with 32 bytes of high bits after the scales; bit s of qh[j] is the
-// fifth bit of element j of sub-block s.
 void dequantize_q5_k(const uint8_t *src, size_t n_blocks, float *dst) {
-  for (size_t b = 0; b < n_blocks; ++b, src += 176, dst += kQK) {
-    const float d = load_fp16(src), dmin = load_fp16(src + 2);
-    uint8_t scales[8], mins[8];
-    unpack_k_scales(src + 4, scales, mins);
-    const uint8_t *qh = src + 16;
-    const uint8_t *qs = src + 48;
-    for (int s = 0; s < 8; ++s) {
-      const float ds = d * static_cast<float>(scales[s]), dm = dmin * static_cast<float>(mins[s]);
-      const uint8_t *q = qs + 32 * (s / 2);
-      const int shift = 4 * (s % 2);
-      for (int j = 0; j < 32; ++j) {
-        const int value = ((q[j] >> shift) & 0x0F) | (((qh[j] >> s) & 1) << 4);
-        dst[32 * s + j] = ds * static_cast<float>(value) - dm;
-      }
-    }
-  }
+  for_each_block<BlockQ5_K>(src, n_blocks, dst, kQK, [](const BlockQ5_K &b, float *out) {
+    dequantize_k_sub_blocks(b.d, b.dmin, b.scales, out,
+                            [&](int s, int j) { return q4_k_code(b.qs, s, j) | ((b.qh[j] >> s) & 1) << 4; });
+  });
 }
 
-// Q6_K (210 bytes): 128 bytes of low nibbles, 64 bytes of 2-bit high parts, 16 int8 scales (one
-// per 16 elements), fp16 d. In each half h of 128 elements, element r takes the nibble of
-// ql[64h + r%64] selected by r/64 and the 2 bits of qh[32h + r%32] selected by r/32;
-// x = (d * scale) * (q - 32).
+// In each half h of 128 elements, element r takes the nibble of ql[64h + r%64] selected by r/64
+// and the 2 bits of qh[32h + r%32] selected by r/32; x = (d * scale[e/16]) * (q - 32).
 void dequantize_q6_k(const uint8_t *src, size_t n_blocks, float *dst) {
-  for (size_t b = 0; b < n_blocks; ++b, src += 210, dst += kQK) {
-    const uint8_t *ql = src, *qh = src + 128;
-    const int8_t *scales = reinterpret_cast<const int8_t *>(src + 192);
-    const float d = load_fp16(src + 208);
-    for (int h = 0; h < 2; ++h) {
-      for (int r = 0; r < 128; ++r) {
-        const int low = (ql[64 * h + r % 64] >> (4 * (r / 64))) & 0x0F;
-        const int high = (qh[32 * h + r % 32] >> (2 * (r / 32))) & 0x03;
-        const int e = 128 * h + r;
-        dst[e] = (d * static_cast<float>(scales[e / 16])) * static_cast<float>((low | (high << 4)) - 32);
-      }
+  for_each_block<BlockQ6_K>(src, n_blocks, dst, kQK, [](const BlockQ6_K &b, float *out) {
+    const float d = half(b.d);
+    for (int e = 0; e < kQK; ++e) {
+      const int h = e / 128, r = e % 128;
+      const int low = (b.ql[64 * h + r % 64] >> (4 * (r / 64))) & 0x0F;
+      const int high = (b.qh[32 * h + r % 32] >> (2 * (r / 32))) & 0x03;
+      out[e] = (d * static_cast<float>(b.scales[e / 16])) * static_cast<float>((low | high << 4) - 32);
     }
-  }
+  });
+}
+
+// Eight sub-blocks of 32, each with a six-bit scale: x = (d * (scale - 32)) * level[q].
+void dequantize_iq4_xs(const uint8_t *src, size_t n_blocks, float *dst) {
+  for_each_block<BlockIQ4_XS>(src, n_blocks, dst, kQK, [](const BlockIQ4_XS &b, float *out) {
+    const float d = half(b.d);
+    for (int s = 0; s < 8; ++s) {
+      const int low = (b.scales_l[s / 2] >> (4 * (s % 2))) & 0x0F;
+      const int high = (b.scales_h >> (2 * s)) & 0x03;
+      const float dl = d * static_cast<float>((low | high << 4) - 32);
+      for (int j = 0; j < 32; ++j) out[32 * s + j] = dl * static_cast<float>(kIQ4Values[nibble(b.qs + 16 * s, j)]);
+    }
+  });
 }
 
 bool dequantize_ggml(uint32_t type, const uint8_t *src, size_t n_elements, float *dst) {
   const GgmlTypeInfo *info = ggml_type_info(type);
   if (info == nullptr || !info->dequantizable || n_elements % info->block_elements != 0) return false;
   const size_t n_blocks = n_elements / info->block_elements;
+  void (*per_block)(const uint8_t *, size_t, float *) = nullptr;
   switch (static_cast<GgmlType>(type)) {
     case GgmlType::f32:
       dequantize_f32(src, n_elements, dst);
@@ -190,26 +335,46 @@ bool dequantize_ggml(uint32_t type, const uint8_t *src, size_t n_elements, float
       dequantize_bf16(src, n_elements, dst);
       return true;
     case GgmlType::q8_0:
-      dequantize_q8_0(src, n_blocks, dst);
-      return true;
+      per_block = dequantize_q8_0;
+      break;
     case GgmlType::q4_0:
-      dequantize_q4_0(src, n_blocks, dst);
-      return true;
+      per_block = dequantize_q4_0;
+      break;
     case GgmlType::q4_1:
-      dequantize_q4_1(src, n_blocks, dst);
-      return true;
+      per_block = dequantize_q4_1;
+      break;
+    case GgmlType::q5_0:
+      per_block = dequantize_q5_0;
+      break;
+    case GgmlType::q5_1:
+      per_block = dequantize_q5_1;
+      break;
+    case GgmlType::q2_k:
+      per_block = dequantize_q2_k;
+      break;
+    case GgmlType::q3_k:
+      per_block = dequantize_q3_k;
+      break;
     case GgmlType::q4_k:
-      dequantize_q4_k(src, n_blocks, dst);
-      return true;
+      per_block = dequantize_q4_k;
+      break;
     case GgmlType::q5_k:
-      dequantize_q5_k(src, n_blocks, dst);
-      return true;
+      per_block = dequantize_q5_k;
+      break;
     case GgmlType::q6_k:
-      dequantize_q6_k(src, n_blocks, dst);
-      return true;
+      per_block = dequantize_q6_k;
+      break;
+    case GgmlType::iq4_nl:
+      per_block = dequantize_iq4_nl;
+      break;
+    case GgmlType::iq4_xs:
+      per_block = dequantize_iq4_xs;
+      break;
     default:
       return false;
   }
+  per_block(src, n_blocks, dst);
+  return true;
 }
 
 }  // namespace mote::convert

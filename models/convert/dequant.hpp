@@ -1,10 +1,11 @@
 // Dequantization of ggml tensor blocks into floats (host side, for the GGUF importer).
 //
 // One function per block type, each over whole blocks, plus one dispatcher. The block layouts are
-// ggml's (see the gguf Python package's quants.py): 32-element blocks with fp16 scales for the
-// legacy types, 256-element super-blocks with 6-bit packed sub-block scales for the K-quants.
-// The arithmetic is done in float in the same order as ggml's reference (d*q + m, (d*sc)*q - dmin*m)
-// so the results match gguf.quants.dequantize exactly.
+// ggml's (block structs in dequant.cpp, their sizes checked): 32-element blocks with an fp16 scale
+// for Q4_0..Q8_0 and IQ4_NL, 256-element super-blocks with packed sub-block scales for the
+// K-quants and IQ4_XS. The arithmetic is done in float in the same order as ggml's reference
+// (d*q + m, (d*sc)*q - dmin*m, no fused multiply-adds) so the results match
+// gguf.quants.dequantize bit for bit (tests/golden/gen_dequant_goldens.py).
 #pragma once
 
 #include <cstddef>
@@ -28,6 +29,8 @@ enum class GgmlType : uint32_t {
   q5_k = 13,
   q6_k = 14,
   q8_k = 15,
+  iq4_nl = 20,
+  iq4_xs = 23,
   bf16 = 30,
 };
 
@@ -39,7 +42,7 @@ struct GgmlTypeInfo {
 };
 
 // Null for a type id ggml does not define (the GGUF parser rejects those). Types that ggml
-// defines but mote cannot import (IQ*, Q5_0, ...) have an entry with dequantizable = false, so the
+// defines but mote cannot import (Q8_1, IQ2_XXS, ...) have an entry with dequantizable = false, so the
 // container still validates their sizes.
 const GgmlTypeInfo *ggml_type_info(uint32_t type);
 
@@ -50,9 +53,15 @@ void dequantize_bf16(const uint8_t *src, size_t n, float *dst);
 void dequantize_q8_0(const uint8_t *src, size_t n_blocks, float *dst);
 void dequantize_q4_0(const uint8_t *src, size_t n_blocks, float *dst);
 void dequantize_q4_1(const uint8_t *src, size_t n_blocks, float *dst);
+void dequantize_q5_0(const uint8_t *src, size_t n_blocks, float *dst);
+void dequantize_q5_1(const uint8_t *src, size_t n_blocks, float *dst);
+void dequantize_q2_k(const uint8_t *src, size_t n_blocks, float *dst);
+void dequantize_q3_k(const uint8_t *src, size_t n_blocks, float *dst);
 void dequantize_q4_k(const uint8_t *src, size_t n_blocks, float *dst);
 void dequantize_q5_k(const uint8_t *src, size_t n_blocks, float *dst);
 void dequantize_q6_k(const uint8_t *src, size_t n_blocks, float *dst);
+void dequantize_iq4_nl(const uint8_t *src, size_t n_blocks, float *dst);
+void dequantize_iq4_xs(const uint8_t *src, size_t n_blocks, float *dst);
 
 // Dequantizes n_elements (a multiple of the type's block) of type from src (which holds
 // n_elements / block_elements * block_bytes bytes) into dst. False for a type that is not

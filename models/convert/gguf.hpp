@@ -3,12 +3,14 @@
 //
 // Decisions (the next engineer should know):
 // - By default every matrix is kept as stored: F32, F16, Q8_0, Q4_0 and Q4_1 tensors keep their
-//   bytes (the .mote block layouts are GGUF's; quantized ones interleaved, below), BF16 and
-//   K-quants (which .mote lacks) are dequantized to f16. options.dtype stores every matrix as
-//   that dtype instead (dequantized, then re-quantized for q8_0/q4_0/q4_1; a tensor already in
-//   that type is copied). Norm vectors are always f32. Supported GGUF types: F32, F16, BF16,
-//   Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K; other ggml types are validated as a container but
-//   rejected by the importer.
+//   bytes (the .mote block layouts are GGUF's; quantized ones interleaved, below), BF16, Q5_0,
+//   Q5_1, IQ4_NL and the K-quants and IQ4_XS (which .mote lacks) are dequantized to f16 — a
+//   llama-quantize Q4_K_M file mixes Q4_K/Q6_K with Q5_0/Q8_0/IQ4_NL wherever rows are not whole
+//   256-element super-blocks. options.dtype stores every matrix as that dtype instead
+//   (dequantized, then re-quantized for q8_0/q4_0/q4_1; a tensor already in that type is
+//   copied). Norm vectors are always f32. Supported GGUF types: F32, F16, BF16, Q8_0, Q4_0,
+//   Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; other ggml types (Q8_1,
+//   the IQ1/IQ2/IQ3 families, ...) are validated as a container but rejected by the importer.
 // - Quantized matrices whose rows are a multiple of 8 are stored row-interleaved (q8_0x8, q4_0x8,
 //   q4_1x8: the same bytes reordered) unless options.layout is BlockLayout::gguf, which keeps
 //   GGUF's block order byte for byte.
