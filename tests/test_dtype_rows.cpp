@@ -44,6 +44,7 @@ TEST_CASE("dtype rows: GGUF's type ids and block sizes, the kernels' block struc
     const char *name;
     uint32_t ggml_type, block_elements, block_bytes, interleaved_rows, scale_fields;
     DType twin;
+    uint32_t scale_offset = 0;
   };
   const uint32_t none = mote::format::kNoGgmlType;
   const Expected expected[] = {
@@ -56,6 +57,17 @@ TEST_CASE("dtype rows: GGUF's type ids and block sizes, the kernels' block struc
       {DType::q8_0x8, "q8_0x8", none, 32, sizeof(mote::kernels::BlockQ8_0x8) / 8, 8, 1, DType::q8_0},
       {DType::q4_0x8, "q4_0x8", none, 32, sizeof(mote::kernels::BlockQ4_0x8) / 8, 8, 1, DType::q4_0},
       {DType::q4_1x8, "q4_1x8", none, 32, sizeof(mote::kernels::BlockQ4_1x8) / 8, 8, 2, DType::q4_1},
+      // ggml's block_q5_0 .. block_iq4_nl (ggml-common.h's static_asserts give the same sizes).
+      {DType::q5_0, "q5_0", 6, 32, 22, 1, 1, DType::q5_0x8},
+      {DType::q5_1, "q5_1", 7, 32, 24, 1, 2, DType::q5_1x8},
+      {DType::q5_0x8, "q5_0x8", none, 32, 22, 8, 1, DType::q5_0},
+      {DType::q5_1x8, "q5_1x8", none, 32, 24, 8, 2, DType::q5_1},
+      {DType::q4_k, "q4_k", 12, 256, 144, 1, 2, DType::q4_k},
+      {DType::q5_k, "q5_k", 13, 256, 176, 1, 2, DType::q5_k},
+      {DType::q6_k, "q6_k", 14, 256, 210, 1, 1, DType::q6_k, 208},
+      {DType::q3_k, "q3_k", 11, 256, 110, 1, 1, DType::q3_k, 108},
+      {DType::q2_k, "q2_k", 10, 256, 84, 1, 2, DType::q2_k, 80},
+      {DType::iq4_nl, "iq4_nl", 20, 32, 18, 1, 1, DType::iq4_nl},
   };
   REQUIRE(mote::format::kDTypeCount == sizeof expected / sizeof expected[0]);
   CHECK(mote::format::dtype_traits(mote::format::kDTypeCount) == nullptr);
@@ -69,7 +81,7 @@ TEST_CASE("dtype rows: GGUF's type ids and block sizes, the kernels' block struc
     CHECK(row.block_bytes == want.block_bytes);
     CHECK(row.interleaved_rows == want.interleaved_rows);
     CHECK(row.scale_fields == want.scale_fields);
-    CHECK(row.scale_offset == 0);
+    CHECK(row.scale_offset == want.scale_offset);
     CHECK(row.twin == want.twin);
     if (row.ggml_type != none) {
       // The converter's own table of ggml's types agrees on the bytes the ids name.

@@ -356,13 +356,17 @@ TEST_CASE("loader: tensor table") {
   expect_rejected("n_dims 3", with_entry(Role::attn_v, 0, [](TensorEntry &e) { e.n_dims = 3; }), "has shape");
   expect_rejected("vector as matrix", with_entry(Role::attn_norm, 0, [](TensorEntry &e) { e.n_dims = 2; }),
                   "tensor 'blk.0.attn_norm' has shape");
-  expect_rejected("unknown dtype", with_entry(Role::attn_q, 0, [](TensorEntry &e) { e.dtype = 9; }),
-                  "tensor 'blk.0.attn_q' has unknown dtype 9");
+  expect_rejected("unknown dtype", with_entry(Role::attn_q, 0, [](TensorEntry &e) { e.dtype = mote::format::kDTypeCount; }),
+                  ("tensor 'blk.0.attn_q' has unknown dtype " + std::to_string(mote::format::kDTypeCount)).c_str());
   expect_rejected("unknown dtype huge",
                   with_entry(Role::token_embedding, G, [](TensorEntry &e) { e.dtype = 0xFFFFFFFFu; }),
                   "unknown dtype 4294967295");
   expect_rejected("rows do not fill blocks", with_entry(Role::ffn_down, 1, [](TensorEntry &e) { e.dtype = 3; }),
                   "rows of 48 elements do not fill q8_0 blocks of 32");
+  // A K-quant's 256-value super-blocks: a row of 48 (or SmolLM2's 576) is refused, never read as 32s.
+  expect_rejected("rows do not fill super-blocks",
+                  with_entry(Role::ffn_down, 1, [](TensorEntry &e) { e.dtype = static_cast<uint32_t>(DType::q4_k); }),
+                  "rows of 48 elements do not fill q4_k blocks of 256");
   expect_rejected("vector stored as f16", with_entry(Role::attn_norm, 1, [](TensorEntry &e) { e.dtype = 1; }),
                   "tensor 'blk.1.attn_norm' is a vector stored as f16");
   static_assert(kVocab % 8 != 0, "the x8 row check below needs an embedding whose rows are not a multiple of 8");

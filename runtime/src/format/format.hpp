@@ -37,7 +37,8 @@ enum TokenType : uint8_t {
   kTokenByte = 6,
 };
 
-// q8_0x8, q4_0x8 and q4_1x8 hold the plain quantized blocks of 8 rows interleaved (FORMAT.md).
+// The x8 types hold their plain twin's blocks of 8 rows interleaved (FORMAT.md). q5_0..iq4_nl
+// are GGUF's blocks byte for byte; q4_k..q2_k are 256-value super-blocks.
 enum class DType : uint32_t {
   f32 = 0,
   f16 = 1,
@@ -48,6 +49,16 @@ enum class DType : uint32_t {
   q8_0x8 = 6,
   q4_0x8 = 7,
   q4_1x8 = 8,
+  q5_0 = 9,
+  q5_1 = 10,
+  q5_0x8 = 11,
+  q5_1x8 = 12,
+  q4_k = 13,
+  q5_k = 14,
+  q6_k = 15,
+  q3_k = 16,
+  q2_k = 17,
+  iq4_nl = 18,
 };
 
 // What a tensor is; together with its layer this names it ("blk.3.attn_q").
@@ -231,6 +242,18 @@ inline constexpr DTypeTraits kDTypeTraits[] = {
     {"q8_0x8", DType::q8_0x8, 32, 34, 8, kNoGgmlType, DType::q8_0, 0, 1},
     {"q4_0x8", DType::q4_0x8, 32, 18, 8, kNoGgmlType, DType::q4_0, 0, 1},
     {"q4_1x8", DType::q4_1x8, 32, 20, 8, kNoGgmlType, DType::q4_1, 0, 2},
+    {"q5_0", DType::q5_0, 32, 22, 1, 6, DType::q5_0x8, 0, 1},
+    {"q5_1", DType::q5_1, 32, 24, 1, 7, DType::q5_1x8, 0, 2},
+    {"q5_0x8", DType::q5_0x8, 32, 22, 8, kNoGgmlType, DType::q5_0, 0, 1},
+    {"q5_1x8", DType::q5_1x8, 32, 24, 8, kNoGgmlType, DType::q5_1, 0, 2},
+    // K-quant super-blocks: the fp16 d (and dmin) sit after the packed sub-block fields in q6_k,
+    // q3_k and q2_k, at the start in q4_k and q5_k.
+    {"q4_k", DType::q4_k, 256, 144, 1, 12, DType::q4_k, 0, 2},
+    {"q5_k", DType::q5_k, 256, 176, 1, 13, DType::q5_k, 0, 2},
+    {"q6_k", DType::q6_k, 256, 210, 1, 14, DType::q6_k, 208, 1},
+    {"q3_k", DType::q3_k, 256, 110, 1, 11, DType::q3_k, 108, 1},
+    {"q2_k", DType::q2_k, 256, 84, 1, 10, DType::q2_k, 80, 2},
+    {"iq4_nl", DType::iq4_nl, 32, 18, 1, 20, DType::iq4_nl, 0, 1},
 };
 constexpr uint32_t kDTypeCount = sizeof kDTypeTraits / sizeof kDTypeTraits[0];
 
