@@ -36,12 +36,11 @@ template <class Tag>
 KernelTable with_quant_products(KernelTable base, Isa isa, const char *isa_name) {
   base.isa = isa;
   base.isa_name = isa_name;
-  base.matmul_q8_0 = &simd::matmul_q8_0<Tag>;
-  base.matmul_q4_0 = &simd::matmul_q4_0<Tag>;
-  base.matmul_q4_1 = &simd::matmul_q4_1<Tag>;
-  base.matmul_q8_0x8 = &simd::matmul_q8_0x8<Tag>;
-  base.matmul_q4_0x8 = &simd::matmul_q4_0x8<Tag>;
-  base.matmul_q4_1x8 = &simd::matmul_q4_1x8<Tag>;
+#define MOTE_KERNEL(name, type)
+#define MOTE_QUANT_KERNEL(name, type) base.name = &simd::name<Tag>;
+#include "kernels/kernel_list.inc"
+#undef MOTE_QUANT_KERNEL
+#undef MOTE_KERNEL
   return base;
 }
 
