@@ -2,7 +2,8 @@
 """Side-by-side benchmark: mote against llama.cpp on SmolLM2-135M-Instruct.
 
 Both runtimes read the same weights in the same storage type: the fetched Q4_1 GGUF is turned
-into F32, F16, Q8_0, Q4_0 and Q4_1 GGUFs with llama.cpp's llama-quantize, and each GGUF is
+into F32, F16, Q8_0, Q4_0 and Q4_1 GGUFs (--types adds Q5_0, Q5_1, IQ4_NL, Q6_K and the K mixes
+Q5_K_M ... Q2_K) with llama.cpp's llama-quantize, and each GGUF is
 converted for mote as stored (`mote convert X.gguf`: the GGUF's own blocks, quantized ones
 interleaved 8 rows at a time, so both runtimes read the very same numbers, Q8_0 embeddings
 included). `mote bench` and `llama-bench` then run
@@ -42,8 +43,13 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mote"
 PEERS = CACHE / "peers"
 SOURCE_GGUF = CACHE / "SmolLM2-135M-Instruct.Q4_1.gguf"
 SHARED_MODELS = REPO.parent / "shared" / "models"
-ALL_TYPES = ["f32", "f16", "q8_0", "q4_0", "q4_1"]
-LLAMA_QUANT_NAMES = {"f32": "F32", "f16": "F16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1"}
+# llama-quantize's type names; the mixes (q4_k_m, ...) are whole-file recipes whose GGUFs mote
+# converts as stored, tensor by tensor.
+LLAMA_QUANT_NAMES = {"f32": "F32", "f16": "F16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1", "q5_0": "Q5_0",
+                     "q5_1": "Q5_1", "iq4_nl": "IQ4_NL", "q6_k": "Q6_K", "q5_k_m": "Q5_K_M", "q5_k_s": "Q5_K_S",
+                     "q4_k_m": "Q4_K_M", "q4_k_s": "Q4_K_S", "q3_k_m": "Q3_K_M", "q3_k_s": "Q3_K_S", "q2_k": "Q2_K"}
+ALL_TYPES = list(LLAMA_QUANT_NAMES)
+DEFAULT_TYPES = ["f32", "f16", "q8_0", "q4_0", "q4_1"]
 RUNTIMES = ["mote", "llama.cpp"]
 BUSY_CORES_WARN = 0.5  # other processes' CPU use (in cores) above which a figure is suspect
 LOAD_SAMPLE_S = 0.5
@@ -572,7 +578,7 @@ class Report:
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--types", default=",".join(ALL_TYPES),
+    parser.add_argument("--types", default=",".join(DEFAULT_TYPES),
                         help="comma-separated storage types to compare (default: %(default)s)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of every run (default 3)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 rep, 1 thread, a 64-token prompt, "
