@@ -110,6 +110,10 @@ struct GgufOptions {
   std::function<void(size_t done, size_t total)> progress;
 };
 
+// The GGUF name of a tensor ("token_embd.weight", "blk.3.attn_qkv.bias"), as llama.cpp's llama and
+// gpt2 architectures spell it.
+std::string gguf_tensor_name(format::Role role, uint32_t layer);
+
 // Maps a parsed `llama` GGUF onto a model (config, tensors, tokenizer).
 bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *out, std::string *error);
 

@@ -120,6 +120,8 @@ const RoleName kRoleNames[] = {
     {"ffn_up", Role::ffn_up_bias, true, true},
 };
 
+}  // namespace
+
 std::string gguf_tensor_name(Role role, uint32_t layer) {
   for (const RoleName &r : kRoleNames) {
     if (r.role == role)
@@ -127,6 +129,8 @@ std::string gguf_tensor_name(Role role, uint32_t layer) {
   }
   return "?";
 }
+
+namespace {
 
 // Parses "token_embd.weight" / "blk.12.attn_q.weight" / "blk.0.attn_qkv.bias"; false for any
 // other name.
