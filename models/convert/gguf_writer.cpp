@@ -284,9 +284,24 @@ std::vector<uint8_t> layout(const Metadata &meta, const std::vector<GgufTensor> 
 bool serialize_gguf(const ModelData &model, std::vector<uint8_t> *out, std::string *error) {
   const std::string arch = architecture(model.config, error);
   if (arch.empty()) return false;
-  std::vector<GgufTensor> tensors(model.tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (!to_gguf_tensor(model.tensors[i], model.config, &tensors[i], error)) return false;
+  // In the order of the config's slots, whatever order the importer added them in, so a GGUF
+  // written from a GGUF import is the same file again.
+  const std::vector<TensorSlot> slots = tensor_slots(model.config);
+  if (slots.size() != model.tensors.size()) {
+    *error = "the model holds " + num(model.tensors.size()) + " tensors where its config needs " + num(slots.size());
+    return false;
+  }
+  std::vector<GgufTensor> tensors(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const TensorData *found = nullptr;
+    for (const TensorData &t : model.tensors) {
+      if (t.role == slots[i].role && t.layer == slots[i].layer) found = &t;
+    }
+    if (found == nullptr) {
+      *error = "the model has no tensor '" + gguf_tensor_name(slots[i].role, slots[i].layer) + "'";
+      return false;
+    }
+    if (!to_gguf_tensor(*found, model.config, &tensors[i], error)) return false;
   }
   Metadata meta;
   meta.string("general.architecture", arch);
