@@ -21,7 +21,7 @@
 // - gpt2 (llama.cpp's convert_hf_to_gguf layout): Linear-shaped matrices (no transposing), the
 //   fused attn_qkv, `.bias` tensors, LayerNorm with bias, position_embd, GELU with the tanh
 //   approximation; tied when there is no output.weight. A tensor the block spec has no use for
-//   (a bias in a llama file) is an error. tokenizer.ggml.pre "gpt2" keeps number runs whole.
+//   (a bias in a llama file) is an error. tokenizer.ggml.pre "gpt-2" (or "gpt2") keeps number runs whole.
 #pragma once
 
 #include <cstddef>

@@ -150,7 +150,7 @@ std::string gguf_piece(const TokenizerData &tok, size_t i) {
 void add_tokenizer(const TokenizerData &tok, Metadata *meta) {
   const bool byte_level = tok.kind == format::TokenizerKind::byte_level_bpe;
   meta->string("tokenizer.ggml.model", byte_level ? "gpt2" : "llama");
-  if (byte_level) meta->string("tokenizer.ggml.pre", (tok.flags & format::kTokNoDigitSplit) ? "gpt2" : "smollm");
+  if (byte_level) meta->string("tokenizer.ggml.pre", (tok.flags & format::kTokNoDigitSplit) ? "gpt-2" : "smollm");
   std::vector<std::string> pieces(tok.pieces.size());
   for (size_t i = 0; i < pieces.size(); ++i) pieces[i] = gguf_piece(tok, i);
   meta->strings("tokenizer.ggml.tokens", pieces);

@@ -14,7 +14,7 @@
 //   row i + head_dim / 2): whole rows move, so the blocks stay exact.
 // - The tokenizer: sentencepiece -> model "llama" (a space back to U+2581, scores, types);
 //   byte-level BPE -> model "gpt2" (normal tokens in GPT-2's byte-to-unicode form, merges as
-//   "left right"), pre-tokenizer "gpt2" when number runs stay whole, else "smollm" (digits
+//   "left right"), pre-tokenizer "gpt-2" when number runs stay whole, else "smollm" (digits
 //   split one by one, as mote does). The chat template kind is written as a small ChatML or
 //   Llama-2 template (mote keeps the kind, not the source's text).
 // - Tensor data is 32-byte aligned (general.alignment = 32); general.file_type is the ftype of
