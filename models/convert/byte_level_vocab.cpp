@@ -12,15 +12,18 @@ namespace mote::convert {
 
 namespace {
 
-// Code point -> byte for GPT-2's byte-to-unicode table (-1 where no byte maps there).
+// GPT-2's byte-to-unicode table both ways: code point -> byte (-1 where no byte maps there) and
+// byte -> code point.
 struct Gpt2Table {
   int16_t byte_of[324];
+  int16_t code_point_of[256];
   Gpt2Table() {
     for (int16_t &b : byte_of) b = -1;
     int extra = 0;
     for (int b = 0; b < 256; ++b) {
       const bool self = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      byte_of[self ? b : 256 + extra++] = static_cast<int16_t>(b);
+      code_point_of[b] = static_cast<int16_t>(self ? b : 256 + extra++);
+      byte_of[code_point_of[b]] = static_cast<int16_t>(b);
     }
   }
 };
@@ -54,6 +57,21 @@ bool gpt2_unicode_to_bytes(const std::string &mapped, std::string *raw) {
     raw->push_back(static_cast<char>(table.byte_of[cp]));
   }
   return true;
+}
+
+std::string gpt2_bytes_to_unicode(const std::string &raw) {
+  static const Gpt2Table table;
+  std::string mapped;
+  for (const char c : raw) {
+    const int cp = table.code_point_of[static_cast<unsigned char>(c)];  // below U+0800: 1 or 2 UTF-8 bytes
+    if (cp < 0x80) {
+      mapped.push_back(static_cast<char>(cp));
+    } else {
+      mapped.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      mapped.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+  }
+  return mapped;
 }
 
 bool build_byte_level_vocab(const std::vector<std::string> &mapped_tokens, const std::vector<uint8_t> &types,

@@ -15,6 +15,8 @@ namespace mote::convert {
 // themselves; the other 68 bytes are U+0100.. in increasing order). False when mapped is not
 // valid UTF-8 or holds a character outside the mapping.
 bool gpt2_unicode_to_bytes(const std::string &mapped, std::string *raw);
+// The inverse: raw bytes spelled in GPT-2's byte-to-unicode form (UTF-8).
+std::string gpt2_bytes_to_unicode(const std::string &raw);
 
 // Fills tok's pieces, types, scores (0) and merges from a vocabulary in GPT-2 mapped form:
 // normal tokens (type 1) become raw bytes, every other type keeps its literal text; each merge

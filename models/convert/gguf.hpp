@@ -21,7 +21,7 @@
 // - gpt2 (llama.cpp's convert_hf_to_gguf layout): Linear-shaped matrices (no transposing), the
 //   fused attn_qkv, `.bias` tensors, LayerNorm with bias, position_embd, GELU with the tanh
 //   approximation; tied when there is no output.weight. A tensor the block spec has no use for
-//   (a bias in a llama file) is an error. tokenizer.ggml.pre "gpt2" keeps number runs whole.
+//   (a bias in a llama file) is an error. tokenizer.ggml.pre "gpt-2" (or "gpt2") keeps number runs whole.
 #pragma once
 
 #include <cstddef>
@@ -109,6 +109,10 @@ struct GgufOptions {
   // Called after each tensor is converted (done of total), e.g. for a progress line.
   std::function<void(size_t done, size_t total)> progress;
 };
+
+// The GGUF name of a tensor ("token_embd.weight", "blk.3.attn_qkv.bias"), as llama.cpp's llama and
+// gpt2 architectures spell it.
+std::string gguf_tensor_name(format::Role role, uint32_t layer);
 
 // Maps a parsed `llama` GGUF onto a model (config, tensors, tokenizer).
 bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *out, std::string *error);

@@ -120,6 +120,8 @@ const RoleName kRoleNames[] = {
     {"ffn_up", Role::ffn_up_bias, true, true},
 };
 
+}  // namespace
+
 std::string gguf_tensor_name(Role role, uint32_t layer) {
   for (const RoleName &r : kRoleNames) {
     if (r.role == role)
@@ -127,6 +129,8 @@ std::string gguf_tensor_name(Role role, uint32_t layer) {
   }
   return "?";
 }
+
+namespace {
 
 // Parses "token_embd.weight" / "blk.12.attn_q.weight" / "blk.0.attn_qkv.bias"; false for any
 // other name.
@@ -244,8 +248,10 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
     if (!meta.boolean("tokenizer.ggml.add_bos_token", false, &add_bos) ||
         !meta.string("tokenizer.ggml.pre", false, &pre))
       return false;
-    // llama.cpp's "gpt2" pre-tokenizer is GPT-2's regex alone; the others mote reads split digits.
-    tok.flags = (add_bos ? uint32_t{format::kTokAddBos} : 0u) | (pre == "gpt2" ? uint32_t{format::kTokNoDigitSplit} : 0u);
+    // llama.cpp's "gpt-2" pre-tokenizer (older files: "gpt2") is GPT-2's regex alone; the others
+    // mote reads split digits.
+    const bool gpt2_regex = pre == "gpt-2" || pre == "gpt2";
+    tok.flags = (add_bos ? uint32_t{format::kTokAddBos} : 0u) | (gpt2_regex ? uint32_t{format::kTokNoDigitSplit} : 0u);
   } else {
     *error = "GGUF tokenizer model '" + printable(model) + "' is not supported (only llama and gpt2)";
     return false;

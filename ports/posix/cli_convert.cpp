@@ -10,6 +10,7 @@
 #include "cli_common.hpp"
 #include "file_map.hpp"
 #include "gguf.hpp"
+#include "gguf_writer.hpp"
 #include "host_types.hpp"
 #include "llama2c.hpp"
 #include "llama2c_header.hpp"
@@ -93,12 +94,14 @@ int command_convert(int argc, char **argv) {
       "INPUT -o OUTPUT [OPTIONS]",
       "Convert a GGUF file, a Hugging Face checkpoint folder (safetensors) or a llama2.c checkpoint\n"
       "(with --tokenizer) into a .mote file. Quantized matrices of 8k rows are stored 8 rows\n"
-      "interleaved (q4_1x8, ...) unless --layout gguf keeps GGUF's block order.",
+      "interleaved (q4_1x8, ...) unless --layout gguf keeps GGUF's block order.\n"
+      "An OUTPUT ending in .gguf is written as a GGUF file instead, for llama.cpp: the same blocks\n"
+      "(GGUF's plain order), llama.cpp's names and metadata for llama and gpt2 models.",
       {
-          {"-o|--output", Option::kString, &output, "FILE", "the .mote file to write"},
+          {"-o|--output", Option::kString, &output, "FILE", "the file to write: .mote, or GGUF if it ends in .gguf"},
           {"--tokenizer", Option::kString, &tokenizer, "FILE", "a llama2.c checkpoint's tokenizer.bin"},
-          {"--dtype", Option::kString, &dtype, "TYPE", dtype_help.c_str(),
-           nullptr, "GGUF: as stored; Hugging Face: f16; llama2.c: f32"},
+          {"--dtype", Option::kString, &dtype, "TYPE", dtype_help.c_str(), nullptr,
+           "GGUF: as stored; Hugging Face: f16; llama2.c: f32"},
           {"--rope", Option::kString, &rope, "LAYOUT", "a llama2.c checkpoint's RoPE pairs: interleaved or split",
            &rope_given, "interleaved"},
           {"--layout", Option::kString, &layout, "LAYOUT", "quantized blocks: interleaved or gguf", nullptr,
@@ -172,10 +175,16 @@ int command_convert(int argc, char **argv) {
     ok = convert::load_llama2c(input, tokenizer, llama2c_options, &model, &error);
   }
   if (!ok) return report("convert", error, kExitError);
-  const std::vector<uint8_t> bytes = convert::serialize(model);
-  if (!convert::check_opens(bytes, &error) || !convert::write_file(output, bytes, &error)) {
-    return report("convert", error, kExitError);
+  // OUTPUT.gguf: the same blocks as a GGUF for llama.cpp (gguf_writer.hpp), else a .mote file.
+  const bool to_gguf = ends_with(output, ".gguf");
+  std::vector<uint8_t> bytes;
+  if (to_gguf) {
+    ok = convert::serialize_gguf(model, &bytes, &error);
+  } else {
+    bytes = convert::serialize(model);
+    ok = convert::check_opens(bytes, &error);
   }
+  if (!ok || !convert::write_file(output, bytes, &error)) return report("convert", error, kExitError);
   std::fprintf(stderr, "mote convert: wrote %s (%zu bytes, %zu tensors: %s)\n", output.c_str(), bytes.size(),
                model.tensors.size(), dtype_counts(model).c_str());
   return 0;
