@@ -133,12 +133,8 @@ int expected_file_type(const ModelData &model) {
 // Runs tests/gguf_writer_check.py over gguf with the expectations model implies; skips (saying
 // so) where python3 or the gguf package is missing.
 void check_with_gguf_package(const std::string &what, const ModelData &model, const Bytes &gguf) {
-  // The interpreter toolchains/install-deps.sh installs the oracles into (a pyenv shim may lack them).
-  const std::string python = mote_test::file_exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  if (std::system((python + " -c 'import gguf, numpy' >/dev/null 2>&1").c_str()) != 0) {
-    MOTE_SKIP("python3 with the gguf package is absent: " << what << " is not read back by it");
-    return;
-  }
+  const std::string python = mote_test::python_with("gguf, numpy");
+  if (python.empty()) return;  // python_with skipped, saying why
   const std::string dir = mote_cli_test::workspace().path(what);
   std::filesystem::create_directories(dir);
   const std::string file = dir + "/model.gguf";

@@ -82,6 +82,23 @@ inline std::string smollm2_gguf() {
   return "";
 }
 
+// A Python interpreter that imports every module of `modules` ("gguf, numpy": the independent
+// oracles), tried as `python3` on PATH, then Debian's /usr/bin/python3; "" when none does: the
+// caller then skips, saying so. With MOTE_REQUIRE_PYTHON_ORACLES=1 (set by .ci/run, which
+// installs them) absence is a failure.
+inline std::string python_with(const std::string &modules) {
+  for (const char *python : {"python3", "/usr/bin/python3"}) {
+    const std::string probe = std::string(python) + " -c 'import " + modules + "' >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return python;
+  }
+  const char *require = std::getenv("MOTE_REQUIRE_PYTHON_ORACLES");
+  if (require != nullptr && std::string(require) == "1") {
+    FAIL("python3 cannot import " << modules << " (pip install gguf==0.10.0 numpy)");
+  }
+  MOTE_SKIP("no python3 imports " << modules << " (pip install gguf==0.10.0 numpy)");
+  return "";
+}
+
 }  // namespace mote_test
 
 #include <cstring>
