@@ -230,29 +230,30 @@ bool use_base_windows(const mote_model &model, const mote_model_info &info, cons
 
 // Runs each window in a fresh session (its first token replaced by BOS when the model has one):
 // positions 0..first prefilled, the rest decoded one token at a time, each scored position's
-// logits scored and handed to base. The running perplexity after each window goes to stderr.
+// logits scored and handed to base. The running perplexity after each window goes to stderr
+// (ended by a newline before a failure, so its message is a line of its own).
 bool run_windows(mote_session *session, const mote_model_info &info, const std::vector<int32_t> &tokens,
                  uint32_t window, size_t n_windows, LoadedModel *loaded, BaseLogits *base, Score *score,
                  std::string *error) {
   const uint32_t first = window / 2;
   const bool replace_with_bos = info.add_bos != 0 && info.bos_id >= 0;
   std::vector<int32_t> batch_tokens(window);
+  const auto fail = [&](size_t w, const std::string &message) {
+    if (w > 0) std::fputc('\n', stderr);
+    *error = message;
+    return false;
+  };
   for (size_t w = 0; w < n_windows; ++w) {
     std::copy_n(tokens.begin() + static_cast<std::ptrdiff_t>(w * window), window, batch_tokens.begin());
     if (replace_with_bos) batch_tokens[0] = info.bos_id;
     mote_session_reset(session);
-    if (mote_prefill(session, batch_tokens.data(), first + 1) != MOTE_OK) {
-      *error = mote_session_error(session);
-      return false;
-    }
+    if (mote_prefill(session, batch_tokens.data(), first + 1) != MOTE_OK) return fail(w, mote_session_error(session));
     const float *logits = mote_logits(session);
     for (uint32_t j = first + 1; j < window; ++j) {
       score->add(negative_log_likelihood(logits, info.vocab_size, batch_tokens[j]));
-      if (!base->add(logits, info.vocab_size, batch_tokens[j], error)) return false;
-      if (j + 1 < window && mote_decode(session, batch_tokens[j], &logits) != MOTE_OK) {
-        *error = mote_session_error(session);
-        return false;
-      }
+      if (!base->add(logits, info.vocab_size, batch_tokens[j], error)) return fail(w, *error);
+      if (j + 1 < window && mote_decode(session, batch_tokens[j], &logits) != MOTE_OK)
+        return fail(w, mote_session_error(session));
     }
     loaded->exit_if_changed();  // a window scored on weights written in place is no score
     std::fprintf(stderr, "[%zu]%.4f,", w + 1, score->perplexity());

@@ -1,5 +1,7 @@
 #include "kld_file.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -22,6 +24,11 @@ RowScale read_scale(const uint16_t *row) {
   std::memcpy(&s.scale, row, sizeof(float));
   std::memcpy(&s.min_log_prob, row + 2, sizeof(float));
   return s;
+}
+
+// What open() checks of each row, so a row can be used without another check.
+bool valid_scale(const RowScale &s) {
+  return std::isfinite(s.scale) && s.scale >= 0 && std::isfinite(s.min_log_prob) && s.min_log_prob <= 0;
 }
 
 // log(sum exp(logits - max)) in double.
@@ -107,6 +114,10 @@ LogitsReader::~LogitsReader() {
 
 bool LogitsReader::read_exactly(void *data, size_t n, const char *what, std::string *error) {
   if (std::fread(data, 1, n, file_) == n) return true;
+  return changed(what, error);
+}
+
+bool LogitsReader::changed(const char *what, std::string *error) const {
   *error = "cannot read " + std::string(what) + " from '" + path_ + "' (it changed while being read?)";
   return false;
 }
@@ -157,22 +168,35 @@ bool LogitsReader::open(const std::string &path, std::string *error) {
       return false;
     }
   }
+  return check_rows(error);
+}
+
+// Every row's scale and minimum (8 bytes a row, read in place), before the first is used.
+bool LogitsReader::check_rows(std::string *error) {
+  const uint64_t rows = uint64_t{scored_per_window(header_.n_ctx)} * header_.n_chunk;
+  const uint64_t first_row = kLogitsHeaderBytes + tokens_.size() * sizeof(int32_t);
+  const uint64_t row_bytes = row_words(header_.n_vocab) * sizeof(uint16_t);
+  for (uint64_t r = 0; r < rows; ++r) {
+    uint16_t head[4];
+    if (pread(fileno(file_), head, sizeof head, static_cast<off_t>(first_row + r * row_bytes)) != sizeof head)
+      return changed("a row's scale", error);
+    const RowScale s = read_scale(head);
+    if (!valid_scale(s)) {
+      const uint32_t per_window = scored_per_window(header_.n_ctx);
+      *error = "'" + path_ + "': row " + std::to_string(r % per_window) + " of window " +
+               std::to_string(r / per_window + 1) + " has an invalid scale or minimum (" + std::to_string(s.scale) +
+               ", " + std::to_string(s.min_log_prob) + ")";
+      return false;
+    }
+  }
   return true;
 }
 
 bool LogitsReader::read_row(std::vector<uint16_t> *row, std::string *error) {
   row->resize(row_words(header_.n_vocab));
   if (!read_exactly(row->data(), row->size() * sizeof(uint16_t), "a row of log-probabilities", error)) return false;
-  const RowScale s = read_scale(row->data());
-  const uint32_t per_window = scored_per_window(header_.n_ctx);
-  if (!std::isfinite(s.scale) || s.scale < 0 || !std::isfinite(s.min_log_prob) || s.min_log_prob > 0) {
-    *error = "'" + path_ + "': row " + std::to_string(rows_read_ % per_window) + " of window " +
-             std::to_string(rows_read_ / per_window + 1) + " has an invalid scale or minimum (" +
-             std::to_string(s.scale) + ", " + std::to_string(s.min_log_prob) + ")";
-    return false;
-  }
-  ++rows_read_;
-  return true;
+  // open() checked every row: a row that fails now was written since.
+  return valid_scale(read_scale(row->data())) || changed("a row of log-probabilities", error);
 }
 
 // --- statistics ---------------------------------------------------------------------------

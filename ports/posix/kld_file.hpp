@@ -61,7 +61,8 @@ class LogitsWriter {
 };
 
 // Reads a base file, validated before use: the magic, a header whose size is the file's exact
-// size, tokens inside the vocabulary, and finite row scales. Every failure is a one-line error.
+// size, tokens inside the vocabulary, and every row's scale and minimum (finite, >= 0 and <= 0),
+// all in open(). Every failure is a one-line error.
 class LogitsReader {
  public:
   LogitsReader() = default;
@@ -77,11 +78,12 @@ class LogitsReader {
 
  private:
   bool read_exactly(void *data, size_t n, const char *what, std::string *error);
+  bool check_rows(std::string *error);
+  bool changed(const char *what, std::string *error) const;  // false, with "cannot read WHAT ... changed"
   std::FILE *file_ = nullptr;
   std::string path_;
   LogitsHeader header_;
   std::vector<int32_t> tokens_;
-  uint64_t rows_read_ = 0;
 };
 
 // A mean and its standard error (0 for fewer than 11 values, as llama.cpp reports).
