@@ -405,3 +405,27 @@ TEST_CASE("kld: hostile base files are one-line errors") {
                1, "cannot create a temporary file next to");
   CHECK(mote_test::read_file(good_path) == good);  // none of it touched the good file
 }
+
+TEST_CASE("kld: SmolLM2 against llama.cpp's own base file") {
+  // tests/golden/smollm2_llama_base.logits was written by llama-perplexity (gen_kld_goldens.sh)
+  // for the same GGUF: its tokens are mote's, and the two runtimes' distributions agree closely.
+  if (!have_cli()) return;
+  const std::string gguf = mote_test::smollm2_gguf();
+  if (gguf.empty()) return;
+  const std::string model = workspace().path("smollm2.mote");
+  REQUIRE(run_cli("convert " + quote(gguf) + " -o " + quote(model)).code == 0);
+  const std::string base = quote(mote_test::golden_path("smollm2_llama_base.logits"));
+  const std::string args = "perplexity -m " + quote(model) + " --kl-divergence-base " + base + " --kl-divergence";
+  const Result r = run_cli(args + " -f " + quote(mote_test::golden_path("perplexity_text.txt")) + " -c 6");
+  INFO("stderr: " << r.err);
+  REQUIRE(r.code == 0);
+  const Comparison c = parse_comparison(r.out);
+  MESSAGE("mote vs llama.cpp on SmolLM2 Q4_1: KLD " << c.kld << ", same top " << c.same_top << "%, ppl ratio "
+                                                    << c.ratio);
+  CHECK(r.out.find("(1 windows of 6 tokens, 2 scored tokens)") != std::string::npos);
+  CHECK(c.kld > 0);  // two runtimes, rounded differently
+  CHECK(c.kld < 0.01);
+  CHECK(c.same_top == 100.0);
+  CHECK(c.ratio == doctest::Approx(1.0).epsilon(0.025));
+  CHECK(run_cli(args).out == r.out);  // the file's own window and tokens
+}
