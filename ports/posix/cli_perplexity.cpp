@@ -9,6 +9,10 @@
 // first+1 .. N-1, so N-1-first tokens per window (255 of 512), exactly llama.cpp's count, so the
 // values compare with llama-perplexity's. Positions 0..first are prefilled (only the last one's
 // logits are computed); the rest are decoded one token at a time.
+//
+// --kl-divergence-base FILE saves each scored position's log-probabilities in llama.cpp's file
+// (kld_file.hpp); with --kl-divergence it reads them back instead and compares, on the file's own
+// windows and tokens.
 #include <unistd.h>
 
 #include <algorithm>
