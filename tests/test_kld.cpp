@@ -377,6 +377,12 @@ TEST_CASE("kld: hostile base files are one-line errors") {
   expect_error(compare(with_u32(good, rows_at + 17 * row_bytes, 0x7fc00000u)), 1,
                "row 2 of window 2 has an invalid scale or minimum (nan, ");
   expect_error(compare(with_u32(good, rows_at + 4, 0x7f800000u)), 1, "row 0 of window 1 has an invalid scale");
+  float huge = 1e30f, low = -100.0f;  // finite, but far outside what a row can hold
+  uint32_t huge_bits, low_bits;
+  std::memcpy(&huge_bits, &huge, 4);
+  std::memcpy(&low_bits, &low, 4);
+  expect_error(compare(with_u32(good, rows_at + 44 * row_bytes, huge_bits)), 1, "row 14 of window 3 has an invalid");
+  expect_error(compare(with_u32(good, rows_at + 4, low_bits)), 1, "row 0 of window 1 has an invalid scale");
 
   // Files of the right shape for another model, window or text.
   expect_error(compare(forged(32, 65, 1)), 1, "was computed with a vocabulary of 65 tokens; this model has 64");

@@ -26,9 +26,12 @@ RowScale read_scale(const uint16_t *row) {
   return s;
 }
 
-// What open() checks of each row, so a row can be used without another check.
-bool valid_scale(const RowScale &s) {
-  return std::isfinite(s.scale) && s.scale >= 0 && std::isfinite(s.min_log_prob) && s.min_log_prob <= 0;
+// What open() checks of each row, so every value a row decodes to is finite and in range: the
+// step spans at most 16 nats (1% slack for float rounding), and the floor lies between -16 -
+// log(n_vocab) (the widest row) and 0.
+bool valid_scale(const RowScale &s, uint32_t n_vocab) {
+  return s.scale >= 0 && s.scale <= kKeptNats / 65535 * 1.01f && s.min_log_prob <= 0 &&
+         s.min_log_prob >= -kKeptNats - std::log(static_cast<float>(n_vocab)) - 1;
 }
 
 // log(sum exp(logits - max)) in double.
@@ -181,7 +184,7 @@ bool LogitsReader::check_rows(std::string *error) {
     if (pread(fileno(file_), head, sizeof head, static_cast<off_t>(first_row + r * row_bytes)) != sizeof head)
       return changed("a row's scale", error);
     const RowScale s = read_scale(head);
-    if (!valid_scale(s)) {
+    if (!valid_scale(s, header_.n_vocab)) {
       const uint32_t per_window = scored_per_window(header_.n_ctx);
       *error = "'" + path_ + "': row " + std::to_string(r % per_window) + " of window " +
                std::to_string(r / per_window + 1) + " has an invalid scale or minimum (" + std::to_string(s.scale) +
@@ -196,7 +199,7 @@ bool LogitsReader::read_row(std::vector<uint16_t> *row, std::string *error) {
   row->resize(row_words(header_.n_vocab));
   if (!read_exactly(row->data(), row->size() * sizeof(uint16_t), "a row of log-probabilities", error)) return false;
   // open() checked every row: a row that fails now was written since.
-  return valid_scale(read_scale(row->data())) || changed("a row of log-probabilities", error);
+  return valid_scale(read_scale(row->data()), header_.n_vocab) || changed("a row of log-probabilities", error);
 }
 
 // --- statistics ---------------------------------------------------------------------------
