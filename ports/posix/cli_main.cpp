@@ -20,7 +20,8 @@ const Command kCommands[] = {
     {"bench", mote::cli::command_bench, "measure prompt and decode tokens per second"},
     {"inspect", mote::cli::command_inspect, "print a model's config, tensor table and arena size"},
     {"convert", mote::cli::command_convert, "convert a GGUF, Hugging Face or llama2.c model into a .mote file"},
-    {"perplexity", mote::cli::command_perplexity, "the perplexity of a text file (llama.cpp's windows)"},
+    {"perplexity", mote::cli::command_perplexity,
+     "the perplexity of a text file (llama.cpp's windows); KL divergence against a base's logits"},
     {"embed", mote::cli::command_embed, "a text's pooled hidden states"},
 };
 

@@ -9,6 +9,10 @@
 // first+1 .. N-1, so N-1-first tokens per window (255 of 512), exactly llama.cpp's count, so the
 // values compare with llama-perplexity's. Positions 0..first are prefilled (only the last one's
 // logits are computed); the rest are decoded one token at a time.
+//
+// --kl-divergence-base FILE saves each scored position's log-probabilities in llama.cpp's file
+// (kld_file.hpp); with --kl-divergence it reads them back instead and compares, on the file's own
+// windows and tokens.
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "cli_common.hpp"
+#include "kld_file.hpp"
 
 namespace mote::cli {
 namespace {
@@ -156,6 +161,111 @@ bool read_tokens(const mote_model &model, const std::string &path, uint64_t need
   }
 }
 
+// What the windows are scored against: nothing (perplexity alone), or a base-logits file written
+// (--kl-divergence-base alone) or read (with --kl-divergence).
+struct BaseLogits {
+  std::string path;
+  bool compare = false;
+  LogitsWriter writer;
+  LogitsReader reader;
+  Divergence divergence;
+  std::vector<uint16_t> row;
+
+  bool active() const { return !path.empty(); }
+  // At each scored position: the current logits and the token they predict.
+  bool add(const float *logits, uint32_t n_vocab, int32_t token, std::string *error) {
+    if (!active()) return true;
+    if (!compare) return writer.write_row(logits, error);
+    if (!reader.read_row(&row, error)) return false;
+    divergence.add(logits, row.data(), n_vocab, token);
+    return true;
+  }
+};
+
+// --kl-divergence: the window and the tokens come from the base file; a text given with -f must
+// tokenize to the same tokens, and the model must have the file's vocabulary and room for its
+// windows. *window is the file's (a different --ctx is an error); *n_windows at most its count.
+bool use_base_windows(const mote_model &model, const mote_model_info &info, const std::string &text_path,
+                      bool window_given, uint32_t *window, size_t *n_windows, BaseLogits *base,
+                      std::vector<int32_t> *tokens, std::string *error) {
+  if (!base->reader.open(base->path, error)) return false;
+  const LogitsHeader &header = base->reader.header();
+  const std::string file = "'" + base->path + "'";
+  if (header.n_vocab != info.vocab_size) {
+    *error = file + " was computed with a vocabulary of " + std::to_string(header.n_vocab) +
+             " tokens; this model has " + std::to_string(info.vocab_size);
+    return false;
+  }
+  if (window_given && *window != header.n_ctx) {
+    *error = file + " was computed with --ctx " + std::to_string(header.n_ctx) + ", not " + std::to_string(*window);
+    return false;
+  }
+  if (header.n_ctx < kMinWindow || header.n_ctx > info.max_seq_len) {
+    *error = file + " holds windows of " + std::to_string(header.n_ctx) + " tokens; this model takes " +
+             std::to_string(kMinWindow) + " to " + std::to_string(info.max_seq_len);
+    return false;
+  }
+  *window = header.n_ctx;
+  *n_windows = std::min<size_t>(*n_windows, header.n_chunk);
+  const size_t needed = *n_windows * *window;
+  const std::vector<int32_t> &stored = base->reader.tokens();
+  if (text_path.empty()) {
+    tokens->assign(stored.begin(), stored.begin() + static_cast<std::ptrdiff_t>(needed));
+    return true;
+  }
+  bool whole = false;
+  if (!read_tokens(model, text_path, needed, tokens, &whole, error)) return false;
+  if (tokens->size() < needed) {
+    *error = "'" + text_path + "' is " + std::to_string(tokens->size()) + " tokens; " + file + " holds " +
+             std::to_string(needed);
+    return false;
+  }
+  const auto [here, there] =
+      std::mismatch(tokens->begin(), tokens->begin() + static_cast<std::ptrdiff_t>(needed), stored.begin());
+  if (here != tokens->begin() + static_cast<std::ptrdiff_t>(needed)) {
+    *error = "token " + std::to_string(here - tokens->begin()) + " of '" + text_path + "' is " + std::to_string(*here) +
+             " but " + std::to_string(*there) + " in " + file +
+             ": not the text (or the tokenizer) the base logits were computed on";
+    return false;
+  }
+  tokens->resize(needed);
+  return true;
+}
+
+// Runs each window in a fresh session (its first token replaced by BOS when the model has one):
+// positions 0..first prefilled, the rest decoded one token at a time, each scored position's
+// logits scored and handed to base. The running perplexity after each window goes to stderr
+// (ended by a newline before a failure, so its message is a line of its own).
+bool run_windows(mote_session *session, const mote_model_info &info, const std::vector<int32_t> &tokens,
+                 uint32_t window, size_t n_windows, LoadedModel *loaded, BaseLogits *base, Score *score,
+                 std::string *error) {
+  const uint32_t first = window / 2;
+  const bool replace_with_bos = info.add_bos != 0 && info.bos_id >= 0;
+  std::vector<int32_t> batch_tokens(window);
+  const auto fail = [&](size_t w, const std::string &message) {
+    if (w > 0) std::fputc('\n', stderr);
+    *error = message;
+    return false;
+  };
+  for (size_t w = 0; w < n_windows; ++w) {
+    std::copy_n(tokens.begin() + static_cast<std::ptrdiff_t>(w * window), window, batch_tokens.begin());
+    if (replace_with_bos) batch_tokens[0] = info.bos_id;
+    mote_session_reset(session);
+    if (mote_prefill(session, batch_tokens.data(), first + 1) != MOTE_OK) return fail(w, mote_session_error(session));
+    const float *logits = mote_logits(session);
+    for (uint32_t j = first + 1; j < window; ++j) {
+      score->add(negative_log_likelihood(logits, info.vocab_size, batch_tokens[j]));
+      if (!base->add(logits, info.vocab_size, batch_tokens[j], error)) return fail(w, *error);
+      if (j + 1 < window && mote_decode(session, batch_tokens[j], &logits) != MOTE_OK)
+        return fail(w, mote_session_error(session));
+    }
+    loaded->exit_if_changed();  // a window scored on weights written in place is no score
+    std::fprintf(stderr, "[%zu]%.4f,", w + 1, score->perplexity());
+    std::fflush(stderr);
+  }
+  return true;
+}
+
 }  // namespace
 
 int command_perplexity(int argc, char **argv) {
@@ -163,19 +273,28 @@ int command_perplexity(int argc, char **argv) {
   uint32_t window = 0, threads = available_cpus(), batch = mote_session_options_default().batch_size, chunks = 0;
   bool window_given = false, chunks_given = false;
   KvCacheOptions kv;
-  CommandHelp command{"perplexity",
-                      "-m MODEL -f TEXT [OPTIONS]",
-                      "The perplexity of TEXT in windows of N tokens, scoring the second half of each as llama.cpp's\n"
-                      "llama-perplexity does; running values on stderr.",
-                      {
-                          {"-m|--model", Option::kString, &model_path, "FILE", "the model"},
-                          {"-f|--file", Option::kString, &text_path, "FILE", "the text"},
-                          {"-c|--ctx-size|--ctx", Option::kU32, &window, "N", "window length in tokens", &window_given,
-                           "the model's context, at most 512"},
-                          {"-t|--threads", Option::kU32, &threads, "N", "threads"},
-                          {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
-                          {"--chunks", Option::kU32, &chunks, "K", "score at most K windows", &chunks_given, "all"},
-                      }};
+  BaseLogits base;
+  CommandHelp command{
+      "perplexity",
+      "-m MODEL -f TEXT [OPTIONS]",
+      "The perplexity of TEXT in windows of N tokens, scoring the second half of each as llama.cpp's\n"
+      "llama-perplexity does; running values on stderr. --kl-divergence-base FILE saves the model's\n"
+      "log-probabilities there (llama.cpp's file); with --kl-divergence as well, it reads them back and\n"
+      "compares this model to that base (KL divergence, same top token, perplexity ratio), on the\n"
+      "file's windows and tokens (-f TEXT optional: its tokens must be the file's).",
+      {
+          {"-m|--model", Option::kString, &model_path, "FILE", "the model"},
+          {"-f|--file", Option::kString, &text_path, "FILE", "the text"},
+          {"-c|--ctx-size|--ctx", Option::kU32, &window, "N", "window length in tokens", &window_given,
+           "the model's context, at most 512"},
+          {"-t|--threads", Option::kU32, &threads, "N", "threads"},
+          {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
+          {"--chunks", Option::kU32, &chunks, "K", "score at most K windows", &chunks_given, "all"},
+          {"--kl-divergence-base", Option::kString, &base.path, "FILE",
+           "save the base model's log-probabilities to FILE (read them with --kl-divergence)"},
+          {"--kl-divergence", Option::kSwitch, &base.compare, nullptr,
+           "compare with the base saved in --kl-divergence-base FILE"},
+      }};
   kv.add_options(&command.options);
   std::vector<std::string> positional;
   const int parsed = parse_command(command, argc, argv, &positional);
@@ -183,7 +302,9 @@ int command_perplexity(int argc, char **argv) {
   std::string error;
   if (!positional.empty()) return report("perplexity", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (model_path.empty()) return report("perplexity", "no model given (-m MODEL)", kExitUsage);
-  if (text_path.empty()) return report("perplexity", "no text file given (-f TEXT)", kExitUsage);
+  if (base.compare && !base.active())
+    return report("perplexity", "--kl-divergence needs --kl-divergence-base FILE (the base's logits)", kExitUsage);
+  if (text_path.empty() && !base.compare) return report("perplexity", "no text file given (-f TEXT)", kExitUsage);
   if (threads == 0 || threads > kMaxThreads)
     return report("perplexity", "--threads must be in [1, " + std::to_string(kMaxThreads) + "]", kExitUsage);
   if (!kv.finish(&error)) return report("perplexity", error, kExitUsage);
@@ -194,8 +315,8 @@ int command_perplexity(int argc, char **argv) {
   const mote_model &model = loaded->model;
   mote_model_info info;
   mote_model_info_get(&model, &info);
-  if (!window_given) window = std::min(info.max_seq_len, kDefaultMaxWindow);
-  if (window < kMinWindow || window > info.max_seq_len) {
+  if (!base.compare && !window_given) window = std::min(info.max_seq_len, kDefaultMaxWindow);
+  if (window_given && (window < kMinWindow || window > info.max_seq_len)) {
     return report("perplexity",
                   "--ctx must be in [" + std::to_string(kMinWindow) + ", " + std::to_string(info.max_seq_len) +
                       "] (the model's context)",
@@ -203,17 +324,26 @@ int command_perplexity(int argc, char **argv) {
   }
 
   std::vector<int32_t> tokens;
-  bool whole = false;
-  if (!read_tokens(model, text_path, chunks_given ? uint64_t{chunks} * window : 0, &tokens, &whole, &error))
-    return report("perplexity", error, kExitError);
-  if (tokens.size() < window) {
-    return report("perplexity",
-                  "'" + text_path + "' is " + std::to_string(tokens.size()) + " tokens; one window needs " +
-                      std::to_string(window) + " (use a longer text or a smaller --ctx)",
-                  kExitError);
+  bool whole = true;
+  size_t n_windows = chunks_given ? chunks : SIZE_MAX;
+  if (base.compare) {
+    if (!use_base_windows(model, info, text_path, window_given, &window, &n_windows, &base, &tokens, &error))
+      return report("perplexity", error, kExitError);
+  } else {
+    if (!read_tokens(model, text_path, chunks_given ? uint64_t{chunks} * window : 0, &tokens, &whole, &error))
+      return report("perplexity", error, kExitError);
+    if (tokens.size() < window) {
+      return report("perplexity",
+                    "'" + text_path + "' is " + std::to_string(tokens.size()) + " tokens; one window needs " +
+                        std::to_string(window) + " (use a longer text or a smaller --ctx)",
+                    kExitError);
+    }
+    n_windows = std::min(n_windows, tokens.size() / window);
   }
-  size_t n_windows = tokens.size() / window;
-  if (chunks_given) n_windows = std::min<size_t>(n_windows, chunks);
+  if (base.active() && !base.compare) {
+    const LogitsHeader header{window, info.vocab_size, static_cast<uint32_t>(n_windows)};
+    if (!base.writer.open(base.path, header, tokens.data(), &error)) return report("perplexity", error, kExitError);
+  }
 
   mote_session_options session_options = mote_session_options_default();
   session_options.context_length = window;
@@ -224,36 +354,25 @@ int command_perplexity(int argc, char **argv) {
   if (!holder) return report("perplexity", error, kExitError);
   mote_session *session = &holder->session;
 
-  const uint32_t first = window / 2;
-  const bool replace_with_bos = info.add_bos != 0 && info.bos_id >= 0;
   std::fprintf(stderr,
-               "perplexity over %s%zu tokens: %zu windows of %u tokens, scoring the last %u of each, %u thread%s\n",
-               whole ? "" : "the first ", tokens.size(), n_windows, window, window - 1 - first, threads,
-               threads == 1 ? "" : "s");
+               "perplexity over %s%zu tokens%s: %zu windows of %u tokens, scoring the last %u of each, %u thread%s\n",
+               whole ? "" : "the first ", tokens.size(), text_path.empty() ? (" from '" + base.path + "'").c_str() : "",
+               n_windows, window, scored_per_window(window), threads, threads == 1 ? "" : "s");
   const double start = now_seconds();
   Score score;
-  std::vector<int32_t> batch_tokens(window);
-  for (size_t w = 0; w < n_windows; ++w) {
-    std::copy_n(tokens.begin() + static_cast<std::ptrdiff_t>(w * window), window, batch_tokens.begin());
-    if (replace_with_bos) batch_tokens[0] = info.bos_id;
-    mote_session_reset(session);
-    if (mote_prefill(session, batch_tokens.data(), first + 1) != MOTE_OK)
-      return report("perplexity", mote_session_error(session), kExitError);
-    const float *logits = mote_logits(session);
-    for (uint32_t j = first + 1; j < window; ++j) {
-      score.add(negative_log_likelihood(logits, info.vocab_size, batch_tokens[j]));
-      if (j + 1 < window && mote_decode(session, batch_tokens[j], &logits) != MOTE_OK)
-        return report("perplexity", mote_session_error(session), kExitError);
-    }
-    loaded->exit_if_changed();  // a window scored on weights written in place is no score
-    std::fprintf(stderr, "[%zu]%.4f,", w + 1, score.perplexity());
-    std::fflush(stderr);
-  }
+  if (!run_windows(session, info, tokens, window, n_windows, loaded.get(), &base, &score, &error))
+    return report("perplexity", error, kExitError);
   const double seconds = now_seconds() - start;
   const double evaluated = static_cast<double>(n_windows) * (window - 1);  // tokens through the model
   std::fprintf(stderr, "\ntime: %.2f s, %.1f tok/s\n", seconds, evaluated / seconds);
+  if (base.active() && !base.compare) {
+    if (!base.writer.commit(&error)) return report("perplexity", error, kExitError);
+    std::fprintf(stderr, "saved the base log-probabilities of %llu positions to '%s'\n",
+                 static_cast<unsigned long long>(score.count), base.path.c_str());
+  }
   std::printf("perplexity: %.4f +/- %.5f (%zu windows of %u tokens, %llu scored tokens)\n", score.perplexity(),
               score.standard_error(), n_windows, window, static_cast<unsigned long long>(score.count));
+  if (base.compare) base.divergence.print(stdout);
   return 0;
 }
 

@@ -127,43 +127,66 @@ bool read_small_file(const std::string &path, uint64_t max_bytes, std::vector<ui
   return true;
 }
 
-bool write_file_atomically(const std::string &requested, const void *data, size_t n, std::string *error) {
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!temporary_.empty()) ::unlink(temporary_.c_str());
+}
+
+bool AtomicFileWriter::open(const std::string &requested, std::string *error) {
+  requested_ = requested;
   // Through a symlink to its target: renaming over the link itself would turn it into a regular
   // file and leave the target (which the user meant) untouched.
-  std::string path;
-  if (!follow_links(requested, &path, error)) return false;
+  if (!follow_links(requested, &path_, error)) return false;
   struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    *error = "'" + path + "' exists and is not a regular file (it is " + kind_of(st.st_mode) + "): not replacing it";
+  if (stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    *error = "'" + path_ + "' exists and is not a regular file (it is " + kind_of(st.st_mode) + "): not replacing it";
     return false;
   }
-  std::string temporary = path + ".XXXXXX";
-  const int fd = mkstemp(temporary.data());
-  if (fd < 0) {
-    *error = "cannot create a temporary file next to '" + path + "': " + std::strerror(errno);
-    if (path != requested) *error += " (the target of the symlink '" + requested + "')";
+  std::string temporary = path_ + ".XXXXXX";
+  fd_ = mkstemp(temporary.data());
+  if (fd_ < 0) {
+    *error = "cannot create a temporary file next to '" + path_ + "': " + std::strerror(errno) + via_link();
     return false;
   }
+  temporary_ = temporary;
   const mode_t mask = umask(0);
   umask(mask);
-  bool ok = fchmod(fd, 0666 & ~mask) == 0;  // mkstemp's 0600 would make every model private
+  if (fchmod(fd_, 0666 & ~mask) != 0) return fail(errno, error);  // mkstemp's 0600 would make every model private
+  return true;
+}
+
+bool AtomicFileWriter::write(const void *data, size_t n, std::string *error) {
   const uint8_t *bytes = static_cast<const uint8_t *>(data);
-  for (size_t done = 0; ok && done < n;) {
-    const ssize_t written = ::write(fd, bytes + done, n - done);
+  for (size_t done = 0; done < n;) {
+    const ssize_t written = ::write(fd_, bytes + done, n - done);
     if (written < 0 && errno == EINTR) continue;
-    ok = written > 0;
-    if (ok) done += static_cast<size_t>(written);
+    if (written <= 0) return fail(written < 0 ? errno : ENOSPC, error);
+    done += static_cast<size_t>(written);
   }
-  const int saved = errno;
-  ok = ok && fsync(fd) == 0;
-  ok = ::close(fd) == 0 && ok;
-  ok = ok && std::rename(temporary.c_str(), path.c_str()) == 0;
-  if (!ok) {
-    *error = "cannot write '" + path + "': " + std::strerror(errno != 0 ? errno : saved);
-    if (path != requested) *error += " (the target of the symlink '" + requested + "')";
-    ::unlink(temporary.c_str());
-  }
-  return ok;
+  return true;
+}
+
+bool AtomicFileWriter::commit(std::string *error) {
+  if (fsync(fd_) != 0) return fail(errno, error);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0 || std::rename(temporary_.c_str(), path_.c_str()) != 0) return fail(errno, error);
+  temporary_.clear();
+  return true;
+}
+
+bool AtomicFileWriter::fail(int code, std::string *error) {
+  *error = "cannot write '" + path_ + "': " + std::strerror(code) + via_link();
+  return false;
+}
+
+std::string AtomicFileWriter::via_link() const {
+  return path_ != requested_ ? " (the target of the symlink '" + requested_ + "')" : "";
+}
+
+bool write_file_atomically(const std::string &path, const void *data, size_t n, std::string *error) {
+  AtomicFileWriter file;
+  return file.open(path, error) && file.write(data, n, error) && file.commit(error);
 }
 
 FileMap::~FileMap() {

@@ -81,4 +81,24 @@ bool read_small_file(const std::string &path, uint64_t max_bytes, std::vector<ui
 // must exist). A loop of links is an error naming the path.
 bool write_file_atomically(const std::string &path, const void *data, size_t n, std::string *error);
 
+// A file written in pieces (too large to hold in memory) and put in place as write_file_atomically
+// does, by commit(); destroyed before commit, it removes its temporary file and path is untouched.
+class AtomicFileWriter {
+ public:
+  AtomicFileWriter() = default;
+  AtomicFileWriter(const AtomicFileWriter &) = delete;
+  AtomicFileWriter &operator=(const AtomicFileWriter &) = delete;
+  ~AtomicFileWriter();
+
+  bool open(const std::string &path, std::string *error);
+  bool write(const void *data, size_t n, std::string *error);
+  bool commit(std::string *error);
+
+ private:
+  bool fail(int code, std::string *error);
+  std::string via_link() const;
+  std::string requested_, path_, temporary_;
+  int fd_ = -1;
+};
+
 }  // namespace mote::posix
