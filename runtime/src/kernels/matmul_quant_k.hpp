@@ -46,6 +46,12 @@ struct KBytes {
   // high's codes are small (< 16), so its 16-bit shift never carries into the next byte.
   static V merge(V low, V high, int left) { return _mm256_or_si256(low, _mm256_sll_epi16(high, _mm_cvtsi32_si128(left))); }
   static V minus(V v, int offset) { return _mm256_sub_epi8(v, _mm256_set1_epi8(static_cast<char>(offset))); }
+  // out[s] = mul * float(bytes[s]) for 8 bytes, negated when asked (exactly: a sign flip).
+  static void products(float *out, const uint8_t *bytes, float mul, bool negate) {
+    const __m128i eight = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(bytes));
+    const __m256 p = _mm256_mul_ps(_mm256_set1_ps(mul), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(eight)));
+    _mm256_store_ps(out, negate ? _mm256_xor_ps(p, _mm256_set1_ps(-0.0f)) : p);
+  }
 };
 
 template <class Arch>
@@ -94,6 +100,17 @@ struct KBytes {
   static V minus(V v, int offset) {
     const int8x16_t o = vdupq_n_s8(static_cast<int8_t>(offset));
     return {vsubq_s8(v.lo, o), vsubq_s8(v.hi, o)};
+  }
+  static void products(float *out, const uint8_t *bytes, float mul, bool negate) {
+    const uint16x8_t wide = vmovl_u8(vld1_u8(bytes));
+    float32x4_t lo = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_low_u16(wide))), mul);
+    float32x4_t hi = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_high_u16(wide))), mul);
+    if (negate) {
+      lo = vnegq_f32(lo);
+      hi = vnegq_f32(hi);
+    }
+    vst1q_f32(out, lo);
+    vst1q_f32(out + 4, hi);
   }
 };
 
@@ -148,7 +165,18 @@ struct KSuperBlockOps : KAccumulate<Arch, Block> {
       return 0.0f;
     }
   }
-  static void scales(const Block &b, float *d, float *m) { super_block_scales(b, k_half<Arch>(b.d), dmin(b), d, m); }
+  // quant_k.hpp's super_block_scales, eight products at a time (each the same single rounding).
+  static void scales(const Block &b, float *d, float *m) {
+    if constexpr (kScaledBySixteen<Block>) {
+      const float d_all = k_half<Arch>(b.d);
+      for (size_t s = 0; s < kSubBlocks; ++s) d[s] = d_all;
+    } else {
+      alignas(8) uint8_t sub_scales[kSubBlocks], sub_mins[kSubBlocks];
+      k_scales_mins(b.scales, sub_scales, sub_mins);
+      Bytes::products(d, sub_scales, k_half<Arch>(b.d), false);
+      Bytes::products(m, sub_mins, dmin(b), true);
+    }
+  }
 
   static Prepared prepare(const Block &b, size_t s) {
     const typename Bytes::V codes = k_codes<Bytes>(b, s);

@@ -72,13 +72,23 @@ struct SubBlocksOf<Block, std::void_t<decltype(Block::kSubBlocks)>> : std::integ
 template <class Block>
 constexpr size_t sub_blocks_of = SubBlocksOf<Block>::value;
 
-// q4_k / q5_k: the 6-bit scale and min of 32-value sub-block s (0..7) from the 12 packed bytes.
-inline int k_scale(const uint8_t *packed, size_t s) {
-  return s < 4 ? packed[s] & 63 : (packed[s + 4] & 15) | (packed[s - 4] >> 6) << 4;
+// q4_k / q5_k: the 6-bit scales and mins of the 8 sub-blocks from the 12 packed bytes (FORMAT.md:
+// bytes 0-3 scales 0-3 and the top bits of scales 4-7, 4-7 the same for mins, 8-11 the low
+// nibbles of scales 4-7 and mins 4-7), four at a time in 32-bit words (little-endian).
+inline void k_scales_mins(const uint8_t *packed, uint8_t scales[8], uint8_t mins[8]) {
+  uint32_t a, b, c;
+  __builtin_memcpy(&a, packed, 4);
+  __builtin_memcpy(&b, packed + 4, 4);
+  __builtin_memcpy(&c, packed + 8, 4);
+  const uint32_t scales_low = a & 0x3F3F3F3Fu, mins_low = b & 0x3F3F3F3Fu;
+  const uint32_t scales_high = (c & 0x0F0F0F0Fu) | ((a >> 2) & 0x30303030u);
+  const uint32_t mins_high = ((c >> 4) & 0x0F0F0F0Fu) | ((b >> 2) & 0x30303030u);
+  __builtin_memcpy(scales, &scales_low, 4);
+  __builtin_memcpy(scales + 4, &scales_high, 4);
+  __builtin_memcpy(mins, &mins_low, 4);
+  __builtin_memcpy(mins + 4, &mins_high, 4);
 }
-inline int k_min(const uint8_t *packed, size_t s) {
-  return s < 4 ? packed[s + 4] & 63 : (packed[s + 4] >> 4) | (packed[s] >> 6) << 4;
-}
+
 // q3_k: the signed scale of 16-value sub-block i (0..15).
 inline int q3_k_scale(const uint8_t *packed, size_t i) {
   const int low = (packed[i % 8] >> (4 * (i / 8))) & 15;
@@ -100,11 +110,15 @@ inline int q2_k_min(const BlockQ2_K &b, size_t i) { return b.scales[i] >> 4; }
 template <class Block>
 inline void super_block_scales(const Block &b, float d, float dmin, float d_sub[kSubBlocks],
                                float m_sub[kSubBlocks]) {
-  for (size_t s = 0; s < kSubBlocks; ++s) {
-    if constexpr (std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K>) {
-      d_sub[s] = d * static_cast<float>(k_scale(b.scales, s));
-      m_sub[s] = -(dmin * static_cast<float>(k_min(b.scales, s)));
-    } else {
+  if constexpr (std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K>) {
+    uint8_t scales[kSubBlocks], mins[kSubBlocks];
+    k_scales_mins(b.scales, scales, mins);
+    for (size_t s = 0; s < kSubBlocks; ++s) {
+      d_sub[s] = d * static_cast<float>(scales[s]);
+      m_sub[s] = -(dmin * static_cast<float>(mins[s]));
+    }
+  } else {
+    for (size_t s = 0; s < kSubBlocks; ++s) {
       d_sub[s] = d;
       m_sub[s] = 0.0f;
     }
