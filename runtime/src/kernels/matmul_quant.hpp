@@ -444,7 +444,7 @@ inline void quant_tile(float *out, size_t out_stride, const Block *w, size_t n_b
 #pragma GCC unroll 16
       for (size_t t = 0; t < T; ++t) Isa::multiply(scales[r][t], d[r], x_scales[t]);
     }
-    for (size_t j = 0; j < n; ++j) {
+    const auto add_block = [&](size_t j) {
       // As matmul.hpp's dot_tile: the R rows are one contiguous run, consumed R blocks' bytes at
       // a time; ask for the run kPrefetchTilesAhead tiles below (never faults past the end).
       const char *ahead = reinterpret_cast<const char *>(w) +
@@ -461,6 +461,13 @@ inline void quant_tile(float *out, size_t out_stride, const Block *w, size_t n_b
         for (size_t r = 0; r < R; ++r)
           acc[r][t] = Ops::accumulate(acc[r][t], weights[r], xb, &scales[r][t][j], &mins[r][j]);
       }
+    };
+    if constexpr (kSub > 1) {
+      // A super-block's sub-blocks unrolled: each one's bit-plane offsets and shifts are constants.
+#pragma GCC unroll 8
+      for (size_t j = 0; j < kSub; ++j) add_block(j);
+    } else {
+      for (size_t j = 0; j < n; ++j) add_block(j);
     }
   }
 #pragma GCC unroll 16
