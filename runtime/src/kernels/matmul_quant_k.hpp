@@ -69,10 +69,34 @@ struct SixteenOps {
     __m256i q, magnitude, lane_scales;  // int16 scales: elements 0-7 (lanes 0-3), 8-15 (lanes 4-7)
     __m256 lane_mins;
   };
-  static Prepared make(__m256i q, int scale_lo, int scale_hi, float min_lo, float min_hi) {
-    return {q, _mm256_abs_epi8(q),
-            _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(scale_lo)), _mm_set1_epi16(static_cast<short>(scale_hi))),
-            _mm256_setr_m128(_mm_set1_ps(min_lo), _mm_set1_ps(min_hi))};
+  // Sub-block s's signed weights q with the scales (and q2_k's mins) of its two 16-value halves.
+  template <class Block>
+  static Prepared make(__m256i q, const Block &b, size_t s) {
+    __m256i lane_scales;
+    __m256 lane_mins = _mm256_setzero_ps();
+    if constexpr (std::is_same_v<Block, BlockQ3_K>) {
+      lane_scales = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(sixteen_scale(b, 2 * s))),
+                                      _mm_set1_epi16(static_cast<short>(sixteen_scale(b, 2 * s + 1))));
+    } else {
+      // q6_k's int8 scales or q2_k's scale nibbles: bytes 2s and 2s + 1, each spread over 8 int16.
+      const __m128i all = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b.scales));
+      const __m128i first = _mm_set1_epi8(static_cast<char>(2 * s));
+      const __m128i spread =
+          _mm_shuffle_epi8(all, _mm_add_epi8(first, _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)));
+      if constexpr (std::is_same_v<Block, BlockQ6_K>) {
+        lane_scales = _mm256_cvtepi8_epi16(spread);
+      } else {
+        lane_scales = _mm256_cvtepu8_epi16(_mm_and_si128(spread, _mm_set1_epi8(15)));
+        // q2_k_lane_min per lane: -(dmin * mn), mn the high nibble of byte 2s (lanes 0-3), 2s + 1 (4-7).
+        const __m128i four =
+            _mm_shuffle_epi8(all, _mm_add_epi8(first, _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)));
+        const __m128i mins = _mm_and_si128(_mm_srli_epi16(four, 4), _mm_set1_epi8(15));
+        const __m256 products =
+            _mm256_mul_ps(_mm256_set1_ps(k_half<Arch>(b.dmin)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins)));
+        lane_mins = _mm256_xor_ps(products, _mm256_set1_ps(-0.0f));
+      }
+    }
+    return {q, _mm256_abs_epi8(q), lane_scales, lane_mins};
   }
   static __m256 accumulate(__m256 acc, const Prepared &w, const ActivationBlock &x, const float *scale, const float *) {
     const __m256i pairs = _mm256_maddubs_epi16(w.magnitude, _mm256_sign_epi8(Isa::load_q(x.q), w.q));
@@ -127,8 +151,15 @@ struct SixteenOps {
     int32_t scale_lo, scale_hi;
     float min_lo, min_hi;
   };
-  static Prepared make(NeonPrepared q, int scale_lo, int scale_hi, float min_lo, float min_hi) {
-    return {q.lo, q.hi, scale_lo, scale_hi, min_lo, min_hi};
+  template <class Block>
+  static Prepared make(NeonPrepared q, const Block &b, size_t s) {
+    float min_lo = 0.0f, min_hi = 0.0f;
+    if constexpr (kLaneMins) {
+      const float dmin = k_half<Arch>(b.dmin);
+      min_lo = q2_k_lane_min(b, dmin, 2 * s);
+      min_hi = q2_k_lane_min(b, dmin, 2 * s + 1);
+    }
+    return {q.lo, q.hi, sixteen_scale(b, 2 * s), sixteen_scale(b, 2 * s + 1), min_lo, min_hi};
   }
   static NeonLanes accumulate(NeonLanes acc, const Prepared &w, const ActivationBlock &x, const float *scale,
                               const float *) {
@@ -181,14 +212,7 @@ struct KSuperBlockOps : KAccumulate<Arch, Block> {
   static Prepared prepare(const Block &b, size_t s) {
     const typename Bytes::V codes = k_codes<Bytes>(b, s);
     if constexpr (kScaledBySixteen<Block>) {
-      float min_lo = 0.0f, min_hi = 0.0f;
-      if constexpr (kKHasMin<Block>) {
-        const float dm = dmin(b);
-        min_lo = q2_k_lane_min(b, dm, 2 * s);
-        min_hi = q2_k_lane_min(b, dm, 2 * s + 1);
-      }
-      return Base::make(Bytes::minus(codes, kCodeOffset<Block>), sixteen_scale(b, 2 * s), sixteen_scale(b, 2 * s + 1),
-                        min_lo, min_hi);
+      return Base::make(Bytes::minus(codes, kCodeOffset<Block>), b, s);
     } else {
       return codes;
     }
