@@ -1,9 +1,8 @@
 // Every weight type's matrix products (model/weight_types: f32, f16, q8_0, q4_0, q4_1, their
-// x8 interleavings and the K-quant super-blocks, on the shapes whose rows hold whole blocks) on every instruction set this CPU has, at the shapes of real models.
-// Decoding (one token) is bound by reading the weights, so its figure to compare is bytes/s
-// (GB/s); prefill batches n_tokens vectors per weight pass: compare tokens/s (items_per_second)
-// and GFLOP/s. Quantized products include quantizing their input to 8-bit blocks, as the
-// forward pass does.
+// x8 interleavings and the K-quant super-blocks, on the shapes whose rows hold whole blocks) on every instruction set
+// this CPU has, at the shapes of real models. Decoding (one token) is bound by reading the weights, so its figure to
+// compare is bytes/s (GB/s); prefill batches n_tokens vectors per weight pass: compare tokens/s (items_per_second) and
+// GFLOP/s. Quantized products include quantizing their input to 8-bit blocks, as the forward pass does.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

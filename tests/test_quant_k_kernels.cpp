@@ -114,7 +114,7 @@ std::vector<Block> random_super_blocks(size_t n, std::mt19937 &rng) {
 
 std::vector<float> random_activations(size_t n, std::mt19937 &rng) {
   std::vector<float> x = random_floats(n, rng, -2.0f, 2.0f);
-  for (size_t i = 0; i < n; i += 97) x[i] *= 40.0f;                       // outliers
+  for (size_t i = 0; i < n; i += 97) x[i] *= 40.0f;              // outliers
   if (n >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block
   return x;
 }
@@ -143,8 +143,8 @@ void check_dequantize_row() {
   for (size_t r = 0; r < rows; ++r) {
     std::vector<float> got(cols);
     type->dequantize_row(got.data(), w.data(), r, cols);
-    CHECK_MESSAGE(std::memcmp(got.data(), want.data() + r * cols, cols * sizeof(float)) == 0,
-                  name_of<Block>() << " row " << r);
+    CHECK_MESSAGE(std::memcmp(got.data(), want.data() + r * cols, cols * sizeof(float)) == 0, name_of<Block>()
+                                                                                                  << " row " << r);
   }
 }
 
@@ -164,8 +164,8 @@ void check_scalar_against_exact() {
       for (size_t r = 0; r < rows; ++r) {
         double exact = 0.0, magnitude = 0.0;
         for (size_t c = 0; c < cols; ++c) {
-          const double term = static_cast<double>(values[r * cols + c]) * xq.scale[t * cols / 32 + c / 32] *
-                              xq.q[t * cols + c];
+          const double term =
+              static_cast<double>(values[r * cols + c]) * xq.scale[t * cols / 32 + c / 32] * xq.q[t * cols + c];
           exact += term;
           magnitude += std::fabs(term);
         }

@@ -44,7 +44,9 @@ struct KBytes {
     return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(static_cast<int>(shift))), _mm256_set1_epi8(mask));
   }
   // high's codes are small (< 16), so its 16-bit shift never carries into the next byte.
-  static V merge(V low, V high, int left) { return _mm256_or_si256(low, _mm256_sll_epi16(high, _mm_cvtsi32_si128(left))); }
+  static V merge(V low, V high, int left) {
+    return _mm256_or_si256(low, _mm256_sll_epi16(high, _mm_cvtsi32_si128(left)));
+  }
   static V minus(V v, int offset) { return _mm256_sub_epi8(v, _mm256_set1_epi8(static_cast<char>(offset))); }
   // out[s] = mul * float(bytes[s]) for 8 bytes, negated when asked (exactly: a sign flip).
   static void products(float *out, const uint8_t *bytes, float mul, bool negate) {
@@ -179,8 +181,8 @@ struct SixteenOps {
 // One K type's ops for the driver: scales() once per (row, super-block), prepare() per
 // 32-value sub-block; accumulate() is q4_1's (q4_k, q5_k) or SixteenOps' (q6_k, q3_k, q2_k).
 template <class Arch, class Block>
-using KAccumulate = std::conditional_t<kScaledBySixteen<Block>, SixteenOps<Arch, kKHasMin<Block>>,
-                                       QuantBlock<Arch, BlockQ4_1>>;
+using KAccumulate =
+    std::conditional_t<kScaledBySixteen<Block>, SixteenOps<Arch, kKHasMin<Block>>, QuantBlock<Arch, BlockQ4_1>>;
 
 template <class Arch, class Block>
 struct KSuperBlockOps : KAccumulate<Arch, Block> {

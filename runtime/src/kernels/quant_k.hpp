@@ -68,7 +68,8 @@ static_assert(sizeof(BlockQ2_K) == 84, "q2_k super-blocks are 84 bytes, as in GG
 template <class Block, class = void>
 struct SubBlocksOf : std::integral_constant<size_t, 1> {};
 template <class Block>
-struct SubBlocksOf<Block, std::void_t<decltype(Block::kSubBlocks)>> : std::integral_constant<size_t, Block::kSubBlocks> {};
+struct SubBlocksOf<Block, std::void_t<decltype(Block::kSubBlocks)>>
+    : std::integral_constant<size_t, Block::kSubBlocks> {};
 template <class Block>
 constexpr size_t sub_blocks_of = SubBlocksOf<Block>::value;
 
@@ -108,8 +109,7 @@ inline int q2_k_min(const BlockQ2_K &b, size_t i) { return b.scales[i] >> 4; }
 // q4_k / q5_k: d_sub = d·sc, m_sub = −(dmin·mn); the 16-value types: d_sub = d (their integer
 // scales multiply the lanes), m_sub unused (q2_k's mins are per 16 values: q2_k_lane_min).
 template <class Block>
-inline void super_block_scales(const Block &b, float d, float dmin, float d_sub[kSubBlocks],
-                               float m_sub[kSubBlocks]) {
+inline void super_block_scales(const Block &b, float d, float dmin, float d_sub[kSubBlocks], float m_sub[kSubBlocks]) {
   if constexpr (std::is_same_v<Block, BlockQ4_K> || std::is_same_v<Block, BlockQ5_K>) {
     uint8_t scales[kSubBlocks], mins[kSubBlocks];
     k_scales_mins(b.scales, scales, mins);
@@ -146,7 +146,9 @@ inline int k_code(const BlockQ3_K &b, size_t s, size_t l) {
 inline int k_code(const BlockQ2_K &b, size_t s, size_t l) { return (b.qs[32 * (s / 4) + l] >> (2 * (s % 4))) & 3; }
 
 template <class Block>
-constexpr int kCodeOffset = std::is_same_v<Block, BlockQ6_K> ? 32 : std::is_same_v<Block, BlockQ3_K> ? 4 : 0;
+constexpr int kCodeOffset = std::is_same_v<Block, BlockQ6_K>   ? 32
+                            : std::is_same_v<Block, BlockQ3_K> ? 4
+                                                               : 0;
 // Whether a type's integer lanes carry a per-16 scale (q6_k, q3_k, q2_k).
 template <class Block>
 constexpr bool kScaledBySixteen =

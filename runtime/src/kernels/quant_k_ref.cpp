@@ -59,8 +59,8 @@ void matmul_super_blocks(float *out, size_t out_stride, const Block *w, const Q8
             lane *= lane_scale(block, s, k);
             acc[k] = __builtin_fmaf(static_cast<float>(lane), scale, acc[k]);
             if constexpr (kKHasMin<Block>) {
-              acc[k] = __builtin_fmaf(lane_min(block, dmin, m_sub, s, k), x.lane_sum_scaled[xb * kQuantLanes + k],
-                                      acc[k]);
+              acc[k] =
+                  __builtin_fmaf(lane_min(block, dmin, m_sub, s, k), x.lane_sum_scaled[xb * kQuantLanes + k], acc[k]);
             }
           }
         }
