@@ -76,27 +76,32 @@ struct SixteenOps {
   static Prepared make(__m256i q, const Block &b, size_t s) {
     __m256i lane_scales;
     __m256 lane_mins = _mm256_setzero_ps();
+    // The 16 scales as bytes: q6_k's int8s, q3_k's decoded (minus 32), q2_k's scale/min bytes.
+    __m128i all;
     if constexpr (std::is_same_v<Block, BlockQ3_K>) {
-      lane_scales = _mm256_setr_m128i(_mm_set1_epi16(static_cast<short>(sixteen_scale(b, 2 * s))),
-                                      _mm_set1_epi16(static_cast<short>(sixteen_scale(b, 2 * s + 1))));
+      uint32_t words[4];
+      q3_k_scale_words(b.scales, words);
+      all = _mm_sub_epi8(_mm_setr_epi32(static_cast<int>(words[0]), static_cast<int>(words[1]),
+                                        static_cast<int>(words[2]), static_cast<int>(words[3])),
+                         _mm_set1_epi8(32));
     } else {
-      // q6_k's int8 scales or q2_k's scale nibbles: bytes 2s and 2s + 1, each spread over 8 int16.
-      const __m128i all = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b.scales));
-      const __m128i first = _mm_set1_epi8(static_cast<char>(2 * s));
-      const __m128i spread =
-          _mm_shuffle_epi8(all, _mm_add_epi8(first, _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)));
-      if constexpr (std::is_same_v<Block, BlockQ6_K>) {
-        lane_scales = _mm256_cvtepi8_epi16(spread);
-      } else {
-        lane_scales = _mm256_cvtepu8_epi16(_mm_and_si128(spread, _mm_set1_epi8(15)));
-        // q2_k_lane_min per lane: -(dmin * mn), mn the high nibble of byte 2s (lanes 0-3), 2s + 1 (4-7).
-        const __m128i four =
-            _mm_shuffle_epi8(all, _mm_add_epi8(first, _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)));
-        const __m128i mins = _mm_and_si128(_mm_srli_epi16(four, 4), _mm_set1_epi8(15));
-        const __m256 products =
-            _mm256_mul_ps(_mm256_set1_ps(k_half<Arch>(b.dmin)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins)));
-        lane_mins = _mm256_xor_ps(products, _mm256_set1_ps(-0.0f));
-      }
+      all = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b.scales));
+    }
+    // Bytes 2s and 2s + 1, each spread over 8 int16 (lanes 0-3, then 4-7).
+    const __m128i first = _mm_set1_epi8(static_cast<char>(2 * s));
+    const __m128i spread =
+        _mm_shuffle_epi8(all, _mm_add_epi8(first, _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1)));
+    if constexpr (std::is_same_v<Block, BlockQ2_K>) {
+      lane_scales = _mm256_cvtepu8_epi16(_mm_and_si128(spread, _mm_set1_epi8(15)));
+      // q2_k_lane_min per lane: -(dmin * mn), mn the high nibble of byte 2s (lanes 0-3), 2s + 1 (4-7).
+      const __m128i four =
+          _mm_shuffle_epi8(all, _mm_add_epi8(first, _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0)));
+      const __m128i mins = _mm_and_si128(_mm_srli_epi16(four, 4), _mm_set1_epi8(15));
+      const __m256 products =
+          _mm256_mul_ps(_mm256_set1_ps(k_half<Arch>(b.dmin)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mins)));
+      lane_mins = _mm256_xor_ps(products, _mm256_set1_ps(-0.0f));
+    } else {
+      lane_scales = _mm256_cvtepi8_epi16(spread);
     }
     return {q, _mm256_abs_epi8(q), lane_scales, lane_mins};
   }

@@ -97,6 +97,19 @@ inline int q3_k_scale(const uint8_t *packed, size_t i) {
   return (low | high << 4) - 32;
 }
 
+// q3_k's 16 scales plus 32 (0..63), scale i in byte i % 4 of word i / 4 (little-endian): the
+// same bits as q3_k_scale, four at a time.
+inline void q3_k_scale_words(const uint8_t *packed, uint32_t words[4]) {
+  uint32_t a, b, c;
+  __builtin_memcpy(&a, packed, 4);
+  __builtin_memcpy(&b, packed + 4, 4);
+  __builtin_memcpy(&c, packed + 8, 4);
+  words[0] = (a & 0x0F0F0F0Fu) | (c & 0x03030303u) << 4;
+  words[1] = (b & 0x0F0F0F0Fu) | ((c >> 2) & 0x03030303u) << 4;
+  words[2] = ((a >> 4) & 0x0F0F0F0Fu) | ((c >> 4) & 0x03030303u) << 4;
+  words[3] = ((b >> 4) & 0x0F0F0F0Fu) | ((c >> 6) & 0x03030303u) << 4;
+}
+
 // The integer scale of 16-value sub-block i in the types that have one per 16 values (1 where a
 // type scales per 32 values in floats instead), and q2_k's integer min.
 inline int sixteen_scale(const BlockQ6_K &b, size_t i) { return b.scales[i]; }
