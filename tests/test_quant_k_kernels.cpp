@@ -34,31 +34,19 @@ using mote::kernels::Q8Activations;
 
 // Each block type's dtype and kernel.
 template <class Block>
-struct KType;
-template <>
-struct KType<BlockQ4_K> {
-  static constexpr DType dtype = DType::q4_k;
-  static constexpr auto kernel = &KernelTable::matmul_q4_k;
-};
-template <>
-struct KType<BlockQ5_K> {
-  static constexpr DType dtype = DType::q5_k;
-  static constexpr auto kernel = &KernelTable::matmul_q5_k;
-};
-template <>
-struct KType<BlockQ6_K> {
-  static constexpr DType dtype = DType::q6_k;
-  static constexpr auto kernel = &KernelTable::matmul_q6_k;
-};
-template <>
-struct KType<BlockQ3_K> {
-  static constexpr DType dtype = DType::q3_k;
-  static constexpr auto kernel = &KernelTable::matmul_q3_k;
-};
-template <>
-struct KType<BlockQ2_K> {
-  static constexpr DType dtype = DType::q2_k;
-  static constexpr auto kernel = &KernelTable::matmul_q2_k;
+struct KType {
+  static constexpr DType dtype = std::is_same_v<Block, BlockQ4_K>   ? DType::q4_k
+                                 : std::is_same_v<Block, BlockQ5_K> ? DType::q5_k
+                                 : std::is_same_v<Block, BlockQ6_K> ? DType::q6_k
+                                 : std::is_same_v<Block, BlockQ3_K> ? DType::q3_k
+                                                                    : DType::q2_k;
+  static constexpr auto kernel = [] {
+    if constexpr (std::is_same_v<Block, BlockQ4_K>) return &KernelTable::matmul_q4_k;
+    if constexpr (std::is_same_v<Block, BlockQ5_K>) return &KernelTable::matmul_q5_k;
+    if constexpr (std::is_same_v<Block, BlockQ6_K>) return &KernelTable::matmul_q6_k;
+    if constexpr (std::is_same_v<Block, BlockQ3_K>) return &KernelTable::matmul_q3_k;
+    if constexpr (std::is_same_v<Block, BlockQ2_K>) return &KernelTable::matmul_q2_k;
+  }();
 };
 
 template <class Block>
