@@ -2,7 +2,8 @@
 // converter's host rows agree with each other and with independent facts (GGUF's type ids and
 // block sizes, the kernels' block structs), and every consumer reads them:
 // - each runtime row's dequantize_row reads row r of a matrix at the row's own byte offset, equal
-//   to the converter's reference decoder on that row's plain blocks (x8 rows deinterleaved);
+//   to ggml's dequantization (the converter's dequantize_ggml) of that row's plain blocks, made
+//   of random valid bytes (x8 rows interleaved from them), so a runtime row needs no host row;
 // - every host row's quantize_ref / dequantize_ref pair round-trips its own bytes;
 // - the converter's type list in messages is generated from the host rows.
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fp16.hpp"
 #include "dequant.hpp"
 #include "host_types.hpp"
 #include "kernels/quant.hpp"
@@ -93,32 +95,47 @@ TEST_CASE("dtype rows: GGUF's type ids and block sizes, the kernels' block struc
   }
 }
 
-TEST_CASE("dtype rows: every runtime row reads row r at its own offset, as the converter's reference decodes it") {
+TEST_CASE("dtype rows: every runtime row reads row r at its own offset, as ggml decodes its bytes") {
   size_t tested = 0;
   for (uint32_t d = 0; d < mote::format::kDTypeCount; ++d) {
     const mote::WeightType *type = mote::weight_type(d);
     if (type == nullptr) continue;  // bf16: stored, not run
     const DType dtype = static_cast<DType>(d);
     const DType plain = mote::convert::plain_dtype(dtype);
-    const mote::convert::HostType *row = mote::convert::host_type(plain);
+    const DTypeTraits &traits = traits_of(plain);
     CAPTURE(traits_of(dtype).name);
-    REQUIRE(row != nullptr);
-    const size_t rows = 16, cols = 3 * std::max<size_t>(traits_of(plain).block_elements, 32);
-    const std::vector<float> values = random_values(rows * cols, 7 + d);
-    const std::vector<uint8_t> blocks = mote::convert::quantize(values.data(), values.size(), plain);
+    const size_t rows = 16, cols = 3 * std::max<size_t>(traits.block_elements, 32);
     const size_t row_bytes = mote::weight_row_bytes(plain, cols);
-    REQUIRE(blocks.size() == rows * row_bytes);
+    REQUIRE(row_bytes * traits.block_elements == cols * traits.block_bytes);
+    // Random bytes are valid blocks of every type once their halves (d, m, dmin; every value of
+    // a float type) are finite.
+    std::vector<uint8_t> blocks(rows * row_bytes);
+    std::mt19937 rng(7 + d);
+    for (uint8_t &byte : blocks) byte = static_cast<uint8_t>(rng());
+    const std::vector<float> scales = random_values(blocks.size(), 70 + d);
+    for (size_t b = 0; b < blocks.size() / traits.block_bytes; ++b) {
+      uint8_t *block = blocks.data() + b * traits.block_bytes;
+      if (plain == DType::f32) {
+        std::memcpy(block, &scales[b], 4);
+        continue;
+      }
+      for (uint32_t f = 0; f < std::max<uint32_t>(traits.scale_fields, 1); ++f) {
+        const uint16_t half = mote::f32_to_fp16(scales[b * 2 + f] * (traits.block_elements == 1 ? 1.0f : 0.01f));
+        std::memcpy(block + traits.scale_offset + 2 * f, &half, 2);
+      }
+    }
     const std::vector<uint8_t> stored =
         dtype == plain ? blocks : mote::convert::interleave_rows(blocks, plain, rows, cols);
     for (size_t r = 0; r < rows; ++r) {
       std::vector<float> got(cols), want(cols);
       type->dequantize_row(got.data(), stored.data(), r, cols);
-      row->dequantize_ref(blocks.data() + r * row_bytes, cols / traits_of(plain).block_elements, want.data());
+      REQUIRE(mote::convert::dequantize_ggml(traits.ggml_type, blocks.data() + r * row_bytes, cols, want.data()));
       CHECK_MESSAGE(std::memcmp(got.data(), want.data(), cols * sizeof(float)) == 0, "row " << r);
     }
     ++tested;
   }
-  CHECK(tested == 8);  // f32, f16, q8_0, q4_0, q4_1 and the three x8 layouts
+  // f32, f16, q8_0, q4_0, q4_1, their three x8 layouts and the five K-quants at least.
+  CHECK(tested >= 13);
 }
 
 TEST_CASE("dtype rows: each host row's quantize_ref and dequantize_ref round-trip its bytes") {

@@ -388,15 +388,45 @@ inline void quantize_block(const Q8Activations &out, size_t b, const float *x) {
 
 // --- the driver, shared by every ISA -----------------------------------------------------------
 
-// out[t * out_stride + r] for R rows x T tokens, every block of the rows. Blocks go in groups of
-// eight: their scales are read and multiplied once per group (d_w * d_x for every row and
-// token), then each block adds its integer lanes times its scale.
+// The scales of row `row`'s blocks [g, g + n) (d, and m when the type has a min): one per
+// 32-value block, read from each block's halves, or, for a super-block type (n = kSubBlocks,
+// g a whole super-block), decoded once from its packed sub-block scales.
+template <class Arch, class Block>
+inline void weight_scales(const Block *row, size_t g, size_t n, float *d, float *m) {
+  using Ops = QuantBlock<Arch, Block>;
+  if constexpr (sub_blocks_of<Block> == 1) {
+    QuantIsa<Arch>::block_scales(row + g, n, d, Ops::kHasMin ? m : nullptr);
+  } else {
+    Ops::scales(row[g / sub_blocks_of<Block>], d, m);
+  }
+}
+
+// Block b's values of a row, ready for every token: a 32-value block, or sub-block b % kSubBlocks
+// of a super-block.
+template <class Arch, class Block>
+inline typename QuantBlock<Arch, Block>::Prepared prepare_block(const Block *row, size_t b) {
+  constexpr size_t kSub = sub_blocks_of<Block>;
+  if constexpr (kSub == 1) {
+    return QuantBlock<Arch, Block>::prepare(row[b]);
+  } else {
+    return QuantBlock<Arch, Block>::prepare(row[b / kSub], b % kSub);
+  }
+}
+
+// out[t * out_stride + r] for R rows x T tokens, every block of the rows. n_blocks counts the
+// 32-value activation blocks; a row holds n_blocks / sub_blocks_of<Block> weight blocks. Blocks
+// go in groups of eight (for a super-block type, exactly one super-block): their scales are read
+// and multiplied once per group (d_w * d_x for every row and token), then each block adds its
+// integer lanes times its scale.
 template <class Arch, class Block, size_t R, size_t T>
 inline void quant_tile(float *out, size_t out_stride, const Block *w, size_t n_blocks, const Q8Activations &x,
                        size_t token0) {
   using Ops = QuantBlock<Arch, Block>;
   using Isa = QuantIsa<Arch>;
   constexpr size_t G = 8;
+  constexpr size_t kSub = sub_blocks_of<Block>;
+  static_assert(kSub == 1 || kSub == G, "a super-block is one group of eight activation blocks");
+  const size_t row_blocks = n_blocks / kSub;
   typename Isa::Lanes acc[R][T];
 #pragma GCC unroll 16
   for (size_t r = 0; r < R; ++r) {
@@ -410,19 +440,20 @@ inline void quant_tile(float *out, size_t out_stride, const Block *w, size_t n_b
     for (size_t t = 0; t < T; ++t) Isa::load_scales(x_scales[t], x.scale + (token0 + t) * n_blocks + g, n);
 #pragma GCC unroll 16
     for (size_t r = 0; r < R; ++r) {
-      Isa::block_scales(w + r * n_blocks + g, n, d[r], Ops::kHasMin ? mins[r] : nullptr);
+      weight_scales<Arch>(w + r * row_blocks, g, n, d[r], mins[r]);
 #pragma GCC unroll 16
       for (size_t t = 0; t < T; ++t) Isa::multiply(scales[r][t], d[r], x_scales[t]);
     }
-    for (size_t j = 0; j < n; ++j) {
-      // As matmul.hpp's dot_tile: the R rows are one contiguous run, consumed R blocks at a
-      // time; ask for the run kPrefetchTilesAhead tiles below (never faults past the end).
-      const char *ahead = reinterpret_cast<const char *>(w + (kPrefetchTilesAhead * R * n_blocks + R * (g + j)));
+    const auto add_block = [&](size_t j) {
+      // As matmul.hpp's dot_tile: the R rows are one contiguous run, consumed R blocks' bytes at
+      // a time; ask for the run kPrefetchTilesAhead tiles below (never faults past the end).
+      const char *ahead = reinterpret_cast<const char *>(w) +
+                          (kPrefetchTilesAhead * R * row_blocks + R * (g + j) / kSub) * sizeof(Block);
 #pragma GCC unroll 16
-      for (size_t line = 0; line < R * sizeof(Block); line += 64) __builtin_prefetch(ahead + line);
+      for (size_t line = 0; line < R * sizeof(Block) / kSub; line += 64) __builtin_prefetch(ahead + line);
       typename Ops::Prepared weights[R];
 #pragma GCC unroll 16
-      for (size_t r = 0; r < R; ++r) weights[r] = Ops::prepare(w[r * n_blocks + g + j]);
+      for (size_t r = 0; r < R; ++r) weights[r] = prepare_block<Arch>(w + r * row_blocks, g + j);
 #pragma GCC unroll 16
       for (size_t t = 0; t < T; ++t) {
         const ActivationBlock xb = activation_block(x, (token0 + t) * n_blocks + g + j);
@@ -430,6 +461,13 @@ inline void quant_tile(float *out, size_t out_stride, const Block *w, size_t n_b
         for (size_t r = 0; r < R; ++r)
           acc[r][t] = Ops::accumulate(acc[r][t], weights[r], xb, &scales[r][t][j], &mins[r][j]);
       }
+    };
+    if constexpr (kSub > 1) {
+      // A super-block's sub-blocks unrolled: each one's bit-plane offsets and shifts are constants.
+#pragma GCC unroll 8
+      for (size_t j = 0; j < kSub; ++j) add_block(j);
+    } else {
+      for (size_t j = 0; j < n; ++j) add_block(j);
     }
   }
 #pragma GCC unroll 16
@@ -451,10 +489,11 @@ template <class Arch, class Block, size_t K>
 inline void quant_token_tile(float *out, size_t out_stride, const Block *w, size_t rows, size_t n_blocks,
                              const Q8Activations &x, size_t token0) {
   constexpr size_t R = quant_tile_rows<K>();
+  const size_t row_blocks = n_blocks / sub_blocks_of<Block>;
   size_t r = 0;
   for (; r + R <= rows; r += R)
-    quant_tile<Arch, Block, R, K>(out + r, out_stride, w + r * n_blocks, n_blocks, x, token0);
-  for (; r < rows; ++r) quant_tile<Arch, Block, 1, K>(out + r, out_stride, w + r * n_blocks, n_blocks, x, token0);
+    quant_tile<Arch, Block, R, K>(out + r, out_stride, w + r * row_blocks, n_blocks, x, token0);
+  for (; r < rows; ++r) quant_tile<Arch, Block, 1, K>(out + r, out_stride, w + r * row_blocks, n_blocks, x, token0);
 }
 
 template <class Arch, class Block, size_t K>
@@ -475,12 +514,13 @@ inline void quant_matmul(float *out, size_t out_stride, const Block *w, const Q8
                          size_t cols, size_t n_tokens) {
   constexpr size_t T = kQuantTileTokens;
   const size_t n_blocks = cols / kQuantBlock;
-  const size_t row_bytes = n_blocks * sizeof(Block);
+  const size_t row_blocks = n_blocks / sub_blocks_of<Block>;
+  const size_t row_bytes = row_blocks * sizeof(Block);
   // As matmul.hpp: a block of rows stays in L2 while every token tile passes over it.
   const size_t block_rows = row_bytes < kRowBlockBytes / 4 ? kRowBlockBytes / row_bytes / 4 * 4 : 4;
   for (size_t r0 = 0; r0 < rows; r0 += block_rows) {
     const size_t n_rows = rows - r0 < block_rows ? rows - r0 : block_rows;
-    const Block *block_w = w + r0 * n_blocks;
+    const Block *block_w = w + r0 * row_blocks;
     size_t t = 0;
     if (n_tokens > 1) {
       for (; t + T <= n_tokens; t += T) {
@@ -519,3 +559,5 @@ void matmul_q4_1(float *out, size_t out_stride, const BlockQ4_1 *w, const Q8Acti
 }
 
 }  // namespace mote::kernels::simd
+
+#include "kernels/matmul_quant_k.hpp"  // the K-quant super-blocks' ops and kernels

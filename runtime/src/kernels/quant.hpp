@@ -11,6 +11,16 @@
 // ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)). Integer sums are exact and
 // every float operation is fixed, so results do not depend on the ISA, the thread split or the
 // number of tokens in a batch.
+//
+// The K-quant super-blocks (quant_k.hpp) are summed the same way, 32-value sub-block s of a
+// super-block against the activation block it covers, with the same eight accumulators and the
+// same final reduction. Per super-block (d, dmin its halves as floats): q4_k and q5_k give each
+// sub-block d_w = d * float(sc_s) and m = -(dmin * float(mn_s)) and sum exactly as q4_1 (lane k
+// over the codes q, unsigned); q6_k, q3_k and q2_k multiply each exact lane by the integer scale
+// of its 16-value sub-block (lanes 0-3: sub-block 2s, lanes 4-7: 2s + 1; exact in int32), lane k
+// = sc * sum (q - offset) x with offset 32 (q6_k), 4 (q3_k, q = code | hmask bit << 2) or 0,
+// then acc[k] = fma(float(lane k), d * d_x, acc[k]); q2_k then adds its min per 16 values,
+// acc[k] = fma(-(dmin * float(mn)), lane_sum_scaled[k], acc[k]).
 #pragma once
 
 #include <cstddef>
@@ -93,3 +103,5 @@ constexpr size_t q8_activation_bytes(size_t cols) {
 }
 
 }  // namespace mote::kernels
+
+#include "kernels/quant_k.hpp"  // GGUF's K-quant super-blocks

@@ -9,10 +9,15 @@ namespace mote {
 namespace {
 
 using format::DType;
+using kernels::BlockQ2_K;
+using kernels::BlockQ3_K;
 using kernels::BlockQ4_0;
 using kernels::BlockQ4_0x8;
 using kernels::BlockQ4_1;
 using kernels::BlockQ4_1x8;
+using kernels::BlockQ4_K;
+using kernels::BlockQ5_K;
+using kernels::BlockQ6_K;
 using kernels::BlockQ8_0;
 using kernels::BlockQ8_0x8;
 using kernels::KernelTable;
@@ -100,6 +105,11 @@ constexpr WeightType kWeightTypes[] = {
     quantized_row<DType::q8_0x8, BlockQ8_0x8, &KernelTable::matmul_q8_0x8, ref::dequantize_q8_0x8>(8),
     quantized_row<DType::q4_0x8, BlockQ4_0x8, &KernelTable::matmul_q4_0x8, ref::dequantize_q4_0x8>(8),
     quantized_row<DType::q4_1x8, BlockQ4_1x8, &KernelTable::matmul_q4_1x8, ref::dequantize_q4_1x8>(8),
+    quantized_row<DType::q4_k, BlockQ4_K, &KernelTable::matmul_q4_k, ref::dequantize_q4_k>(4),
+    quantized_row<DType::q5_k, BlockQ5_K, &KernelTable::matmul_q5_k, ref::dequantize_q5_k>(4),
+    quantized_row<DType::q6_k, BlockQ6_K, &KernelTable::matmul_q6_k, ref::dequantize_q6_k>(4),
+    quantized_row<DType::q3_k, BlockQ3_K, &KernelTable::matmul_q3_k, ref::dequantize_q3_k>(4),
+    quantized_row<DType::q2_k, BlockQ2_K, &KernelTable::matmul_q2_k, ref::dequantize_q2_k>(4),
 };
 
 }  // namespace
