@@ -94,7 +94,7 @@ TEST_CASE("dtype rows: GGUF's type ids and block sizes, the kernels' block struc
 }
 
 TEST_CASE("dtype rows: every runtime row reads row r at its own offset, as the converter's reference decodes it") {
-  size_t tested = 0;
+  size_t tested = 0, without_host_row = 0;
   for (uint32_t d = 0; d < mote::format::kDTypeCount; ++d) {
     const mote::WeightType *type = mote::weight_type(d);
     if (type == nullptr) continue;  // bf16: stored, not run
@@ -102,7 +102,11 @@ TEST_CASE("dtype rows: every runtime row reads row r at its own offset, as the c
     const DType plain = mote::convert::plain_dtype(dtype);
     const mote::convert::HostType *row = mote::convert::host_type(plain);
     CAPTURE(traits_of(dtype).name);
-    REQUIRE(row != nullptr);
+    if (row == nullptr) {  // no quantizer yet: test_quant_kernels decodes these rows against ggml's
+      MESSAGE("no host row for " << traits_of(plain).name);
+      ++without_host_row;
+      continue;
+    }
     const size_t rows = 16, cols = 3 * std::max<size_t>(traits_of(plain).block_elements, 32);
     const std::vector<float> values = random_values(rows * cols, 7 + d);
     const std::vector<uint8_t> blocks = mote::convert::quantize(values.data(), values.size(), plain);
@@ -118,7 +122,8 @@ TEST_CASE("dtype rows: every runtime row reads row r at its own offset, as the c
     }
     ++tested;
   }
-  CHECK(tested == 8);  // f32, f16, q8_0, q4_0, q4_1 and the three x8 layouts
+  CHECK(tested >= 8);                      // f32, f16, q8_0, q4_0, q4_1 and the three x8 layouts at least
+  CHECK(tested + without_host_row == 13);  // and q5_0, q5_1, their x8 layouts, iq4_nl
 }
 
 TEST_CASE("dtype rows: each host row's quantize_ref and dequantize_ref round-trip its bytes") {
