@@ -276,29 +276,13 @@ using mote::kernels::BlockQ5_1x8;
 using mote::kernels::BlockQ8_0x8;
 
 // The plain block type of an x8 layout (itself for a plain one).
-template <class Block>
+template <class Block, class = void>
 struct PlainOf {
   using type = Block;
 };
-template <>
-struct PlainOf<BlockQ8_0x8> {
-  using type = BlockQ8_0;
-};
-template <>
-struct PlainOf<BlockQ4_0x8> {
-  using type = BlockQ4_0;
-};
-template <>
-struct PlainOf<BlockQ4_1x8> {
-  using type = BlockQ4_1;
-};
-template <>
-struct PlainOf<BlockQ5_0x8> {
-  using type = BlockQ5_0;
-};
-template <>
-struct PlainOf<BlockQ5_1x8> {
-  using type = BlockQ5_1;
+template <class Block>
+struct PlainOf<Block, std::void_t<typename Block::Plain>> {
+  using type = typename Block::Plain;
 };
 
 // Plain blocks of rows 8g .. 8g + 7 as x8 group blocks, written from quant.hpp's formula: quant

@@ -87,18 +87,21 @@ inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22,
 constexpr size_t kInterleave = 8;
 
 struct BlockQ8_0x8 {
+  using Plain = BlockQ8_0;  // the block each row holds
   uint16_t d[kInterleave];
   int8_t qs[kInterleave * kQuantBlock];  // 8 groups (k) of 4 bytes for each of the 8 rows
 };
 static_assert(sizeof(BlockQ8_0x8) == 8 * sizeof(BlockQ8_0), "q8_0x8 group blocks are 8 q8_0 blocks");
 
 struct BlockQ4_0x8 {
+  using Plain = BlockQ4_0;  // the block each row holds
   uint16_t d[kInterleave];
   uint8_t qs[kInterleave * kQuantBlock / 2];  // 4 groups (k) of 4 bytes for each of the 8 rows
 };
 static_assert(sizeof(BlockQ4_0x8) == 8 * sizeof(BlockQ4_0), "q4_0x8 group blocks are 8 q4_0 blocks");
 
 struct BlockQ4_1x8 {
+  using Plain = BlockQ4_1;  // the block each row holds
   uint16_t d[kInterleave];
   uint16_t m[kInterleave];
   uint8_t qs[kInterleave * kQuantBlock / 2];
@@ -106,6 +109,7 @@ struct BlockQ4_1x8 {
 static_assert(sizeof(BlockQ4_1x8) == 8 * sizeof(BlockQ4_1), "q4_1x8 group blocks are 8 q4_1 blocks");
 
 struct BlockQ5_0x8 {
+  using Plain = BlockQ5_0;  // the block each row holds
   uint16_t d[kInterleave];
   uint32_t qh[kInterleave];
   uint8_t qs[kInterleave * kQuantBlock / 2];
@@ -113,6 +117,7 @@ struct BlockQ5_0x8 {
 static_assert(sizeof(BlockQ5_0x8) == 8 * sizeof(BlockQ5_0), "q5_0x8 group blocks are 8 q5_0 blocks");
 
 struct BlockQ5_1x8 {
+  using Plain = BlockQ5_1;  // the block each row holds
   uint16_t d[kInterleave];
   uint16_t m[kInterleave];
   uint32_t qh[kInterleave];
