@@ -77,8 +77,9 @@ struct Nibbles {
       sums[k] = QuantIsa<Arch>::dot_add(sums[k], high[k], broadcast_quad<Arch>(x + 16 + 4 * k));
     return _mm256_add_epi32(_mm256_add_epi32(sums[0], sums[1]), _mm256_add_epi32(sums[2], sums[3]));
 #else
-    // vpmaddubsw pair sums added in int16, widened once: eight of 4-bit values fit
-    // (8 x 2 x 15 x 127 < 32768), four of 5-bit ones (4 x 2 x 31 x 127), so those widen twice.
+    // vpmaddubsw pair sums added in int16, then widened: eight steps of 4-bit values fit
+    // (8 x 2 x 15 x 127 < 32768) but only four of 5-bit ones (4 x 2 x 31 x 127), so q5 widens
+    // its two halves apart.
     const auto pair_sums = [](__m256i u, const int8_t *q) { return _mm256_maddubs_epi16(u, broadcast_quad<Arch>(q)); };
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i low_sums = pair_sums(low[0], x), high_sums = pair_sums(high[0], x + 16);
