@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace mote::kernels {
 
@@ -127,19 +128,13 @@ static_assert(sizeof(BlockQ5_1x8) == 8 * sizeof(BlockQ5_1), "q5_1x8 group blocks
 
 // Whether a block type carries a minimum m (value = d * q + m) after its scale d.
 template <class Block>
-inline constexpr bool kHasMinimum = false;
-template <>
-inline constexpr bool kHasMinimum<BlockQ4_1> = true;
-template <>
-inline constexpr bool kHasMinimum<BlockQ5_1> = true;
-template <>
-inline constexpr bool kHasMinimum<BlockQ4_1x8> = true;
-template <>
-inline constexpr bool kHasMinimum<BlockQ5_1x8> = true;
+inline constexpr bool kHasMinimum = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1> ||
+                                    std::is_same_v<Block, BlockQ4_1x8> || std::is_same_v<Block, BlockQ5_1x8>;
 
 // n_tokens vectors of cols activations (cols a multiple of 32) in 8-bit blocks, token-major.
-// The lane sums let q4_0 and q4_1 products use unsigned nibbles (vpmaddubsw's operand order):
-// sum (n - 8) x = sum n x - lane_offset, and q4_1's m enters as m * lane_sum_scaled.
+// The lane sums let q4 and q5 products use unsigned values (vpmaddubsw's operand order):
+// sum (n - 8) x = sum n x - lane_offset (q5_0: sum (q - 16) x = sum q x - 2 lane_offset), and
+// q4_1's and q5_1's m enters as m * lane_sum_scaled.
 struct Q8Activations {
   int8_t *q;               // (n_tokens, cols)
   float *scale;            // (n_tokens, cols / 32) d of each block
