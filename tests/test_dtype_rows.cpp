@@ -134,8 +134,8 @@ TEST_CASE("dtype rows: every runtime row reads row r at its own offset, as ggml 
     }
     ++tested;
   }
-  // f32, f16, q8_0, q4_0, q4_1, their three x8 layouts and the five K-quants at least.
-  CHECK(tested >= 13);
+  // f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, the five K-quants and the five x8 layouts.
+  CHECK(tested == 18);
 }
 
 TEST_CASE("dtype rows: each host row's quantize_ref and dequantize_ref round-trip its bytes") {
