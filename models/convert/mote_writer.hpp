@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "format/format.hpp"
+#include "quantize_recipe.hpp"
 
 namespace mote::convert {
 
@@ -76,16 +77,19 @@ enum class BlockLayout {
 // becomes f16. A requested quantized type falls back to f16 for a matrix whose rows are not
 // whole blocks. With the interleaved layout a quantized matrix whose rows are a multiple of 8
 // takes the x8 twin.
+// With a recipe (mix other than Mix::none, quantize_recipe.hpp; requested is its base type and
+// config the model's), the recipe alone chooses the blocks, before the layout's interleaving.
 format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested,
-                           BlockLayout layout);
+                           BlockLayout layout, Mix mix = Mix::none, const format::ModelConfig *config = nullptr);
 
 // Appends the tensor for slot, read from source, to model as output_dtype(): copied byte for
 // byte when the source already holds its blocks (no requantization), else dequantized and
 // encoded (f32, f16) or quantized (q8_0, q4_0, q4_1); then, for an x8 dtype, rows interleaved.
 // Quantized rows must hold whole 32-element blocks: false, with a one-line message naming the
 // tensor, when they do not.
+// mix: a --dtype recipe (output_dtype), read with model->config.
 bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optional<format::DType> requested,
-                BlockLayout layout, ModelData *model, std::string *error);
+                BlockLayout layout, ModelData *model, std::string *error, Mix mix = Mix::none);
 
 // The config every Llama-family converter starts from (RMSNorm, RoPE, SwiGLU, no biases).
 format::ModelConfig llama_config();
