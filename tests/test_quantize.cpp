@@ -212,7 +212,7 @@ TEST_CASE("quantize: q8_0, q4_0 and q4_1 match gguf.quants bit for bit, and dequ
   }
 }
 
-TEST_CASE("gguf import --layout gguf: Q8_0, Q4_0 and Q4_1 tensors are kept byte for byte") {
+TEST_CASE("gguf import --layout gguf: every type with a host row is kept byte for byte") {
   const LoadedGguf gguf(mote_test::golden_path("tiny_llama.gguf"));
   const ModelData m = gguf.convert(std::nullopt, BlockLayout::gguf);
   std::map<std::string, size_t> kept;  // ggml type name -> tensors copied byte for byte
@@ -226,13 +226,15 @@ TEST_CASE("gguf import --layout gguf: Q8_0, Q4_0 and Q4_1 tensors are kept byte 
       continue;
     }
     const std::map<uint32_t, DType> same_layout = {
-        {0, DType::f32}, {1, DType::f16}, {8, DType::q8_0}, {2, DType::q4_0}, {3, DType::q4_1}};
+        {0, DType::f32},  {1, DType::f16},   {8, DType::q8_0},  {2, DType::q4_0},  {3, DType::q4_1},
+        {6, DType::q5_0}, {7, DType::q5_1},  {10, DType::q2_k}, {11, DType::q3_k}, {12, DType::q4_k},
+        {13, DType::q5_k}, {14, DType::q6_k}, {20, DType::iq4_nl}};
     const auto same = same_layout.find(source.type);
     if (same != same_layout.end()) {
       CHECK(t.dtype == same->second);
       CHECK(t.bytes == gguf.stored_bytes(source));
       ++kept[type];
-    } else {  // BF16 and the K-quants have no .mote twin: f16 of their values
+    } else {  // BF16 and IQ4_XS have no .mote twin: f16 of their values
       CHECK(t.dtype == DType::f16);
       const std::vector<float> values =
           dequantized(source.type, gguf.file.bytes + source.offset, static_cast<size_t>(source.n_elements));
