@@ -147,12 +147,15 @@ TEST_CASE("dtype rows: each host row's quantize_ref and dequantize_ref round-tri
 }
 
 TEST_CASE("dtype rows: the converter writes exactly its host rows, and its messages list them") {
-  CHECK(mote::convert::host_type_list() == "f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q6_k, q5_k, q4_k, q3_k or q2_k");
+  CHECK(mote::convert::host_type_list() ==
+        "f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q6_k, q5_k, q4_k, q3_k or q2_k");
   CHECK(mote::convert::host_type(DType::bf16) == nullptr);
   CHECK(mote::convert::host_type(DType::q4_1x8) == nullptr);
   std::string error;
   CHECK(!mote::convert::check_matrix_dtype(DType::bf16, &error));
-  CHECK(error == "matrices are stored as f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q6_k, q5_k, q4_k, q3_k or q2_k, not bf16");
+  CHECK(error ==
+        "matrices are stored as f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q6_k, q5_k, q4_k, q3_k or q2_k, not "
+        "bf16");
   CHECK(mote::convert::check_matrix_dtype(DType::q4_0, &error));
   CHECK(mote::convert::is_quantized(DType::q8_0));
   CHECK(!mote::convert::is_quantized(DType::f16));

@@ -190,7 +190,10 @@ struct LoadedGguf {
 
 // The types gguf.quants can also quantize: kQuantTypes and GGUF's 5-bit pair.
 const QuantType kGgufQuantizable[] = {
-    kQuantTypes[0], kQuantTypes[1], kQuantTypes[2], {"q5_0", DType::q5_0, GgmlType::q5_0, DType::q5_0x8},
+    kQuantTypes[0],
+    kQuantTypes[1],
+    kQuantTypes[2],
+    {"q5_0", DType::q5_0, GgmlType::q5_0, DType::q5_0x8},
     {"q5_1", DType::q5_1, GgmlType::q5_1, DType::q5_1x8},
 };
 
@@ -232,8 +235,8 @@ TEST_CASE("gguf import --layout gguf: every type with a host row is kept byte fo
       continue;
     }
     const std::map<uint32_t, DType> same_layout = {
-        {0, DType::f32},  {1, DType::f16},   {8, DType::q8_0},  {2, DType::q4_0},  {3, DType::q4_1},
-        {6, DType::q5_0}, {7, DType::q5_1},  {10, DType::q2_k}, {11, DType::q3_k}, {12, DType::q4_k},
+        {0, DType::f32},   {1, DType::f16},   {8, DType::q8_0},   {2, DType::q4_0},  {3, DType::q4_1},
+        {6, DType::q5_0},  {7, DType::q5_1},  {10, DType::q2_k},  {11, DType::q3_k}, {12, DType::q4_k},
         {13, DType::q5_k}, {14, DType::q6_k}, {20, DType::iq4_nl}};
     const auto same = same_layout.find(source.type);
     if (same != same_layout.end()) {

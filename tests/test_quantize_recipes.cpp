@@ -85,7 +85,8 @@ std::map<std::string, std::map<std::string, Golden>> read_goldens() {
 }
 
 mote::format::ModelConfig golden_config() {
-  mote::format::ModelConfig c = mote::convert::llama_config({kDim, kLayers, kHeads, kKvHeads, kDim / kHeads, kFfn, kVocab, 64});
+  mote::format::ModelConfig c =
+      mote::convert::llama_config({kDim, kLayers, kHeads, kKvHeads, kDim / kHeads, kFfn, kVocab, 64});
   c.flags &= ~static_cast<uint32_t>(mote::format::kFlagTiedEmbeddings);  // an untied classifier
   return c;
 }

@@ -18,8 +18,8 @@ using rounding::load_fp16;
 using rounding::nearest_int;
 using rounding::store_fp16;
 
-constexpr int kSuper = 256;               // values per super-block
-constexpr float kAllZero = 1e-15f;        // a group whose largest |value| is below this is all zero
+constexpr int kSuper = 256;         // values per super-block
+constexpr float kAllZero = 1e-15f;  // a group whose largest |value| is below this is all zero
 constexpr size_t kQ2Bytes = 84, kQ3Bytes = 110, kQ4Bytes = 144, kQ5Bytes = 176, kQ6Bytes = 210;
 
 int clamp_int(int value, int lo, int hi) { return value < lo ? lo : value > hi ? hi : value; }
@@ -74,7 +74,8 @@ float fit_with_min(int n, const MinSearch &s, const float *x, const float *weigh
   };
   float iscale = s.nmax / (max - min);
   float scale = 1 / iscale;
-  for (int i = 0; i < n; ++i) levels[i] = static_cast<uint8_t>(clamp_int(nearest_int(iscale * (x[i] - min)), 0, s.nmax));
+  for (int i = 0; i < n; ++i)
+    levels[i] = static_cast<uint8_t>(clamp_int(nearest_int(iscale * (x[i] - min)), 0, s.nmax));
   float best_error = error_of(scale, min, levels);
   uint8_t trial[32];
   for (int is = 0; is <= s.nstep; ++is) {
@@ -127,7 +128,8 @@ float fit_signed_search(int n, int nmax, const float *x, int8_t *levels) {
     }
   };
   const auto store_levels = [&](float iscale) {
-    for (int i = 0; i < n; ++i) levels[i] = static_cast<int8_t>(nmax + clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+    for (int i = 0; i < n; ++i)
+      levels[i] = static_cast<int8_t>(nmax + clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1));
   };
   float iscale = -nmax / max;
   float sumlx, suml2;

@@ -76,13 +76,20 @@ constexpr Rule kRules[] = {
 bool holds(When when, uint32_t i, const format::ModelConfig &config) {
   const uint32_t n = config.n_layers;
   switch (when) {
-    case When::always: return true;
-    case When::more_bits: return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
-    case When::first_2: return i < 2;
-    case When::first_4: return i < 4;
-    case When::first_eighth: return i < n / 8;
-    case When::first_16th: return i < n / 16;
-    case When::gqa_4: return config.n_kv_heads != 0 && config.n_heads / config.n_kv_heads >= 4;
+    case When::always:
+      return true;
+    case When::more_bits:
+      return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+    case When::first_2:
+      return i < 2;
+    case When::first_4:
+      return i < 4;
+    case When::first_eighth:
+      return i < n / 8;
+    case When::first_16th:
+      return i < n / 16;
+    case When::gqa_4:
+      return config.n_kv_heads != 0 && config.n_heads / config.n_kv_heads >= 4;
   }
   return false;
 }
@@ -133,12 +140,21 @@ DType fallback_dtype(DType type, uint64_t cols) {
   if (cols % format::traits_of(type).block_elements == 0) return type;
   DType smaller = type;  // a 32-value type has no smaller block to fall back to
   switch (type) {
-    case DType::q4_k: smaller = DType::q5_0; break;
-    case DType::q5_k: smaller = DType::q5_1; break;
-    case DType::q6_k: smaller = DType::q8_0; break;
+    case DType::q4_k:
+      smaller = DType::q5_0;
+      break;
+    case DType::q5_k:
+      smaller = DType::q5_1;
+      break;
+    case DType::q6_k:
+      smaller = DType::q8_0;
+      break;
     case DType::q2_k:
-    case DType::q3_k: smaller = DType::q4_0; break;
-    default: break;
+    case DType::q3_k:
+      smaller = DType::q4_0;
+      break;
+    default:
+      break;
   }
   return cols % format::traits_of(smaller).block_elements == 0 ? smaller : DType::f16;
 }

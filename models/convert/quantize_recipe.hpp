@@ -20,9 +20,9 @@ namespace mote::convert {
 
 // The recipe family a --dtype name selects.
 enum class Mix : uint8_t {
-  none,    // mote's own rule (output_dtype), or keep the source's types when no dtype is asked
-  pure,    // the base type for every matrix, then llama-quantize's fallbacks
-  q2_k,    // llama-quantize's ftypes, named as it names them
+  none,  // mote's own rule (output_dtype), or keep the source's types when no dtype is asked
+  pure,  // the base type for every matrix, then llama-quantize's fallbacks
+  q2_k,  // llama-quantize's ftypes, named as it names them
   q3_k_s,
   q3_k_m,
   q4_k_s,
@@ -53,8 +53,8 @@ std::string dtype_choice_list();
 // Where the tensor sits, as the recipe needs it.
 struct RecipeSlot {
   format::Role role;
-  uint32_t layer;       // format::kNoLayer for global tensors
-  uint64_t cols;        // values per row
+  uint32_t layer;  // format::kNoLayer for global tensors
+  uint64_t cols;   // values per row
 };
 
 // The dtype recipe mix (with base type base) gives a matrix of a model shaped by config: the
