@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "dequant.hpp"
+#include "convert_support.hpp"
 #include "format/format.hpp"
 #include "mote_writer.hpp"
 #include "quantize_recipe.hpp"
@@ -91,15 +91,6 @@ mote::format::ModelConfig golden_config() {
   return c;
 }
 
-std::string gguf_name(const mote::convert::TensorData &t) {
-  mote::format::TensorEntry entry{};
-  entry.role = static_cast<uint32_t>(t.role);
-  entry.layer = t.layer;
-  char name[64];
-  mote::format::tensor_name(entry, name, sizeof name);
-  return std::string(name) + ".weight";
-}
-
 }  // namespace
 
 TEST_CASE("--dtype recipes: every matrix's type and bytes are llama-quantize's (no importance matrix)") {
@@ -115,17 +106,15 @@ TEST_CASE("--dtype recipes: every matrix's type and bytes are llama-quantize's (
     size_t matrices = 0;
     for (const mote::convert::TensorSlot &slot : mote::convert::tensor_slots(config)) {
       if (slot.cols == 0) continue;  // norms: f32, not quantized
-      mote::format::TensorEntry entry{};
-      entry.role = static_cast<uint32_t>(slot.role);
-      entry.layer = slot.layer;
-      char name[64];
-      mote::format::tensor_name(entry, name, sizeof name);
-      const std::vector<float> values = golden_weights(std::string(name) + ".weight", slot.rows, slot.cols);
+      mote::convert::TensorData named{};
+      named.role = slot.role;
+      named.layer = slot.layer;
+      const std::string tensor = mote_convert_test::gguf_name(named);
+      const std::vector<float> values = golden_weights(tensor, slot.rows, slot.cols);
       std::string error;
       REQUIRE(mote::convert::add_tensor(slot, {reinterpret_cast<const uint8_t *>(values.data()), 0}, choice->base,
                                         mote::convert::BlockLayout::gguf, &model, &error, choice->mix));
       const mote::convert::TensorData &t = model.tensors.back();
-      const std::string tensor = gguf_name(t);
       INFO("--dtype " << mix_name << ", tensor " << tensor);
       const auto golden = want.find(tensor);
       REQUIRE(golden != want.end());

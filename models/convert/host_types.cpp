@@ -41,14 +41,19 @@ const HostType *host_types(size_t *count) {
   return kHostTypes;
 }
 
-std::string host_type_list() {
+std::string or_list(const char *const *names, size_t n) {
   std::string text;
-  const size_t n = sizeof kHostTypes / sizeof kHostTypes[0];
   for (size_t i = 0; i < n; ++i) {
     text += i == 0 ? "" : i + 1 == n ? " or " : ", ";
-    text += format::traits_of(kHostTypes[i].dtype).name;
+    text += names[i];
   }
   return text;
+}
+
+std::string host_type_list() {
+  const char *names[sizeof kHostTypes / sizeof kHostTypes[0]];
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) names[i] = format::traits_of(kHostTypes[i].dtype).name;
+  return or_list(names, sizeof names / sizeof names[0]);
 }
 
 }  // namespace mote::convert

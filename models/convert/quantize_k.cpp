@@ -16,6 +16,7 @@ namespace {
 
 using rounding::load_fp16;
 using rounding::nearest_int;
+using rounding::signed_max;
 using rounding::store_fp16;
 
 constexpr int kSuper = 256;         // values per super-block
@@ -23,19 +24,6 @@ constexpr float kAllZero = 1e-15f;  // a group whose largest |value| is below th
 constexpr size_t kQ2Bytes = 84, kQ3Bytes = 110, kQ4Bytes = 144, kQ5Bytes = 176, kQ6Bytes = 210;
 
 int clamp_int(int value, int lo, int hi) { return value < lo ? lo : value > hi ? hi : value; }
-
-// The value of largest magnitude in x[0..n) (the first on a tie) and that magnitude.
-void signed_max(const float *x, int n, float *max, float *amax) {
-  *max = 0.0f;
-  *amax = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > *amax) {
-      *amax = ax;
-      *max = x[i];
-    }
-  }
-}
 
 // Levels 0..nmax with a minimum (q2_k, q4_k, q5_k): fits x ~ scale * level - the_min by a
 // weighted least-squares search over nstep + 1 candidate scales; returns the scale.
@@ -190,6 +178,21 @@ float fit_signed_refine(int n, int nmax, const float *x, int8_t *levels) {
   }
   for (int i = 0; i < n; ++i) levels[i] = static_cast<int8_t>(levels[i] + nmax);
   return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
+}
+
+// Fits the super-block's 16 sub-blocks of 16 with fit (levels stored as level + nmax); returns
+// the sub-block scale of largest magnitude, the first on a tie.
+float fit_signed_sub_blocks(const float *x, int nmax, float (*fit)(int, int, const float *, int8_t *),
+                            int8_t levels[kSuper], float scales[16]) {
+  float max_scale = 0, amax = 0;
+  for (int j = 0; j < 16; ++j) {
+    scales[j] = fit(16, nmax, x + 16 * j, levels + 16 * j);
+    if (std::fabs(scales[j]) > amax) {
+      amax = std::fabs(scales[j]);
+      max_scale = scales[j];
+    }
+  }
+  return max_scale;
 }
 
 // Four 2-bit levels a byte: byte l of each 32-byte group holds values l, l+32, l+64, l+96 of
@@ -352,15 +355,7 @@ void quantize_q2_k_block(const float *x, uint8_t *dst) {
 void quantize_q3_k_block(const float *x, uint8_t *dst) {
   int8_t levels[kSuper];
   float scales[16];
-  float max_scale = 0, amax = 0;
-  for (int j = 0; j < 16; ++j) {
-    scales[j] = fit_signed_refine(16, 4, x + 16 * j, levels + 16 * j);
-    const float scale = std::fabs(scales[j]);
-    if (scale > amax) {
-      amax = scale;
-      max_scale = scales[j];
-    }
-  }
+  const float max_scale = fit_signed_sub_blocks(x, 4, fit_signed_refine, levels, scales);
   uint8_t *hmask = dst, *qs = dst + 32, *sc = dst + 96, *d_at = dst + 108;
   std::memset(sc, 0, 12);
   if (max_scale != 0) {
@@ -408,16 +403,8 @@ void quantize_q3_k_block(const float *x, uint8_t *dst) {
 void quantize_q6_k_block(const float *x, uint8_t *dst) {
   int8_t levels[kSuper];
   float scales[16];
-  float max_scale = 0, max_abs_scale = 0;
-  for (int ib = 0; ib < 16; ++ib) {
-    scales[ib] = fit_signed_search(16, 32, x + 16 * ib, levels + 16 * ib);
-    const float abs_scale = std::fabs(scales[ib]);
-    if (abs_scale > max_abs_scale) {
-      max_abs_scale = abs_scale;
-      max_scale = scales[ib];
-    }
-  }
-  if (max_abs_scale < kAllZero) {
+  const float max_scale = fit_signed_sub_blocks(x, 32, fit_signed_search, levels, scales);
+  if (std::fabs(max_scale) < kAllZero) {
     std::memset(dst, 0, kQ6Bytes);
     return;
   }

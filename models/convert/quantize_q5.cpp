@@ -14,6 +14,7 @@
 namespace mote::convert {
 namespace {
 
+using rounding::signed_max;
 using rounding::store_fp16;
 using rounding::truncate_to_int;
 
@@ -64,13 +65,8 @@ void level_sums(const float *x, float inv_scale, float *sumqx, float *sumq2) {
 // One iq4_nl block: the scale that minimizes the x^2-weighted error among the least-squares fit
 // at max / -127 and 15 nudged candidates, then each value's nearest level at that scale.
 void quantize_iq4_nl_block(const float *x, uint8_t *dst) {
-  float amax = 0, max = 0;
-  for (size_t j = 0; j < kBlock; ++j) {
-    if (std::fabs(x[j]) > amax) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
+  float max, amax;
+  signed_max(x, kBlock, &max, &amax);
   float d = 0;
   if (amax >= 1e-15f) {
     constexpr int kTries = 7;
@@ -98,13 +94,8 @@ void quantize_iq4_nl_block(const float *x, uint8_t *dst) {
 
 void quantize_q5_0(const float *src, size_t n_blocks, uint8_t *dst) {
   for (size_t b = 0; b < n_blocks; ++b, src += kBlock, dst += 22) {
-    float amax = 0.0f, max = 0.0f;
-    for (size_t j = 0; j < kBlock; ++j) {
-      if (amax < std::fabs(src[j])) {
-        amax = std::fabs(src[j]);
-        max = src[j];
-      }
-    }
+    float max, amax;
+    signed_max(src, kBlock, &max, &amax);
     const float d = max / -16;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     store_fp16(d, dst);

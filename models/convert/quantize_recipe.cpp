@@ -1,5 +1,7 @@
 #include "quantize_recipe.hpp"
 
+#include "host_types.hpp"
+
 namespace mote::convert {
 namespace {
 
@@ -127,13 +129,9 @@ const DTypeChoice *find_dtype_choice(const std::string &name) {
 }
 
 std::string dtype_choice_list() {
-  std::string text;
-  const size_t n = sizeof kChoices / sizeof kChoices[0];
-  for (size_t i = 0; i < n; ++i) {
-    text += i == 0 ? "" : i + 1 == n ? " or " : ", ";
-    text += kChoices[i].name;
-  }
-  return text;
+  const char *names[sizeof kChoices / sizeof kChoices[0]];
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) names[i] = kChoices[i].name;
+  return or_list(names, sizeof names / sizeof names[0]);
 }
 
 DType fallback_dtype(DType type, uint64_t cols) {

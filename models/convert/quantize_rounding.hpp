@@ -3,6 +3,8 @@
 // the goldens hold the output bytes to llama-quantize's.
 #pragma once
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -36,6 +38,19 @@ inline int32_t nearest_int(float value) {
 inline int32_t truncate_to_int(float value) {
   if (!(value > -2147483648.0f && value < 2147483648.0f)) return INT32_MIN;
   return static_cast<int32_t>(value);
+}
+
+// The value of largest magnitude in x[0..n) (the first on a tie) and that magnitude; 0 and 0 for
+// an all-zero x (so q5_0's d is then -0: its sign is in the reference's bytes).
+inline void signed_max(const float *x, size_t n, float *max, float *amax) {
+  *max = 0.0f;
+  *amax = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > *amax) {
+      *amax = std::fabs(x[i]);
+      *max = x[i];
+    }
+  }
 }
 
 }  // namespace mote::convert::rounding
