@@ -1,11 +1,11 @@
 // `mote convert --dtype` for llama-quantize's types and mixes (quantize_recipe.hpp), checked
 // against llama-quantize itself without needing it: tests/golden/kquant_mixes.txt holds, per
-// mix and matrix of a small F32 llama model, the type llama-quantize chose and the FNV-1a hash
-// of its bytes (gen_kquant_goldens.py, which also says how the weights are made). Here the same
+// mix and matrix of two small F32 llama models, the type llama-quantize chose and the FNV-1a
+// hash of its bytes (gen_kquant_goldens.py, which also says how the weights are made). Here the same
 // weights go through the converter's add_tensor with the mix, matrix by matrix, and each
 // tensor's dtype and bytes must be llama-quantize's: the recipe (layer rules, the classifier's
-// q6_k), the fallbacks for 320-value rows, and every quantizer's bytes (q2_k..q6_k, q5_0, q5_1,
-// iq4_nl, q8_0, q4_0).
+// q6_k, also as a tied embedding), the fallbacks for 320-value rows, and every quantizer's bytes
+// (q2_k..q6_k, q5_0, q5_1, iq4_nl, q8_0, q4_0).
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -26,7 +26,7 @@ namespace {
 using mote::convert::ModelData;
 using mote::format::DType;
 
-constexpr uint32_t kDim = 256, kLayers = 8, kHeads = 4, kKvHeads = 1, kFfn = 320, kVocab = 64;
+constexpr uint32_t kDim = 256, kHeads = 4, kVocab = 64;
 
 uint64_t fnv1a64(const uint8_t *data, size_t n) {
   uint64_t h = 0xCBF29CE484222325ull;
@@ -69,61 +69,69 @@ struct Golden {
   uint64_t hash;
 };
 
-// mix -> tensor name -> what llama-quantize wrote.
-std::map<std::string, std::map<std::string, Golden>> read_goldens() {
+// model -> mix -> tensor name -> what llama-quantize wrote.
+using Goldens = std::map<std::string, std::map<std::string, std::map<std::string, Golden>>>;
+Goldens read_goldens() {
   std::ifstream in(mote_test::golden_path("kquant_mixes.txt"));
-  std::map<std::string, std::map<std::string, Golden>> out;
+  Goldens out;
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     std::istringstream fields(line);
-    std::string mix, tensor, type, hash;
-    fields >> mix >> tensor >> type >> hash;
-    out[mix][tensor] = {type, std::stoull(hash, nullptr, 16)};
+    std::string model, mix, tensor, type, hash;
+    fields >> model >> mix >> tensor >> type >> hash;
+    out[model][mix][tensor] = {type, std::stoull(hash, nullptr, 16)};
   }
   return out;
 }
 
-mote::format::ModelConfig golden_config() {
+// gen_kquant_goldens.py's MODELS.
+mote::format::ModelConfig golden_config(const std::string &model) {
+  const bool tied = model == "tied";
+  const uint32_t layers = tied ? 2 : 8, kv_heads = tied ? 2 : 1, ffn = tied ? 512 : 320;
   mote::format::ModelConfig c =
-      mote::convert::llama_config({kDim, kLayers, kHeads, kKvHeads, kDim / kHeads, kFfn, kVocab, 64});
-  c.flags &= ~static_cast<uint32_t>(mote::format::kFlagTiedEmbeddings);  // an untied classifier
+      mote::convert::llama_config({kDim, layers, kHeads, kv_heads, kDim / kHeads, ffn, kVocab, 64});
+  c.flags &= ~static_cast<uint32_t>(mote::format::kFlagTiedEmbeddings);
+  if (tied) c.flags |= mote::format::kFlagTiedEmbeddings;
   return c;
 }
 
 }  // namespace
 
 TEST_CASE("--dtype recipes: every matrix's type and bytes are llama-quantize's (no importance matrix)") {
-  const auto goldens = read_goldens();
-  REQUIRE(goldens.size() == 14);
-  const mote::format::ModelConfig config = golden_config();
+  const Goldens goldens = read_goldens();
+  REQUIRE(goldens.size() == 2);
   std::set<std::string> types_seen;
-  for (const auto &[mix_name, want] : goldens) {
-    const mote::convert::DTypeChoice *choice = mote::convert::find_dtype_choice(mix_name);
-    REQUIRE_MESSAGE(choice != nullptr, "no --dtype " << mix_name);
-    ModelData model;
-    model.config = config;
-    size_t matrices = 0;
-    for (const mote::convert::TensorSlot &slot : mote::convert::tensor_slots(config)) {
-      if (slot.cols == 0) continue;  // norms: f32, not quantized
-      mote::convert::TensorData named{};
-      named.role = slot.role;
-      named.layer = slot.layer;
-      const std::string tensor = mote_convert_test::gguf_name(named);
-      const std::vector<float> values = golden_weights(tensor, slot.rows, slot.cols);
-      std::string error;
-      REQUIRE(mote::convert::add_tensor(slot, {reinterpret_cast<const uint8_t *>(values.data()), 0}, choice->base,
-                                        mote::convert::BlockLayout::gguf, &model, &error, choice->mix));
-      const mote::convert::TensorData &t = model.tensors.back();
-      INFO("--dtype " << mix_name << ", tensor " << tensor);
-      const auto golden = want.find(tensor);
-      REQUIRE(golden != want.end());
-      CHECK(std::string(mote::format::traits_of(t.dtype).name) == golden->second.type);
-      CHECK(fnv1a64(t.bytes.data(), t.bytes.size()) == golden->second.hash);
-      types_seen.insert(golden->second.type);
-      ++matrices;
+  for (const auto &[model_name, mixes] : goldens) {
+    REQUIRE(mixes.size() == 14);
+    const mote::format::ModelConfig config = golden_config(model_name);
+    for (const auto &[mix_name, want] : mixes) {
+      const mote::convert::DTypeChoice *choice = mote::convert::find_dtype_choice(mix_name);
+      REQUIRE_MESSAGE(choice != nullptr, "no --dtype " << mix_name);
+      ModelData model;
+      model.config = config;
+      size_t matrices = 0;
+      for (const mote::convert::TensorSlot &slot : mote::convert::tensor_slots(config)) {
+        if (slot.cols == 0) continue;  // norms: f32, not quantized
+        mote::convert::TensorData named{};
+        named.role = slot.role;
+        named.layer = slot.layer;
+        const std::string tensor = mote_convert_test::gguf_name(named);
+        const std::vector<float> values = golden_weights(tensor, slot.rows, slot.cols);
+        std::string error;
+        REQUIRE(mote::convert::add_tensor(slot, {reinterpret_cast<const uint8_t *>(values.data()), 0}, choice->base,
+                                          mote::convert::BlockLayout::gguf, &model, &error, choice->mix));
+        const mote::convert::TensorData &t = model.tensors.back();
+        INFO(model_name << " --dtype " << mix_name << ", tensor " << tensor);
+        const auto golden = want.find(tensor);
+        REQUIRE(golden != want.end());
+        CHECK(std::string(mote::format::traits_of(t.dtype).name) == golden->second.type);
+        CHECK(fnv1a64(t.bytes.data(), t.bytes.size()) == golden->second.hash);
+        types_seen.insert(golden->second.type);
+        ++matrices;
+      }
+      CHECK(matrices == want.size());
     }
-    CHECK(matrices == want.size());
   }
   // The goldens reach every quantizer and fallback they are meant to.
   for (const char *type : {"q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q5_0", "q5_1", "iq4_nl", "q8_0", "q4_0"}) {
