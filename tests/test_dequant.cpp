@@ -221,21 +221,21 @@ TEST_CASE("gguf import: non-finite scales and partial super-blocks are refused i
   // A NaN super-block scale d (Q4_K's first field) in the third block of attn_q.
   {
     expect_one_line_error(convert_as_stored(with_nan_q4_k_scale(valid).build(), &m),
-                          "tensor 'blk.0.attn_q' holds nan at index 512");
+                          "tensor 'blk.0.attn_q' has a block scale of nan at index 512");
   }
   // An infinite dmin in Q2_K (bytes 82..83 of its 84-byte block).
   {
     Gguf g = valid;
     const uint16_t inf = 0x7C00;
     std::memcpy(g.tensor("token_embd.weight")->data.data() + 82, &inf, 2);
-    expect_one_line_error(convert_as_stored(g.build(), &m), "tensor 'token_embd' holds -inf at index");
+    expect_one_line_error(convert_as_stored(g.build(), &m), "tensor 'token_embd' has a block minimum of inf at index 0");
   }
   // A NaN Q5_0 scale.
   {
     Gguf g = valid;
     const uint16_t nan = 0xFE00;
     std::memcpy(g.tensor("blk.0.attn_k.weight")->data.data() + 22, &nan, 2);
-    expect_one_line_error(convert_as_stored(g.build(), &m), "tensor 'blk.0.attn_k' holds nan at index 32");
+    expect_one_line_error(convert_as_stored(g.build(), &m), "tensor 'blk.0.attn_k' has a block scale of nan at index 32");
   }
   // Rows of 576 values (SmolLM2's width) are not whole Q4_K super-blocks.
   {
@@ -262,5 +262,5 @@ TEST_CASE("cli: mote run takes the mixed GGUF directly; a NaN scale stops conver
   CHECK(r.code == 0);
   CHECK(r.err.find("cannot import") == std::string::npos);
   expect_error("convert " + quote(bad) + " -o " + quote(workspace().path("out.mote")), 1,
-               "tensor 'blk.0.attn_q' holds nan at index 512");
+               "tensor 'blk.0.attn_q' has a block scale of nan at index 512");
 }
