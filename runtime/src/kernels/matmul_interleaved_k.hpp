@@ -1,0 +1,252 @@
+// Integer products over the K types' row-interleaved x8 layouts (kernels/quant_k.hpp; quant.hpp
+// defines the sum): 32 bytes of a group block hold the same 4 bytes of 8 rows, so one register's
+// 32-bit lanes are the rows. A super-block's sub-block scales for all 8 rows come out of three
+// (q4_k, q5_k) or four (q6_k) such registers with the plain decoder's bit operations, and each
+// 32-value sub-block is eight 4-byte dot steps against broadcast activation quads.
+#pragma once
+
+#include <type_traits>
+
+#include "kernels/matmul_interleaved.hpp"
+#include "kernels/matmul_quant.hpp"
+#include "kernels/quant.hpp"
+#include "kernels/ref.hpp"
+
+namespace mote::kernels::simd {
+
+#if defined(__AVX2__)
+// Per row lane: sum over quads k < N of the 4-byte dot of u[k] (unsigned codes <= kMaxCode) with
+// activation bytes x[4k .. 4k + 3], exact.
+template <class Arch, int kMaxCode, size_t N>
+inline __m256i row_dots(const __m256i *u, const int8_t *x) {
+#if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
+  __m256i chains[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // two chains hide vpdpbusd's latency
+#pragma GCC unroll 8
+  for (size_t k = 0; k < N; ++k)
+    chains[k % 2] = QuantIsa<Arch>::dot_add(chains[k % 2], u[k], broadcast_quad<Arch>(x + 4 * k));
+  return _mm256_add_epi32(chains[0], chains[1]);
+#else
+  // vpmaddubsw pair sums (<= 2 * kMaxCode * 127) added in int16 as far as they cannot overflow.
+  constexpr size_t kPerInt16 = 32767 / (2 * kMaxCode * 127);
+  static_assert(kPerInt16 >= 1, "one pair sum fits in int16");
+  __m256i total = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (size_t k0 = 0; k0 < N; k0 += kPerInt16) {
+    __m256i pairs = _mm256_maddubs_epi16(u[k0], broadcast_quad<Arch>(x + 4 * k0));
+    for (size_t k = k0 + 1; k < k0 + kPerInt16 && k < N; ++k)
+      pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(u[k], broadcast_quad<Arch>(x + 4 * k)));
+    total = _mm256_add_epi32(total, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  }
+  return total;
+#endif
+}
+
+inline __m256i load_rows(const uint8_t *p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)); }
+inline __m256 load_halves(const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+}
+// Byte j (0..3) of every row's 32-bit word, unsigned, as floats.
+inline __m256 word_byte(__m256i words, size_t j) {
+  return _mm256_cvtepi32_ps(
+      _mm256_and_si256(_mm256_srlv_epi32(words, _mm256_set1_epi32(static_cast<int>(8 * j))), _mm256_set1_epi32(0xFF)));
+}
+
+template <class Arch, class Group>
+struct KGroupOps;
+
+// q4_kx8 and q5_kx8. rest: the 12 scale bytes (quads 0-2), q5's qh (quads 3-10), then qs.
+template <class Arch, class Group>
+struct KMinGroupOps {
+  static constexpr bool kFifthBit = std::is_same_v<Group, BlockQ5_Kx8>;
+  static constexpr size_t kQsAt = kFifthBit ? 12 * 8 + 32 * 8 : 12 * 8;
+  static constexpr int kMaxCode = kFifthBit ? 31 : 15;
+
+  template <size_t K>
+  static void super_block(__m256 *acc, const Group &g, const Q8Activations &x, const size_t *xb0) {
+    const __m256 d = load_halves(g.fields), dmin = load_halves(g.fields + 8);
+    // k_scales_mins on 8 rows' words at once: a, b, c are bytes 0-3, 4-7, 8-11 of each row.
+    const __m256i a = load_rows(g.rest), b = load_rows(g.rest + 32), c = load_rows(g.rest + 64);
+    const __m256i six = _mm256_set1_epi8(0x3F), four = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
+    const __m256i scales[2] = {_mm256_and_si256(a, six),
+                               _mm256_or_si256(_mm256_and_si256(c, four), _mm256_and_si256(_mm256_srli_epi32(a, 2), top))};
+    const __m256i mins[2] = {_mm256_and_si256(b, six),
+                             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(c, 4), four),
+                                             _mm256_and_si256(_mm256_srli_epi32(b, 2), top))};
+#pragma GCC unroll 4
+    for (size_t p = 0; p < 4; ++p) {  // qs bytes 32p .. 32p + 31: sub-blocks 2p (low), 2p + 1 (high)
+      __m256i codes[2][8];
+#pragma GCC unroll 8
+      for (size_t k = 0; k < 8; ++k) {
+        const __m256i v = load_rows(g.rest + kQsAt + 256 * p + 32 * k);
+        codes[0][k] = _mm256_and_si256(v, four);
+        codes[1][k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), four);
+        if constexpr (kFifthBit) {  // bit s of qh[l]: qh quad k holds elements 4k .. 4k + 3
+          const __m256i qh = load_rows(g.rest + 96 + 32 * k);
+          for (size_t h = 0; h < 2; ++h) {
+            const __m256i bit = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(static_cast<int>(2 * p + h))),
+                                                 _mm256_set1_epi8(1));
+            codes[h][k] = _mm256_or_si256(codes[h][k], _mm256_slli_epi16(bit, 4));
+          }
+        }
+      }
+#pragma GCC unroll 2
+      for (size_t h = 0; h < 2; ++h) {
+        const size_t s = 2 * p + h;
+        const __m256 d_sub = _mm256_mul_ps(d, word_byte(scales[s / 4], s % 4));
+        const __m256 m_sub = _mm256_xor_ps(_mm256_mul_ps(dmin, word_byte(mins[s / 4], s % 4)), _mm256_set1_ps(-0.0f));
+#pragma GCC unroll 8
+        for (size_t t = 0; t < K; ++t) {
+          const size_t xb = xb0[t] + s;
+          const __m256i sums = row_dots<Arch, kMaxCode, 8>(codes[h], x.q + xb * kQuantBlock);
+          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d_sub, _mm256_set1_ps(x.scale[xb])), acc[t]);
+          acc[t] = _mm256_fmadd_ps(m_sub, _mm256_set1_ps(x.scale[xb] * static_cast<float>(x.block_sum[xb])), acc[t]);
+        }
+      }
+    }
+  }
+};
+
+template <class Arch>
+struct KGroupOps<Arch, BlockQ4_Kx8> : KMinGroupOps<Arch, BlockQ4_Kx8> {};
+template <class Arch>
+struct KGroupOps<Arch, BlockQ5_Kx8> : KMinGroupOps<Arch, BlockQ5_Kx8> {};
+
+// q6_kx8. rest: ql (quads 0-31), qh (quads 32-47), the 16 int8 scales (quads 48-51).
+template <class Arch>
+struct KGroupOps<Arch, BlockQ6_Kx8> {
+  // The int8 scale of 16-value sub-block i for every row, sign-extended.
+  static __m256i scale_of(const __m256i *words, size_t i) {
+    return _mm256_srai_epi32(_mm256_sllv_epi32(words[i / 4], _mm256_set1_epi32(static_cast<int>(24 - 8 * (i % 4)))), 24);
+  }
+  // 32 * the sum of 16 activations: lane_offset holds 8 * each lane (4 values) sum.
+  static int32_t thirty_two_sum(const int32_t *lane_offset) {
+    return 4 * (lane_offset[0] + lane_offset[1] + lane_offset[2] + lane_offset[3]);
+  }
+
+  template <size_t K>
+  static void super_block(__m256 *acc, const BlockQ6_Kx8 &g, const Q8Activations &x, const size_t *xb0) {
+    const __m256 d = load_halves(g.fields);
+    const __m256i scale_words[4] = {load_rows(g.rest + 1536), load_rows(g.rest + 1568), load_rows(g.rest + 1600),
+                                    load_rows(g.rest + 1632)};
+    const __m256i four = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x03);
+#pragma GCC unroll 2
+    for (size_t half = 0; half < 2; ++half) {
+      __m256i qh[8];
+#pragma GCC unroll 8
+      for (size_t k = 0; k < 8; ++k) qh[k] = load_rows(g.rest + 1024 + 32 * (8 * half + k));
+#pragma GCC unroll 4
+      for (size_t j = 0; j < 4; ++j) {  // k_code: sub-block s = 4 half + j
+        const size_t s = 4 * half + j;
+        const __m128i low_shift = _mm_cvtsi32_si128(static_cast<int>(4 * (j / 2)));
+        const __m128i high_shift = _mm_cvtsi32_si128(static_cast<int>(2 * j));
+        __m256i codes[8];
+#pragma GCC unroll 8
+        for (size_t k = 0; k < 8; ++k) {
+          const __m256i ql = load_rows(g.rest + 32 * (16 * half + 8 * (j % 2) + k));
+          const __m256i low = _mm256_and_si256(_mm256_srl_epi16(ql, low_shift), four);
+          const __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh[k], high_shift), two);
+          codes[k] = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+        }
+        const __m256i sc0 = scale_of(scale_words, 2 * s), sc1 = scale_of(scale_words, 2 * s + 1);
+#pragma GCC unroll 8
+        for (size_t t = 0; t < K; ++t) {
+          const size_t xb = xb0[t] + s;
+          const int8_t *xq = x.q + xb * kQuantBlock;
+          const int32_t *offsets = x.lane_offset + xb * kQuantLanes;
+          // sum (code - 32) x = sum code x - 32 sum x, per 16-value half.
+          const __m256i h0 =
+              _mm256_sub_epi32(row_dots<Arch, 63, 4>(codes, xq), _mm256_set1_epi32(thirty_two_sum(offsets)));
+          const __m256i h1 =
+              _mm256_sub_epi32(row_dots<Arch, 63, 4>(codes + 4, xq + 16), _mm256_set1_epi32(thirty_two_sum(offsets + 4)));
+          const __m256i sums = _mm256_add_epi32(_mm256_mullo_epi32(sc0, h0), _mm256_mullo_epi32(sc1, h1));
+          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_set1_ps(x.scale[xb])), acc[t]);
+        }
+      }
+    }
+  }
+};
+
+// One group of 8 rows against K tokens from token0, every super-block.
+template <class Arch, class Group, size_t K>
+inline void k_group_tile(float *out, size_t out_stride, const Group *group, size_t n_super, const Q8Activations &x,
+                         size_t token0) {
+  __m256 acc[K];
+#pragma GCC unroll 8
+  for (size_t t = 0; t < K; ++t) acc[t] = _mm256_setzero_ps();
+  for (size_t sb = 0; sb < n_super; ++sb) {
+    // As interleaved_tile: the weights stream once per pass, so ask for them ahead.
+    const char *ahead = reinterpret_cast<const char *>(group + sb) + kPrefetchBytes;
+    for (size_t line = 0; line < sizeof(Group); line += 64) __builtin_prefetch(ahead + line);
+    size_t xb0[K];
+    for (size_t t = 0; t < K; ++t) xb0[t] = ((token0 + t) * n_super + sb) * kSubBlocks;
+    KGroupOps<Arch, Group>::template super_block<K>(acc, group[sb], x, xb0);
+  }
+#pragma GCC unroll 8
+  for (size_t t = 0; t < K; ++t) _mm256_storeu_ps(out + (token0 + t) * out_stride, acc[t]);
+}
+
+constexpr size_t kKGroupTokens = 4;  // tokens sharing each decoded super-block when prefilling
+#endif  // __AVX2__
+
+#if defined(__AVX2__)
+// The last n_tokens < kKGroupTokens tokens as one tile of exactly that many (K counts down).
+template <class Arch, class Group, size_t K>
+inline void k_group_rest(float *out, size_t out_stride, const Group *group, size_t n_super, const Q8Activations &x,
+                         size_t token0, size_t n_tokens) {
+  if (n_tokens == K) {
+    k_group_tile<Arch, Group, K>(out, out_stride, group, n_super, x, token0);
+  } else if constexpr (K > 1) {
+    k_group_rest<Arch, Group, K - 1>(out, out_stride, group, n_super, x, token0, n_tokens);
+  }
+}
+
+template <class Arch, class Group>
+inline void k_interleaved_matmul(float *out, size_t out_stride, const Group *w, const Q8Activations &x, size_t rows,
+                                 size_t cols, size_t n_tokens) {
+  constexpr size_t T = kKGroupTokens;
+  const size_t n_super = cols / kSuperBlock, n_groups = rows / kInterleave;
+  // As interleaved_matmul: a run of groups stays in L2 while every token tile passes over it.
+  const size_t group_bytes = n_super * sizeof(Group);
+  const size_t run = group_bytes < kRowBlockBytes ? kRowBlockBytes / group_bytes : 1;
+  for (size_t g0 = 0; g0 < n_groups; g0 += run) {
+    const size_t g_end = g0 + run < n_groups ? g0 + run : n_groups;
+    size_t t = 0;
+    for (; t + T <= n_tokens; t += T) {
+      for (size_t g = g0; g < g_end; ++g)
+        k_group_tile<Arch, Group, T>(out + g * kInterleave, out_stride, w + g * n_super, n_super, x, t);
+    }
+    if (t < n_tokens) {
+      for (size_t g = g0; g < g_end; ++g)
+        k_group_rest<Arch, Group, T - 1>(out + g * kInterleave, out_stride, w + g * n_super, n_super, x, t,
+                                         n_tokens - t);
+    }
+  }
+}
+#else
+// No SIMD x8 K products on this ISA yet: the scalar twin (the same sum, so the same bits).
+template <class Arch, class Group>
+inline void k_interleaved_matmul(float *out, size_t out_stride, const Group *w, const Q8Activations &x, size_t rows,
+                                 size_t cols, size_t n_tokens) {
+  if constexpr (std::is_same_v<Group, BlockQ4_Kx8>) ref::matmul_q4_kx8(out, out_stride, w, x, rows, cols, n_tokens);
+  if constexpr (std::is_same_v<Group, BlockQ5_Kx8>) ref::matmul_q5_kx8(out, out_stride, w, x, rows, cols, n_tokens);
+  if constexpr (std::is_same_v<Group, BlockQ6_Kx8>) ref::matmul_q6_kx8(out, out_stride, w, x, rows, cols, n_tokens);
+}
+#endif
+
+template <class Arch>
+void matmul_q4_kx8(float *out, size_t out_stride, const BlockQ4_Kx8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void matmul_q5_kx8(float *out, size_t out_stride, const BlockQ5_Kx8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void matmul_q6_kx8(float *out, size_t out_stride, const BlockQ6_Kx8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+}  // namespace mote::kernels::simd
