@@ -32,9 +32,10 @@ constexpr Shape kMatvecShapes[] = {{288, 288},   {768, 288},   {576, 576},  {576
 // Prefill's batched products.
 constexpr Shape kMatmulShapes[] = {{288, 288}, {576, 576}, {1536, 576}, {576, 1536}, {1536, 1536}};
 constexpr size_t kMatmulTokens[] = {4, 16, 64};
-constexpr DType kDTypes[] = {DType::f32,    DType::f16,    DType::q8_0,   DType::q4_0, DType::q4_1,
-                             DType::q8_0x8, DType::q4_0x8, DType::q4_1x8, DType::q4_k, DType::q6_k,
-                             DType::q5_k,   DType::q3_k,   DType::q2_k};
+constexpr DType kDTypes[] = {DType::f32,    DType::f16,    DType::q8_0,   DType::q4_0,   DType::q4_1,
+                             DType::q8_0x8, DType::q4_0x8, DType::q4_1x8, DType::q4_k,   DType::q6_k,
+                             DType::q5_k,   DType::q3_k,   DType::q2_k,   DType::q4_kx8, DType::q6_kx8,
+                             DType::q5_kx8};
 
 // 64-byte aligned, as tensors are in a .mote file.
 template <class T>

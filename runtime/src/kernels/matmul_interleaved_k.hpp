@@ -62,7 +62,7 @@ struct KMinGroupOps {
   static constexpr int kMaxCode = kFifthBit ? 31 : 15;
 
   template <size_t K>
-  static void super_block(__m256 *acc, const Group &g, const Q8Activations &x, const size_t *xb0) {
+  static void super_block(__m256 *acc, __m256 *acc_mins, const Group &g, const Q8Activations &x, const size_t *xb0) {
     const __m256 d = load_halves(g.fields), dmin = load_halves(g.fields + 8);
     // k_scales_mins on 8 rows' words at once: a, b, c are bytes 0-3, 4-7, 8-11 of each row.
     const __m256i a = load_rows(g.rest), b = load_rows(g.rest + 32), c = load_rows(g.rest + 64);
@@ -99,7 +99,8 @@ struct KMinGroupOps {
           const size_t xb = xb0[t] + s;
           const __m256i sums = row_dots<Arch, kMaxCode, 8>(codes[h], x.q + xb * kQuantBlock);
           acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d_sub, _mm256_set1_ps(x.scale[xb])), acc[t]);
-          acc[t] = _mm256_fmadd_ps(m_sub, _mm256_set1_ps(x.scale[xb] * static_cast<float>(x.block_sum[xb])), acc[t]);
+          acc_mins[t] =
+              _mm256_fmadd_ps(m_sub, _mm256_set1_ps(x.scale[xb] * static_cast<float>(x.block_sum[xb])), acc_mins[t]);
         }
       }
     }
@@ -124,7 +125,7 @@ struct KGroupOps<Arch, BlockQ6_Kx8> {
   }
 
   template <size_t K>
-  static void super_block(__m256 *acc, const BlockQ6_Kx8 &g, const Q8Activations &x, const size_t *xb0) {
+  static void super_block(__m256 *acc, __m256 *, const BlockQ6_Kx8 &g, const Q8Activations &x, const size_t *xb0) {
     const __m256 d = load_halves(g.fields);
     const __m256i scale_words[4] = {load_rows(g.rest + 1536), load_rows(g.rest + 1568), load_rows(g.rest + 1600),
                                     load_rows(g.rest + 1632)};
@@ -170,19 +171,19 @@ struct KGroupOps<Arch, BlockQ6_Kx8> {
 template <class Arch, class Group, size_t K>
 inline void k_group_tile(float *out, size_t out_stride, const Group *group, size_t n_super, const Q8Activations &x,
                          size_t token0) {
-  __m256 acc[K];
+  __m256 acc[K], mins[K];
 #pragma GCC unroll 8
-  for (size_t t = 0; t < K; ++t) acc[t] = _mm256_setzero_ps();
+  for (size_t t = 0; t < K; ++t) acc[t] = mins[t] = _mm256_setzero_ps();
   for (size_t sb = 0; sb < n_super; ++sb) {
     // As interleaved_tile: the weights stream once per pass, so ask for them ahead.
     const char *ahead = reinterpret_cast<const char *>(group + sb) + kPrefetchBytes;
     for (size_t line = 0; line < sizeof(Group); line += 64) __builtin_prefetch(ahead + line);
     size_t xb0[K];
     for (size_t t = 0; t < K; ++t) xb0[t] = ((token0 + t) * n_super + sb) * kSubBlocks;
-    KGroupOps<Arch, Group>::template super_block<K>(acc, group[sb], x, xb0);
+    KGroupOps<Arch, Group>::template super_block<K>(acc, mins, group[sb], x, xb0);
   }
 #pragma GCC unroll 8
-  for (size_t t = 0; t < K; ++t) _mm256_storeu_ps(out + (token0 + t) * out_stride, acc[t]);
+  for (size_t t = 0; t < K; ++t) _mm256_storeu_ps(out + (token0 + t) * out_stride, _mm256_add_ps(acc[t], mins[t]));
 }
 
 constexpr size_t kKGroupTokens = 4;  // tokens sharing each decoded super-block when prefilling

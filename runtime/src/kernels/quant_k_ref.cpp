@@ -80,7 +80,7 @@ void matmul_k_interleaved(float *out, size_t out_stride, const Group *w, const Q
   const size_t n_blocks = cols / kQuantBlock, n_super = cols / kSuperBlock;
   for (size_t t = 0; t < n_tokens; ++t) {
     for (size_t r = 0; r < rows; ++r) {
-      float acc = 0.0f;
+      float acc = 0.0f, mins = 0.0f;
       for (size_t sb = 0; sb < n_super; ++sb) {
         const Block block = plain_row(w[r / kInterleave * n_super + sb], r % kInterleave);
         float d_sub[kSubBlocks], m_sub[kSubBlocks];
@@ -95,11 +95,11 @@ void matmul_k_interleaved(float *out, size_t out_stride, const Group *w, const Q
             acc = __builtin_fmaf(static_cast<float>(sum), d_sub[s] * x.scale[xb], acc);
           } else {
             acc = __builtin_fmaf(static_cast<float>(halves[0] + halves[1]), d_sub[s] * x.scale[xb], acc);
-            acc = __builtin_fmaf(m_sub[s], x.scale[xb] * static_cast<float>(x.block_sum[xb]), acc);
+            mins = __builtin_fmaf(m_sub[s], x.scale[xb] * static_cast<float>(x.block_sum[xb]), mins);
           }
         }
       }
-      out[t * out_stride + r] = acc;
+      out[t * out_stride + r] = acc + mins;
     }
   }
 }
