@@ -72,36 +72,31 @@ struct KMinGroupOps {
     const __m256i mins[2] = {_mm256_and_si256(b, six),
                              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(c, 4), four),
                                              _mm256_and_si256(_mm256_srli_epi32(b, 2), top))};
-#pragma GCC unroll 4
-    for (size_t p = 0; p < 4; ++p) {  // qs bytes 32p .. 32p + 31: sub-blocks 2p (low), 2p + 1 (high)
-      __m256i codes[2][8];
+#pragma GCC unroll 8
+    for (size_t s = 0; s < kSubBlocks; ++s) {
+      // Sub-block s: the low (s even) or high nibbles of qs bytes 32 (s / 2) .. + 31, one
+      // register per quad (re-read per sub-block: 16 live registers would spill on AVX2).
+      __m256i codes[8];
 #pragma GCC unroll 8
       for (size_t k = 0; k < 8; ++k) {
-        const __m256i v = load_rows(g.rest + kQsAt + 256 * p + 32 * k);
-        codes[0][k] = _mm256_and_si256(v, four);
-        codes[1][k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), four);
+        const __m256i v = load_rows(g.rest + kQsAt + 256 * (s / 2) + 32 * k);
+        codes[k] = _mm256_and_si256(s % 2 == 0 ? v : _mm256_srli_epi16(v, 4), four);
         if constexpr (kFifthBit) {  // bit s of qh[l]: qh quad k holds elements 4k .. 4k + 3
           const __m256i qh = load_rows(g.rest + 96 + 32 * k);
-          for (size_t h = 0; h < 2; ++h) {
-            const __m256i bit = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(static_cast<int>(2 * p + h))),
-                                                 _mm256_set1_epi8(1));
-            codes[h][k] = _mm256_or_si256(codes[h][k], _mm256_slli_epi16(bit, 4));
-          }
+          const __m256i bit =
+              _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(static_cast<int>(s))), _mm256_set1_epi8(1));
+          codes[k] = _mm256_or_si256(codes[k], _mm256_slli_epi16(bit, 4));
         }
       }
-#pragma GCC unroll 2
-      for (size_t h = 0; h < 2; ++h) {
-        const size_t s = 2 * p + h;
-        const __m256 d_sub = _mm256_mul_ps(d, word_byte(scales[s / 4], s % 4));
-        const __m256 m_sub = _mm256_xor_ps(_mm256_mul_ps(dmin, word_byte(mins[s / 4], s % 4)), _mm256_set1_ps(-0.0f));
+      const __m256 d_sub = _mm256_mul_ps(d, word_byte(scales[s / 4], s % 4));
+      const __m256 m_sub = _mm256_xor_ps(_mm256_mul_ps(dmin, word_byte(mins[s / 4], s % 4)), _mm256_set1_ps(-0.0f));
 #pragma GCC unroll 8
-        for (size_t t = 0; t < K; ++t) {
-          const size_t xb = xb0[t] + s;
-          const __m256i sums = row_dots<Arch, kMaxCode, 8>(codes[h], x.q + xb * kQuantBlock);
-          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d_sub, _mm256_set1_ps(x.scale[xb])), acc[t]);
-          acc_mins[t] =
-              _mm256_fmadd_ps(m_sub, _mm256_set1_ps(x.scale[xb] * static_cast<float>(x.block_sum[xb])), acc_mins[t]);
-        }
+      for (size_t t = 0; t < K; ++t) {
+        const size_t xb = xb0[t] + s;
+        const __m256i sums = row_dots<Arch, kMaxCode, 8>(codes, x.q + xb * kQuantBlock);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d_sub, _mm256_set1_ps(x.scale[xb])), acc[t]);
+        acc_mins[t] =
+            _mm256_fmadd_ps(m_sub, _mm256_set1_ps(x.scale[xb] * static_cast<float>(x.block_sum[xb])), acc_mins[t]);
       }
     }
   }
