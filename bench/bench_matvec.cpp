@@ -1,8 +1,10 @@
-// Every weight type's matrix products (model/weight_types: f32, f16, q8_0, q4_0, q4_1, their
-// x8 interleavings and the K-quant super-blocks, on the shapes whose rows hold whole blocks) on every instruction set
-// this CPU has, at the shapes of real models. Decoding (one token) is bound by reading the weights, so its figure to
-// compare is bytes/s (GB/s); prefill batches n_tokens vectors per weight pass: compare tokens/s (items_per_second) and
-// GFLOP/s. Quantized products include quantizing their input to 8-bit blocks, as the forward pass does.
+// Every weight type's matrix products (each row of model/weight_types: f32, f16, q8_0, q4_0,
+// q4_1, q5_0, q5_1, iq4_nl, the x8 interleavings, ...) on every instruction set this CPU has, at
+// the shapes of real models.
+// Decoding (one token) is bound by reading the weights, so its figure to compare is bytes/s
+// (GB/s); prefill batches n_tokens vectors per weight pass: compare tokens/s (items_per_second)
+// and GFLOP/s. Quantized products include quantizing their input to 8-bit blocks, as the
+// forward pass does.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -32,10 +34,6 @@ constexpr Shape kMatvecShapes[] = {{288, 288},   {768, 288},   {576, 576},  {576
 // Prefill's batched products.
 constexpr Shape kMatmulShapes[] = {{288, 288}, {576, 576}, {1536, 576}, {576, 1536}, {1536, 1536}};
 constexpr size_t kMatmulTokens[] = {4, 16, 64};
-constexpr DType kDTypes[] = {DType::f32,    DType::f16,    DType::q8_0,   DType::q4_0,   DType::q4_1,
-                             DType::q8_0x8, DType::q4_0x8, DType::q4_1x8, DType::q4_k,   DType::q6_k,
-                             DType::q5_k,   DType::q3_k,   DType::q2_k,   DType::q4_kx8, DType::q6_kx8,
-                             DType::q5_kx8};
 
 // 64-byte aligned, as tensors are in a .mote file.
 template <class T>
@@ -60,8 +58,8 @@ void fill_weights(DType dtype, uint8_t *bytes, size_t n_bytes, size_t n_values, 
     return;
   }
   for (size_t i = 0; i < n_bytes; ++i) bytes[i] = static_cast<uint8_t>(rng());
-  // Each block's halves (its row's scale_fields at scale_offset: d, then q4_1's m or a K type's
-  // dmin), one per row in the x8 layouts, are small finite values.
+  // Each block keeps its halves where its format row says: d (and m), one per row in the x8
+  // layouts (d[8], then m[8]).
   const mote::format::DTypeTraits &traits = *mote::format::dtype_traits(static_cast<uint32_t>(dtype));
   const size_t rows_per_block = traits.interleaved_rows;
   const size_t halves = rows_per_block * traits.scale_fields;
@@ -122,13 +120,15 @@ void register_all() {
   for (Isa isa : mote::kernels::kIsasFastestFirst) {
     const KernelTable *table = mote::kernels::kernels_for(isa);
     if (table == nullptr) continue;  // not in this build or not on this CPU
-    for (DType dtype : kDTypes) {
-      const size_t block = mote::format::traits_of(dtype).block_elements;
+    for (uint32_t d = 0; d < mote::format::kDTypeCount; ++d) {
+      if (mote::weight_type(d) == nullptr) continue;  // stored, not run (bf16)
+      const DType dtype = static_cast<DType>(d);
       for (const Shape &shape : kMatvecShapes) {
-        if (shape.cols % block == 0) register_product(table, dtype, shape, 1);
+        if (shape.cols % mote::format::traits_of(dtype).block_elements != 0) continue;  // a K type on 288 columns
+        register_product(table, dtype, shape, 1);
       }
       for (const Shape &shape : kMatmulShapes) {
-        if (shape.cols % block != 0) continue;  // a K type's rows hold whole 256-value super-blocks
+        if (shape.cols % mote::format::traits_of(dtype).block_elements != 0) continue;
         for (size_t n_tokens : kMatmulTokens) register_product(table, dtype, shape, n_tokens);
       }
     }

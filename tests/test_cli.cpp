@@ -64,7 +64,7 @@ TEST_CASE("cli: usage errors exit 2") {
       "need --tokenizer");
   expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " -o " + quote(workspace().path("x.mote")) +
                    " --tokenizer " + quote(mote_test::golden_path("tiny_tok64.bin")) + " --dtype q9",
-               2, "--dtype must be f32, f16, q8_0, q4_0 or q4_1");
+               2, "--dtype must be f32, f16, q8_0, q4_0, q4_1, q5_0");
   expect_error("convert " + quote(mote_test::golden_path("tiny_mha.bin")) + " -o " + quote(workspace().path("x.mote")) +
                    " --tokenizer " + quote(mote_test::golden_path("tiny_tok64.bin")) + " --layout rows",
                2, "--layout must be interleaved or gguf");

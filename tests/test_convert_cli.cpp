@@ -70,7 +70,9 @@ TEST_CASE("cli: mote convert picks the importer by content") {
   CHECK(r.code == 0);
   CHECK(r.err.find("wrote") != std::string::npos);
   // GGUF's default keeps each tensor's blocks, 8 rows interleaved where the rows allow it.
-  CHECK(r.err.find("tensors: 10 f32, 9 f16, 1 q8_0, 1 q4_1, 3 q8_0x8, 3 q4_0x8, 3 q4_1x8)") != std::string::npos);
+  CHECK(r.err.find(
+            "tensors: 10 f32, 6 f16, 1 q8_0, 1 q4_1, 3 q8_0x8, 3 q4_0x8, 3 q4_1x8, 1 q4_kx8, 1 q5_kx8, 1 q6_kx8)") !=
+        std::string::npos);
   CHECK(r.err.find("converting tensors") == std::string::npos);  // stderr is not a terminal
   CHECK(mote_test::file_exists(out));
   r = run_cli("convert '" + mote_test::golden_path("tiny_hf") + "' -o '" + out + "' --dtype f32");
@@ -86,9 +88,10 @@ TEST_CASE("cli: mote convert picks the importer by content") {
   r = run_cli("convert " + gguf + " -o '" + out + "' --layout ggml");
   CHECK(r.code == 2);
   CHECK(r.err.find("--layout must be interleaved or gguf") != std::string::npos);
-  r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q5_0");
+  r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q4_k_l");
   CHECK(r.code == 2);
-  CHECK(r.err.find("--dtype must be f32, f16, q8_0, q4_0 or q4_1") != std::string::npos);
+  CHECK(r.err.find("--dtype must be f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q6_k, q2_k, q3_k_s") !=
+        std::string::npos);
   // Rows that are not whole 32-element blocks fall back to f16: tiny_odd's dim is 40.
   r = run_cli("convert '" + mote_test::golden_path("tiny_odd.bin") + "' --tokenizer '" +
               mote_test::golden_path("tiny_tok67.bin") + "' -o '" + out + "' --dtype q8_0");

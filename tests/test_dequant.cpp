@@ -24,6 +24,7 @@
 #include "format/format.hpp"
 #include "gguf.hpp"
 #include "mote_writer.hpp"
+#include "repack.hpp"
 #include "test_support.hpp"
 
 using namespace mote_convert_test;
@@ -184,32 +185,45 @@ TEST_CASE("dequant: every block type equals gguf.quants.dequantize bit for bit")
   }
 }
 
-TEST_CASE("gguf import: a Q4_K_M-style mix of block types converts to f16, equal to the oracle, and runs") {
+TEST_CASE("gguf import: a Q4_K_M-style mix keeps every type mote runs as stored, the rest as f16 equal to the oracle, and runs") {
   const std::map<std::string, GoldenBlocks> goldens = load_goldens();
   std::map<std::string, Tiled> expected;
-  const Bytes bytes = mixed_gguf(goldens, &expected).build();
+  Gguf gguf = mixed_gguf(goldens, &expected);
+  const Bytes bytes = gguf.build();
   ModelData m;
   REQUIRE(convert_as_stored(bytes, &m) == "");
   CHECK(m.config.dim == kWide);
-  size_t matrices = 0;
+  size_t matrices = 0, kept = 0;
   for (const TensorData &t : m.tensors) {
     if (t.n_dims != 2) continue;
     const std::string name = gguf_name(t);
-    INFO("tensor " << name);
+    INFO("tensor " << name << " stored as " << mote::format::traits_of(t.dtype).name);
     REQUIRE(expected.count(name) == 1);
-    const std::vector<float> &want = expected.at(name).values;
-    CHECK(t.dtype == DType::f16);
-    REQUIRE(t.bytes.size() == want.size() * 2);
-    size_t differ = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      uint16_t got;
-      std::memcpy(&got, t.bytes.data() + 2 * i, 2);
-      if (got != mote::f32_to_fp16(want[i])) ++differ;
+    const uint32_t source_type = gguf.tensor(name)->type;
+    const DType plain = mote::convert::plain_dtype(t.dtype);
+    if (mote::format::traits_of(plain).ggml_type == source_type) {
+      // The GGUF's own blocks (x8 layouts: the same bytes, 8 rows interleaved).
+      const Bytes stored = t.dtype == plain ? t.bytes : mote::convert::deinterleave_rows(t.bytes, plain, t.rows, t.cols);
+      CHECK(stored == expected.at(name).bytes);
+      ++kept;
+    } else {
+      // A type mote does not run (IQ4_XS): dequantized as the oracle does, stored as f16.
+      CHECK(std::string(ggml_type_info(source_type)->name) == "IQ4_XS");
+      const std::vector<float> &want = expected.at(name).values;
+      CHECK(t.dtype == DType::f16);
+      REQUIRE(t.bytes.size() == want.size() * 2);
+      size_t differ = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        uint16_t got;
+        std::memcpy(&got, t.bytes.data() + 2 * i, 2);
+        if (got != mote::f32_to_fp16(want[i])) ++differ;
+      }
+      CHECK(differ == 0);
     }
-    CHECK(differ == 0);
     ++matrices;
   }
   CHECK(matrices == expected.size());
+  CHECK(kept == expected.size() - 1);  // all but IQ4_XS
   CHECK(open_and_decode(m) == "");
 }
 
@@ -221,21 +235,21 @@ TEST_CASE("gguf import: non-finite scales and partial super-blocks are refused i
   // A NaN super-block scale d (Q4_K's first field) in the third block of attn_q.
   {
     expect_one_line_error(convert_as_stored(with_nan_q4_k_scale(valid).build(), &m),
-                          "tensor 'blk.0.attn_q' holds nan at index 512");
+                          "tensor 'blk.0.attn_q' has a block scale of nan at index 512");
   }
   // An infinite dmin in Q2_K (bytes 82..83 of its 84-byte block).
   {
     Gguf g = valid;
     const uint16_t inf = 0x7C00;
     std::memcpy(g.tensor("token_embd.weight")->data.data() + 82, &inf, 2);
-    expect_one_line_error(convert_as_stored(g.build(), &m), "tensor 'token_embd' holds -inf at index");
+    expect_one_line_error(convert_as_stored(g.build(), &m), "tensor 'token_embd' has a block minimum of inf at index 0");
   }
   // A NaN Q5_0 scale.
   {
     Gguf g = valid;
     const uint16_t nan = 0xFE00;
     std::memcpy(g.tensor("blk.0.attn_k.weight")->data.data() + 22, &nan, 2);
-    expect_one_line_error(convert_as_stored(g.build(), &m), "tensor 'blk.0.attn_k' holds nan at index 32");
+    expect_one_line_error(convert_as_stored(g.build(), &m), "tensor 'blk.0.attn_k' has a block scale of nan at index 32");
   }
   // Rows of 576 values (SmolLM2's width) are not whole Q4_K super-blocks.
   {
@@ -262,5 +276,5 @@ TEST_CASE("cli: mote run takes the mixed GGUF directly; a NaN scale stops conver
   CHECK(r.code == 0);
   CHECK(r.err.find("cannot import") == std::string::npos);
   expect_error("convert " + quote(bad) + " -o " + quote(workspace().path("out.mote")), 1,
-               "tensor 'blk.0.attn_q' holds nan at index 512");
+               "tensor 'blk.0.attn_q' has a block scale of nan at index 512");
 }

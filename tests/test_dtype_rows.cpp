@@ -138,8 +138,8 @@ TEST_CASE("dtype rows: every runtime row reads row r at its own offset, as ggml 
     }
     ++tested;
   }
-  // f32, f16, q8_0, q4_0, q4_1, their three x8 layouts, the five K-quants and three K x8 at least.
-  CHECK(tested >= 16);
+  // f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, the five K-quants and the eight x8 layouts.
+  CHECK(tested == 21);
 }
 
 TEST_CASE("dtype rows: a K type's x8 group block puts each plain byte where FORMAT.md says") {
@@ -184,14 +184,17 @@ TEST_CASE("dtype rows: each host row's quantize_ref and dequantize_ref round-tri
     const DTypeTraits &traits = traits_of(rows[i].dtype);
     CAPTURE(traits.name);
     CHECK(traits.interleaved_rows == 1);
-    const size_t n_values = 4 * 32;
+    const size_t n_values = 2 * 256;  // whole blocks of every row (32 or 256 values)
     const std::vector<float> values = random_values(n_values, 100 + static_cast<uint32_t>(i));
     const std::vector<uint8_t> bytes = mote::convert::quantize(values.data(), n_values, rows[i].dtype);
     REQUIRE(bytes.size() == n_values / traits.block_elements * traits.block_bytes);
     std::vector<float> decoded(n_values);
     rows[i].dequantize_ref(bytes.data(), n_values / traits.block_elements, decoded.data());
-    // Within a step of the values (q4_0 clips its top one): 4-bit steps over [-2, 2] are at most 0.27.
-    for (size_t v = 0; v < n_values; ++v) CHECK(std::fabs(decoded[v] - values[v]) <= 0.3f);
+    // Within a step of the values (q4_0 clips its top one): b-bit steps over [-2, 2] are at most
+    // 4 / (2^b - 1) (0.27 for 4 bits, 1.33 for q2_k's 2); b = the whole bits a value takes.
+    const size_t bits = std::min<size_t>(16, traits.block_bytes * 8 / traits.block_elements);
+    const float step = 4.0f / static_cast<float>((1u << bits) - 1) + 0.03f;
+    for (size_t v = 0; v < n_values; ++v) CHECK(std::fabs(decoded[v] - values[v]) <= step);
     // And the decoder is ggml's to_float for the GGUF type of these same bytes.
     std::vector<float> ggml(n_values);
     REQUIRE(mote::convert::dequantize_ggml(traits.ggml_type, bytes.data(), n_values, ggml.data()));
@@ -200,12 +203,15 @@ TEST_CASE("dtype rows: each host row's quantize_ref and dequantize_ref round-tri
 }
 
 TEST_CASE("dtype rows: the converter writes exactly its host rows, and its messages list them") {
-  CHECK(mote::convert::host_type_list() == "f32, f16, q8_0, q4_0 or q4_1");
+  CHECK(mote::convert::host_type_list() ==
+        "f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q6_k, q5_k, q4_k, q3_k or q2_k");
   CHECK(mote::convert::host_type(DType::bf16) == nullptr);
   CHECK(mote::convert::host_type(DType::q4_1x8) == nullptr);
   std::string error;
   CHECK(!mote::convert::check_matrix_dtype(DType::bf16, &error));
-  CHECK(error == "matrices are stored as f32, f16, q8_0, q4_0 or q4_1, not bf16");
+  CHECK(error ==
+        "matrices are stored as f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q6_k, q5_k, q4_k, q3_k or q2_k, not "
+        "bf16");
   CHECK(mote::convert::check_matrix_dtype(DType::q4_0, &error));
   CHECK(mote::convert::is_quantized(DType::q8_0));
   CHECK(!mote::convert::is_quantized(DType::f16));

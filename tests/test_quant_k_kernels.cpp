@@ -204,7 +204,7 @@ void check_simd_against_scalar() {
 
 // The x8 twin of a plain K type: its dtype and kernel.
 template <class Block>
-constexpr DType kX8Dtype = std::is_same_v<Block, BlockQ4_K> ? DType::q4_kx8
+constexpr DType kX8Dtype = std::is_same_v<Block, BlockQ4_K>   ? DType::q4_kx8
                            : std::is_same_v<Block, BlockQ5_K> ? DType::q5_kx8
                                                               : DType::q6_kx8;
 

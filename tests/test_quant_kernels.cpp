@@ -1,6 +1,7 @@
 // The quantized kernels: 8-bit activation quantization and the integer products of q8_0, q4_0,
-// q4_1 and their interleaved x8 layouts, the scalar twins against exact sums, then every SIMD
-// table against the scalar twins bit for bit (kernels/quant.hpp defines the sums).
+// q4_1, q5_0, q5_1, iq4_nl and the interleaved x8 layouts, the scalar twins against exact sums,
+// then every SIMD table against the scalar twins bit for bit (kernels/quant.hpp defines the
+// sums). The q5 and iq4_nl weights are decoded by the converter's ggml-exact dequantize_ggml.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,16 +13,23 @@
 #include <vector>
 
 #include "core/fp16.hpp"
+#include "dequant.hpp"
 #include "kernel_support.hpp"
 #include "kernels/kernels.hpp"
+#include "model/weight_types.hpp"
+#include "repack.hpp"
 
 using namespace mote_kernel_test;
 
 namespace {
 
+using mote::kernels::BlockIQ4_NL;
 using mote::kernels::BlockQ4_0;
 using mote::kernels::BlockQ4_1;
+using mote::kernels::BlockQ5_0;
+using mote::kernels::BlockQ5_1;
 using mote::kernels::BlockQ8_0;
+using mote::kernels::kHasMinimum;
 using mote::kernels::kQuantBlock;
 using mote::kernels::Q8Activations;
 
@@ -44,7 +52,7 @@ struct Activations {
 };
 
 // Random blocks as a converter would write them: any nibbles or int8 values, scales of real
-// models' size (and some negative), q4_1 mins of either sign.
+// models' size (and some negative), q4_1 and q5_1 mins of either sign.
 template <class Block>
 std::vector<Block> random_blocks(size_t n, std::mt19937 &rng) {
   std::vector<Block> blocks(n);
@@ -54,7 +62,7 @@ std::vector<Block> random_blocks(size_t n, std::mt19937 &rng) {
     uint8_t *bytes = reinterpret_cast<uint8_t *>(&b);
     for (size_t i = 0; i < sizeof b; ++i) bytes[i] = static_cast<uint8_t>(byte(rng));
     b.d = mote::f32_to_fp16(scale(rng));
-    if constexpr (std::is_same_v<Block, BlockQ4_1>) b.m = mote::f32_to_fp16(scale(rng) - 0.3f);
+    if constexpr (kHasMinimum<Block>) b.m = mote::f32_to_fp16(scale(rng) - 0.3f);
   }
   return blocks;
 }
@@ -65,6 +73,17 @@ int weight_nibble(const uint8_t *qs, size_t i) { return i < 16 ? qs[i] & 15 : qs
 float weight_value(const BlockQ4_0 &b, size_t i) { return mote::fp16_to_f32(b.d) * (weight_nibble(b.qs, i) - 8); }
 float weight_value(const BlockQ4_1 &b, size_t i) {
   return mote::fp16_to_f32(b.d) * weight_nibble(b.qs, i) + mote::fp16_to_f32(b.m);
+}
+
+// q5_0, q5_1 and iq4_nl: element i of the block as ggml's dequantize_row_* gives it.
+uint32_t ggml_type(const BlockQ5_0 &) { return 6; }
+uint32_t ggml_type(const BlockQ5_1 &) { return 7; }
+uint32_t ggml_type(const BlockIQ4_NL &) { return 20; }
+template <class Block>
+float weight_value(const Block &b, size_t i) {
+  float values[kQuantBlock];
+  REQUIRE(mote::convert::dequantize_ggml(ggml_type(b), reinterpret_cast<const uint8_t *>(&b), kQuantBlock, values));
+  return values[i];
 }
 
 // Activations with the shapes real ones have: mostly small, some blocks zero, some outliers.
@@ -87,12 +106,20 @@ QuantMatmul<Block> quant_matmul(const KernelTable &t) {
   if constexpr (std::is_same_v<Block, mote::kernels::BlockQ8_0x8>) return t.matmul_q8_0x8;
   if constexpr (std::is_same_v<Block, mote::kernels::BlockQ4_0x8>) return t.matmul_q4_0x8;
   if constexpr (std::is_same_v<Block, mote::kernels::BlockQ4_1x8>) return t.matmul_q4_1x8;
+  if constexpr (std::is_same_v<Block, BlockQ5_0>) return t.matmul_q5_0;
+  if constexpr (std::is_same_v<Block, BlockQ5_1>) return t.matmul_q5_1;
+  if constexpr (std::is_same_v<Block, BlockIQ4_NL>) return t.matmul_iq4_nl;
+  if constexpr (std::is_same_v<Block, mote::kernels::BlockQ5_0x8>) return t.matmul_q5_0x8;
+  if constexpr (std::is_same_v<Block, mote::kernels::BlockQ5_1x8>) return t.matmul_q5_1x8;
 }
 
 template <class Block>
 const char *quant_name() {
   if constexpr (std::is_same_v<Block, BlockQ8_0>) return "matmul_q8_0";
   if constexpr (std::is_same_v<Block, BlockQ4_0>) return "matmul_q4_0";
+  if constexpr (std::is_same_v<Block, BlockQ5_0>) return "matmul_q5_0";
+  if constexpr (std::is_same_v<Block, BlockQ5_1>) return "matmul_q5_1";
+  if constexpr (std::is_same_v<Block, BlockIQ4_NL>) return "matmul_iq4_nl";
   return "matmul_q4_1";
 }
 
@@ -205,6 +232,9 @@ TEST_CASE("scalar quantized products equal the dequantized dot product") {
   check_scalar_quant_matmul<BlockQ8_0>();
   check_scalar_quant_matmul<BlockQ4_0>();
   check_scalar_quant_matmul<BlockQ4_1>();
+  check_scalar_quant_matmul<BlockQ5_0>();
+  check_scalar_quant_matmul<BlockQ5_1>();
+  check_scalar_quant_matmul<BlockIQ4_NL>();
 }
 
 TEST_CASE("simd quantize_q8 matches the scalar twin bit for bit") {
@@ -230,6 +260,9 @@ TEST_CASE("simd quantized products match the scalar twin bit for bit") {
   check_simd_quant_matmul<BlockQ8_0>();
   check_simd_quant_matmul<BlockQ4_0>();
   check_simd_quant_matmul<BlockQ4_1>();
+  check_simd_quant_matmul<BlockQ5_0>();
+  check_simd_quant_matmul<BlockQ5_1>();
+  check_simd_quant_matmul<BlockIQ4_NL>();
 }
 
 // --- the row-interleaved x8 layouts -------------------------------------------------------------
@@ -238,7 +271,19 @@ namespace {
 
 using mote::kernels::BlockQ4_0x8;
 using mote::kernels::BlockQ4_1x8;
+using mote::kernels::BlockQ5_0x8;
+using mote::kernels::BlockQ5_1x8;
 using mote::kernels::BlockQ8_0x8;
+
+// The plain block type of an x8 layout (itself for a plain one).
+template <class Block, class = void>
+struct PlainOf {
+  using type = Block;
+};
+template <class Block>
+struct PlainOf<Block, std::void_t<typename Block::Plain>> {
+  using type = typename Block::Plain;
+};
 
 // Plain blocks of rows 8g .. 8g + 7 as x8 group blocks, written from quant.hpp's formula: quant
 // byte j of row i goes to qs[(8 * (j / 4) + i) * 4 + j % 4].
@@ -251,7 +296,10 @@ std::vector<Interleaved> interleave(const std::vector<Plain> &plain, size_t rows
       for (size_t i = 0; i < 8; ++i) {
         const Plain &src = plain[(8 * g + i) * n_blocks + b];
         dst.d[i] = src.d;
-        if constexpr (std::is_same_v<Plain, BlockQ4_1>) dst.m[i] = src.m;
+        if constexpr (kHasMinimum<Plain>) dst.m[i] = src.m;
+        if constexpr (std::is_same_v<Plain, BlockQ5_0> || std::is_same_v<Plain, BlockQ5_1>) {
+          std::memcpy(&dst.qh[i], src.qh, 4);  // d[8], (m[8],) then the rows' qh words
+        }
         for (size_t j = 0; j < sizeof src.qs; ++j) {
           std::memcpy(reinterpret_cast<uint8_t *>(dst.qs) + (8 * (j / 4) + i) * 4 + j % 4,
                       reinterpret_cast<const uint8_t *>(src.qs) + j, 1);
@@ -323,6 +371,48 @@ TEST_CASE("interleaved quantized products: exact sums, every SIMD table bit-iden
   check_interleaved_matmul<BlockQ8_0x8, BlockQ8_0>("matmul_q8_0x8");
   check_interleaved_matmul<BlockQ4_0x8, BlockQ4_0>("matmul_q4_0x8");
   check_interleaved_matmul<BlockQ4_1x8, BlockQ4_1>("matmul_q4_1x8");
+  check_interleaved_matmul<BlockQ5_0x8, BlockQ5_0>("matmul_q5_0x8");
+  check_interleaved_matmul<BlockQ5_1x8, BlockQ5_1>("matmul_q5_1x8");
+}
+
+// The converter's repack writes the layout FORMAT.md and quant.hpp describe (the test's own
+// interleave above), and the runtime's rows decode every row as ggml does from the plain blocks.
+// Interleaved is void for a type without an x8 twin.
+template <class Interleaved, class Plain>
+void check_layout_and_rows(mote::format::DType plain_dtype) {
+  std::mt19937 rng(41);
+  const size_t rows = 16, cols = 96, n_blocks = cols / kQuantBlock;
+  const mote::format::DTypeTraits &traits = mote::format::traits_of(plain_dtype);
+  const std::vector<Plain> plain = random_blocks<Plain>(rows * n_blocks, rng);
+  const std::vector<uint8_t> plain_bytes(reinterpret_cast<const uint8_t *>(plain.data()),
+                                         reinterpret_cast<const uint8_t *>(plain.data() + plain.size()));
+  std::vector<uint8_t> repacked;
+  if constexpr (!std::is_void_v<Interleaved>) {
+    const std::vector<Interleaved> groups = interleave<Interleaved>(plain, rows, n_blocks);
+    repacked = mote::convert::interleave_rows(plain_bytes, plain_dtype, rows, cols);
+    REQUIRE(repacked.size() == groups.size() * sizeof(Interleaved));
+    CHECK(std::memcmp(repacked.data(), groups.data(), repacked.size()) == 0);
+    CHECK(mote::convert::deinterleave_rows(repacked, plain_dtype, rows, cols) == plain_bytes);
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    std::vector<float> want(cols), got(cols, -1.0f);
+    REQUIRE(mote::convert::dequantize_ggml(traits.ggml_type, plain_bytes.data() + r * n_blocks * sizeof(Plain), cols,
+                                           want.data()));
+    mote::weight_type(static_cast<uint32_t>(plain_dtype))->dequantize_row(got.data(), plain.data(), r, cols);
+    CHECK_MESSAGE(same_bits(got, want), traits.name << " row " << r);
+    if constexpr (!std::is_void_v<Interleaved>) {
+      std::fill(got.begin(), got.end(), -1.0f);
+      mote::weight_type(static_cast<uint32_t>(traits.twin))->dequantize_row(got.data(), repacked.data(), r, cols);
+      CHECK_MESSAGE(same_bits(got, want), traits.name << "x8 row " << r);
+    }
+  }
+}
+
+TEST_CASE("q5_0, q5_1 and iq4_nl rows decode as ggml; their x8 layouts are repack's bytes") {
+  using mote::format::DType;
+  check_layout_and_rows<BlockQ5_0x8, BlockQ5_0>(DType::q5_0);
+  check_layout_and_rows<BlockQ5_1x8, BlockQ5_1>(DType::q5_1);
+  check_layout_and_rows<void, BlockIQ4_NL>(DType::iq4_nl);
 }
 
 // --- SmolLM2's shapes: past the L2 row blocks --------------------------------------------------
@@ -341,10 +431,7 @@ void check_model_shapes(const char *name) {
   const struct { size_t rows, cols; } kShapes[] = {{192, 576}, {576, 576}, {1536, 576}, {576, 1536}};
   for (const auto &shape : kShapes) {
     const size_t n_blocks = shape.cols / kQuantBlock, max_tokens = 64;
-    using Plain = std::conditional_t<
-        std::is_same_v<Block, BlockQ8_0x8>, BlockQ8_0,
-        std::conditional_t<std::is_same_v<Block, BlockQ4_0x8>, BlockQ4_0,
-                           std::conditional_t<std::is_same_v<Block, BlockQ4_1x8>, BlockQ4_1, Block>>>;
+    using Plain = typename PlainOf<Block>::type;
     const std::vector<Plain> plain = random_blocks<Plain>(shape.rows * n_blocks, rng);
     std::vector<Block> w;
     if constexpr (std::is_same_v<Block, Plain>) {
@@ -377,4 +464,9 @@ TEST_CASE("quantized products at SmolLM2's shapes and batches: every SIMD table 
   check_model_shapes<BlockQ8_0x8>("matmul_q8_0x8");
   check_model_shapes<BlockQ4_0x8>("matmul_q4_0x8");
   check_model_shapes<BlockQ4_1x8>("matmul_q4_1x8");
+  check_model_shapes<BlockQ5_0>("matmul_q5_0");
+  check_model_shapes<BlockQ5_1>("matmul_q5_1");
+  check_model_shapes<BlockIQ4_NL>("matmul_iq4_nl");
+  check_model_shapes<BlockQ5_0x8>("matmul_q5_0x8");
+  check_model_shapes<BlockQ5_1x8>("matmul_q5_1x8");
 }

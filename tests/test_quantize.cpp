@@ -1,5 +1,5 @@
 // Block quantization on the converter side (models/convert/quantize, mote_writer's add_tensor):
-// - mote's q8_0/q4_0/q4_1 quantizers against the gguf Python package, bit for bit
+// - mote's q8_0/q4_0/q4_1/q5_0/q5_1 quantizers against the gguf Python package, bit for bit
 //   (tests/golden/quant_rows.*, written by gen_quant_goldens.py), and mote's dequantizer
 //   against gguf.quants.dequantize on those bytes;
 // - GGUF import with --layout gguf keeps Q8_0/Q4_0/Q4_1 (and F32/F16) tensors byte for byte
@@ -188,7 +188,16 @@ struct LoadedGguf {
 
 }  // namespace
 
-TEST_CASE("quantize: q8_0, q4_0 and q4_1 match gguf.quants bit for bit, and dequantize as gguf does") {
+// The types gguf.quants can also quantize: kQuantTypes and GGUF's 5-bit pair.
+const QuantType kGgufQuantizable[] = {
+    kQuantTypes[0],
+    kQuantTypes[1],
+    kQuantTypes[2],
+    {"q5_0", DType::q5_0, GgmlType::q5_0, DType::q5_0x8},
+    {"q5_1", DType::q5_1, GgmlType::q5_1, DType::q5_1x8},
+};
+
+TEST_CASE("quantize: q8_0, q4_0, q4_1, q5_0 and q5_1 match gguf.quants bit for bit, and dequantize as gguf does") {
   const Bytes data = mote_test::read_file(mote_test::golden_path("quant_rows.bin"));
   const std::vector<std::string> rows = mote_test::read_lines(mote_test::golden_path("quant_rows.txt"));
   REQUIRE(!data.empty());
@@ -197,7 +206,7 @@ TEST_CASE("quantize: q8_0, q4_0 and q4_1 match gguf.quants bit for bit, and dequ
     const std::string name = mote_test::manifest_value(row, "name");
     const size_t count = std::stoul(mote_test::manifest_value(row, "count"));
     const std::vector<float> values = floats_at(data, std::stoul(mote_test::manifest_value(row, "values")), count);
-    for (const QuantType &q : kQuantTypes) {
+    for (const QuantType &q : kGgufQuantizable) {
       INFO("row " << name << ", " << std::string(q.name));
       const size_t at = std::stoul(mote_test::manifest_value(row, q.name));
       const Bytes quantized = mote::convert::quantize(values.data(), count, q.dtype);
@@ -212,7 +221,7 @@ TEST_CASE("quantize: q8_0, q4_0 and q4_1 match gguf.quants bit for bit, and dequ
   }
 }
 
-TEST_CASE("gguf import --layout gguf: Q8_0, Q4_0 and Q4_1 tensors are kept byte for byte") {
+TEST_CASE("gguf import --layout gguf: every type with a host row is kept byte for byte") {
   const LoadedGguf gguf(mote_test::golden_path("tiny_llama.gguf"));
   const ModelData m = gguf.convert(std::nullopt, BlockLayout::gguf);
   std::map<std::string, size_t> kept;  // ggml type name -> tensors copied byte for byte
@@ -226,13 +235,15 @@ TEST_CASE("gguf import --layout gguf: Q8_0, Q4_0 and Q4_1 tensors are kept byte 
       continue;
     }
     const std::map<uint32_t, DType> same_layout = {
-        {0, DType::f32}, {1, DType::f16}, {8, DType::q8_0}, {2, DType::q4_0}, {3, DType::q4_1}};
+        {0, DType::f32},   {1, DType::f16},   {8, DType::q8_0},   {2, DType::q4_0},  {3, DType::q4_1},
+        {6, DType::q5_0},  {7, DType::q5_1},  {10, DType::q2_k},  {11, DType::q3_k}, {12, DType::q4_k},
+        {13, DType::q5_k}, {14, DType::q6_k}, {20, DType::iq4_nl}};
     const auto same = same_layout.find(source.type);
     if (same != same_layout.end()) {
       CHECK(t.dtype == same->second);
       CHECK(t.bytes == gguf.stored_bytes(source));
       ++kept[type];
-    } else {  // BF16 and the K-quants have no .mote twin: f16 of their values
+    } else {  // BF16 and IQ4_XS have no .mote twin: f16 of their values
       CHECK(t.dtype == DType::f16);
       const std::vector<float> values =
           dequantized(source.type, gguf.file.bytes + source.offset, static_cast<size_t>(source.n_elements));
@@ -276,8 +287,13 @@ TEST_CASE("gguf import by default: quantized matrices of 8k rows are the GGUF's 
     const auto &source = gguf.source_of(t);
     INFO("tensor " << name_of(t) << " (" << t.rows << " x " << t.cols << ")");
     const QuantType *q = quant_type_of_ggml(source.type);
-    if (q == nullptr) {  // f32, f16 and the rest convert as with --layout gguf
-      CHECK(mote::format::dtype_traits(static_cast<uint32_t>(t.dtype))->interleaved_rows == 1);
+    if (q == nullptr) {  // f32, f16 and the rest as with --layout gguf, K types then interleaved
+      const DType plain = mote::convert::plain_dtype(t.dtype);
+      const DType twin = mote::format::traits_of(plain).twin;
+      CHECK(t.dtype == (twin != plain && t.rows % 8 == 0 ? twin : plain));
+      if (t.dtype != plain) {  // a lossless reorder of the GGUF's blocks (test_dtype_rows checks the layout)
+        CHECK(mote::convert::deinterleave_rows(t.bytes, plain, t.rows, t.cols) == gguf.stored_bytes(source));
+      }
       continue;
     }
     const Bytes stored = gguf.stored_bytes(source);

@@ -104,6 +104,7 @@ bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *erro
 struct GgufOptions {
   // For matrices: f32, f16, q8_0, q4_0 or q4_1; none keeps each as stored (see above).
   std::optional<format::DType> dtype;
+  Mix mix = Mix::none;  // dtype's recipe (quantize_recipe.hpp), when --dtype named one
   // Quantized matrices: rows interleaved in x8 types (the default), or GGUF's own block order.
   BlockLayout layout = BlockLayout::interleaved;
   // Called after each tensor is converted (done of total), e.g. for a progress line.

@@ -480,7 +480,7 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
                "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)";
       return false;
     }
-    if (!add_tensor(w, {file.bytes + t.offset, t.type}, options.dtype, options.layout, &m, error)) return false;
+    if (!add_tensor(w, {file.bytes + t.offset, t.type}, options.dtype, options.layout, &m, error, options.mix)) return false;
     if (options.progress) options.progress(k + 1, wanted.size());
   }
   return true;

@@ -11,7 +11,11 @@ using format::DType;
 constexpr HostType kHostTypes[] = {
     {DType::f32, quantize_f32, dequantize_f32},    {DType::f16, quantize_f16, dequantize_f16},
     {DType::q8_0, quantize_q8_0, dequantize_q8_0}, {DType::q4_0, quantize_q4_0, dequantize_q4_0},
-    {DType::q4_1, quantize_q4_1, dequantize_q4_1},
+    {DType::q4_1, quantize_q4_1, dequantize_q4_1}, {DType::q5_0, quantize_q5_0, dequantize_q5_0},
+    {DType::q5_1, quantize_q5_1, dequantize_q5_1}, {DType::iq4_nl, quantize_iq4_nl, dequantize_iq4_nl},
+    {DType::q6_k, quantize_q6_k, dequantize_q6_k}, {DType::q5_k, quantize_q5_k, dequantize_q5_k},
+    {DType::q4_k, quantize_q4_k, dequantize_q4_k}, {DType::q3_k, quantize_q3_k, dequantize_q3_k},
+    {DType::q2_k, quantize_q2_k, dequantize_q2_k},
 };
 
 // Rows write plain blocks; the interleaved twins are a reorder of them (repack.hpp).
@@ -37,14 +41,19 @@ const HostType *host_types(size_t *count) {
   return kHostTypes;
 }
 
-std::string host_type_list() {
+std::string or_list(const char *const *names, size_t n) {
   std::string text;
-  const size_t n = sizeof kHostTypes / sizeof kHostTypes[0];
   for (size_t i = 0; i < n; ++i) {
     text += i == 0 ? "" : i + 1 == n ? " or " : ", ";
-    text += format::traits_of(kHostTypes[i].dtype).name;
+    text += names[i];
   }
   return text;
+}
+
+std::string host_type_list() {
+  const char *names[sizeof kHostTypes / sizeof kHostTypes[0]];
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i) names[i] = format::traits_of(kHostTypes[i].dtype).name;
+  return or_list(names, sizeof names / sizeof names[0]);
 }
 
 }  // namespace mote::convert

@@ -30,4 +30,7 @@ const HostType *host_types(size_t *count);
 // "f32, f16, q8_0, q4_0 or q4_1": the dtypes matrices can be stored as, for messages.
 std::string host_type_list();
 
+// "a, b or c": names[0..n), as messages list choices.
+std::string or_list(const char *const *names, size_t n);
+
 }  // namespace mote::convert

@@ -139,7 +139,7 @@ bool load_llama2c(const std::string &checkpoint_path, const std::string &tokeniz
     const uint64_t count = per_layer ? L : 1;
     for (uint64_t l = 0; l < count && ok; ++l) {
       const TensorSlot slot = {role, per_layer ? static_cast<uint32_t>(l) : format::kNoLayer, rows, cols};
-      ok = add_tensor(slot, {cursor, static_cast<uint32_t>(GgmlType::f32)}, options.dtype, options.layout, &m, error);
+      ok = add_tensor(slot, {cursor, static_cast<uint32_t>(GgmlType::f32)}, options.dtype, options.layout, &m, error, options.mix);
       cursor += rows * (cols == 0 ? 1 : cols) * 4;
     }
   };

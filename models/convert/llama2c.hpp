@@ -10,6 +10,7 @@ namespace mote::convert {
 struct Llama2cOptions {
   // Of the matrices (f32, f16, q8_0, q4_0 or q4_1); norm vectors stay f32.
   format::DType dtype = format::DType::f32;
+  Mix mix = Mix::none;                            // dtype's recipe (quantize_recipe.hpp)
   BlockLayout layout = BlockLayout::interleaved;  // of quantized matrices (see BlockLayout)
   // llama2.c stores RoPE pairs interleaved; checkpoints exported without llama2.c's permutation
   // of wq/wk use split halves instead.

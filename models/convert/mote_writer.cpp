@@ -16,6 +16,7 @@
 #include "host_types.hpp"
 #include "mote/mote.h"
 #include "quantize.hpp"
+#include "quantize_recipe.hpp"
 #include "repack.hpp"
 #include "value_checks.hpp"
 
@@ -150,11 +151,24 @@ std::string tensor_display_name(const TensorSlot &slot) {
   return name;
 }
 
+// blocks, or its x8 twin where the layout interleaves and the rows are whole groups of 8.
+format::DType with_layout(format::DType blocks, const TensorSlot &slot, BlockLayout layout) {
+  const std::optional<format::DType> interleaved = interleaved_dtype(blocks);
+  if (layout == BlockLayout::interleaved && interleaved &&
+      slot.rows % format::traits_of(*interleaved).interleaved_rows == 0) {
+    return *interleaved;
+  }
+  return blocks;
+}
+
 }  // namespace
 
 format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested,
-                           BlockLayout layout) {
+                           BlockLayout layout, Mix mix, const format::ModelConfig *config) {
   if (slot.cols == 0) return format::DType::f32;  // the format keeps vectors in f32
+  if (requested && mix != Mix::none && config != nullptr) {
+    return with_layout(recipe_dtype(mix, *requested, {slot.role, slot.layer, slot.cols}, *config), slot, layout);
+  }
   format::DType blocks = requested ? *requested : same_layout_dtype(ggml_type).value_or(format::DType::f16);
   // As llama-quantize does: 4-bit requests keep the token embedding and the classifier in 8 bits.
   // The classifier's errors reach every logit: SmolLM2 re-quantized from its Q4_1 GGUF scored
@@ -172,21 +186,16 @@ format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::opti
   if (requested && is_quantized(blocks) && slot.cols % format::traits_of(blocks).block_elements != 0) {
     return format::DType::f16;
   }
-  const std::optional<format::DType> interleaved = interleaved_dtype(blocks);
-  if (layout == BlockLayout::interleaved && interleaved &&
-      slot.rows % format::traits_of(*interleaved).interleaved_rows == 0) {
-    return *interleaved;
-  }
-  return blocks;
+  return with_layout(blocks, slot, layout);
 }
 
 bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optional<format::DType> requested,
-                BlockLayout layout, ModelData *model, std::string *error) {
+                BlockLayout layout, ModelData *model, std::string *error, Mix mix) {
   const bool vector = slot.cols == 0;
   TensorData t;
   t.role = slot.role;
   t.layer = slot.layer;
-  t.dtype = output_dtype(slot, source.ggml_type, requested, layout);
+  t.dtype = output_dtype(slot, source.ggml_type, requested, layout, mix, &model->config);
   t.n_dims = vector ? 1 : 2;
   t.rows = static_cast<uint32_t>(slot.rows);
   t.cols = vector ? 1 : static_cast<uint32_t>(slot.cols);

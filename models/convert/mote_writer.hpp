@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "format/format.hpp"
+#include "quantize_recipe.hpp"
 
 namespace mote::convert {
 
@@ -59,7 +60,7 @@ struct SourceTensor {
 };
 
 // The dtypes matrices can be stored as: those with a host row (host_types.hpp: f32, f16, q8_0,
-// q4_0, q4_1). False with a message listing them otherwise.
+// q4_0, q4_1, q5_0, q5_1, iq4_nl and the K types). False with a message listing them otherwise.
 bool check_matrix_dtype(format::DType dtype, std::string *error);
 
 // How quantized matrices order their blocks.
@@ -71,21 +72,24 @@ enum class BlockLayout {
 };
 
 // The dtype the tensor for slot is written as. Vectors (norms) are always f32. A matrix takes the
-// requested dtype; with none requested it keeps the source's own type when .mote has it (F32,
-// F16, Q8_0, Q4_0, Q4_1: a host row's format row names its ggml type), else (BF16, K-quants)
-// becomes f16. A requested quantized type falls back to f16 for a matrix whose rows are not
+// requested dtype; with none requested it keeps the source's own type when .mote has it (a host
+// row's format row names its ggml type: F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K..
+// Q6_K), else (BF16, IQ4_XS) becomes f16. A requested quantized type falls back to f16 for a matrix whose rows are not
 // whole blocks. With the interleaved layout a quantized matrix whose rows are a multiple of 8
 // takes the x8 twin.
+// With a recipe (mix other than Mix::none, quantize_recipe.hpp; requested is its base type and
+// config the model's), the recipe alone chooses the blocks, before the layout's interleaving.
 format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::optional<format::DType> requested,
-                           BlockLayout layout);
+                           BlockLayout layout, Mix mix = Mix::none, const format::ModelConfig *config = nullptr);
 
 // Appends the tensor for slot, read from source, to model as output_dtype(): copied byte for
 // byte when the source already holds its blocks (no requantization), else dequantized and
-// encoded (f32, f16) or quantized (q8_0, q4_0, q4_1); then, for an x8 dtype, rows interleaved.
-// Quantized rows must hold whole 32-element blocks: false, with a one-line message naming the
+// encoded (f32, f16) or quantized (its host row's quantize_ref); then, for an x8 dtype, rows
+// interleaved. Quantized rows must hold whole blocks: false, with a one-line message naming the
 // tensor, when they do not.
+// mix: a --dtype recipe (output_dtype), read with model->config.
 bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optional<format::DType> requested,
-                BlockLayout layout, ModelData *model, std::string *error);
+                BlockLayout layout, ModelData *model, std::string *error, Mix mix = Mix::none);
 
 // The config every Llama-family converter starts from (RMSNorm, RoPE, SwiGLU, no biases).
 format::ModelConfig llama_config();

@@ -29,6 +29,20 @@ void quantize_q4_0(const float *src, size_t n_blocks, uint8_t *dst);
 // q4_1: d = (max - min) / 15, m = min, q = min(15, trunc((x - min) / d + 0.5)).
 void quantize_q4_1(const float *src, size_t n_blocks, uint8_t *dst);
 
+// GGUF's other block types, byte for byte as llama-quantize writes them without an importance
+// matrix (ggml's quantize_row_*_ref; tests/golden/gen_kquant_goldens.py holds them to it).
+// quantize_q5.cpp: 32-value blocks. q5_0: d = -max / 16, q = min(31, trunc(x / d + 16.5));
+// q5_1: d = (max - min) / 31, m = min; iq4_nl: a fitted scale on 16 non-uniform levels.
+void quantize_q5_0(const float *src, size_t n_blocks, uint8_t *dst);
+void quantize_q5_1(const float *src, size_t n_blocks, uint8_t *dst);
+void quantize_iq4_nl(const float *src, size_t n_blocks, uint8_t *dst);
+// quantize_k.cpp: 256-value super-blocks whose sub-block scales are searched, then quantized.
+void quantize_q2_k(const float *src, size_t n_blocks, uint8_t *dst);
+void quantize_q3_k(const float *src, size_t n_blocks, uint8_t *dst);
+void quantize_q4_k(const float *src, size_t n_blocks, uint8_t *dst);
+void quantize_q5_k(const float *src, size_t n_blocks, uint8_t *dst);
+void quantize_q6_k(const float *src, size_t n_blocks, uint8_t *dst);
+
 // True for the block-quantized dtypes the converter writes (its host rows with blocks of values).
 bool is_quantized(format::DType dtype);
 

@@ -18,7 +18,7 @@ void reorder(const uint8_t *src, uint8_t *dst, format::DType plain, size_t rows,
   const size_t group_rows = format::traits_of(traits.twin).interleaved_rows;
   const size_t block_bytes = traits.block_bytes;
   const size_t field_bytes = 2 * size_t{traits.scale_fields};  // 2 (d) or 4 (d, m)
-  const size_t quant_bytes = block_bytes - field_bytes;  // every byte but the fields
+  const size_t quant_bytes = block_bytes - field_bytes;        // every byte but the fields
   const size_t blocks_per_row = cols / traits.block_elements;
   for (size_t row = 0; row < rows; ++row) {
     const size_t group = row / group_rows, i = row % group_rows;

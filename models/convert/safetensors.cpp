@@ -674,7 +674,7 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
       }
       source = {reinterpret_cast<const uint8_t *>(turned.data()), static_cast<uint32_t>(GgmlType::f32)};
     }
-    if (!add_tensor(w, source, options.dtype, options.layout, &m, error)) {
+    if (!add_tensor(w, source, options.dtype, options.layout, &m, error, options.mix)) {
       *error = "'" + where + "': " + *error;
       return false;
     }

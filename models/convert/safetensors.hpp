@@ -45,6 +45,7 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
 
 struct SafetensorsOptions {
   format::DType dtype = format::DType::f16;       // for matrices: f32, f16, q8_0, q4_0 or q4_1
+  Mix mix = Mix::none;                            // dtype's recipe (quantize_recipe.hpp)
   BlockLayout layout = BlockLayout::interleaved;  // of quantized matrices (see BlockLayout)
   std::string tokenizer_path;                     // tokenizer.json; empty: the one in the directory
   std::function<void(size_t done, size_t total)> progress;

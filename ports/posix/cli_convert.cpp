@@ -49,19 +49,6 @@ std::string not_a_checkpoint(const std::string &path) {
          "none of theirs)";
 }
 
-// The --dtype names a user can give: the converter's host rows, each by the format's own name.
-bool parse_dtype(const std::string &name, format::DType *out) {
-  size_t n = 0;
-  const convert::HostType *rows = convert::host_types(&n);
-  for (size_t i = 0; i < n; ++i) {
-    if (name == format::traits_of(rows[i].dtype).name) {
-      *out = rows[i].dtype;
-      return true;
-    }
-  }
-  return false;
-}
-
 // "61 f32, 1 q8_0x8, 210 q4_1x8": how many tensors the file holds in each dtype.
 std::string dtype_counts(const convert::ModelData &model) {
   std::map<uint32_t, size_t> counts;
@@ -88,7 +75,8 @@ std::function<void(size_t, size_t)> progress_printer() {
 int command_convert(int argc, char **argv) {
   std::string output, tokenizer, dtype, rope, layout;
   bool rope_given = false;
-  const std::string dtype_help = "re-quantize the matrices: " + convert::host_type_list();
+  const std::string dtype_help = "re-quantize the matrices: " + convert::dtype_choice_list() +
+                                 " (llama-quantize's per-tensor recipe for its types and mixes)";
   CommandHelp command{
       "convert",
       "INPUT -o OUTPUT [OPTIONS]",
@@ -119,13 +107,16 @@ int command_convert(int argc, char **argv) {
   // With no --dtype, GGUF matrices keep their stored blocks (Q8_0/Q4_0/Q4_1 copied, then
   // interleaved unless --layout gguf), Hugging Face ones become f16 (their weights are 16-bit) and llama2.c's floats
   // stay f32.
+  // A --dtype name is a row of quantize_recipe.hpp's table: a base type and its recipe.
   std::optional<format::DType> stored;
+  convert::Mix mix = convert::Mix::none;
   if (!dtype.empty()) {
-    format::DType parsed;
-    if (!parse_dtype(dtype, &parsed)) {
-      return report("convert", "--dtype must be " + convert::host_type_list(), kExitUsage);
+    const convert::DTypeChoice *choice = convert::find_dtype_choice(dtype);
+    if (choice == nullptr) {
+      return report("convert", "--dtype must be " + convert::dtype_choice_list(), kExitUsage);
     }
-    stored = parsed;
+    stored = choice->base;
+    mix = choice->mix;
   }
   // Interleaved unless asked otherwise: quantized matrices of 8k rows become x8 types.
   convert::BlockLayout block_layout = convert::BlockLayout::interleaved;
@@ -148,12 +139,14 @@ int command_convert(int argc, char **argv) {
     }
     convert::GgufOptions gguf_options;
     gguf_options.dtype = stored;
+    gguf_options.mix = mix;
     gguf_options.layout = block_layout;
     gguf_options.progress = progress_printer();
     ok = convert::load_gguf(input, gguf_options, &model, &error);
   } else if (kind == InputKind::hugging_face) {
     convert::SafetensorsOptions hf_options;
     hf_options.dtype = stored.value_or(non_gguf_default);
+    hf_options.mix = mix;
     hf_options.layout = block_layout;
     hf_options.tokenizer_path = tokenizer;
     hf_options.progress = progress_printer();
@@ -167,6 +160,7 @@ int command_convert(int argc, char **argv) {
     }
     convert::Llama2cOptions llama2c_options;
     llama2c_options.dtype = stored.value_or(non_gguf_default);
+    llama2c_options.mix = mix;
     llama2c_options.layout = block_layout;
     if (rope == "split")
       llama2c_options.rope_layout = format::RopeLayout::split_half;

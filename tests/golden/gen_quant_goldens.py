@@ -3,12 +3,13 @@
 
 Rows of float32 values (random, plus the edge cases a block quantizer gets wrong) and, per row,
 what the gguf Python package (0.10.0, toolchains/requirements-goldens.txt) makes of them:
-`gguf.quants.quantize` bytes for Q8_0, Q4_0 and Q4_1, and `gguf.quants.dequantize` of those
+`gguf.quants.quantize` bytes for Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 (the last two checked by
+test_quantize_recipes.cpp), and `gguf.quants.dequantize` of those
 bytes. mote's quantizers must produce the same bytes bit for bit and its dequantizer the same
 floats. quant_rows.bin is those arrays back to back (float32 little-endian, uint8), described
 by one line per row in quant_rows.txt:
 
-  row name=N count=C values=V q8_0=A q8_0_values=B q4_0=... q4_1=... q4_1_values=...
+  row name=N count=C values=V q8_0=A q8_0_values=B q4_0=... q4_1=... q4_1_values=... q5_1_values=...
 
 where each number after `=` is the byte offset of that array in quant_rows.bin and C the number
 of floats (a multiple of 32). Run with /usr/bin/python3 (where gguf and numpy are installed).
@@ -19,7 +20,7 @@ from gguf.quants import dequantize, quantize
 
 from golden_arrays import GoldenArrays
 
-TYPES = [("q8_0", T.Q8_0), ("q4_0", T.Q4_0), ("q4_1", T.Q4_1)]
+TYPES = [("q8_0", T.Q8_0), ("q4_0", T.Q4_0), ("q4_1", T.Q4_1), ("q5_0", T.Q5_0), ("q5_1", T.Q5_1)]
 
 
 def rows():

@@ -31,10 +31,11 @@ inline __m256i broadcast_quad(const int8_t *q) {
 template <class Arch, class Block>
 struct InterleavedBlock;
 
-// q4_0x8 and q4_1x8: the nibbles unpacked once per group block (eight registers), then for
-// each token eight integer steps per block.
+// q4_0x8, q4_1x8, q5_0x8 and q5_1x8: the quants unpacked once per group block (eight
+// registers), then for each token eight integer steps per block.
 template <class Arch, class Block>
 struct Nibbles {
+  static constexpr bool kFiveBit = std::is_same_v<Block, BlockQ5_0x8> || std::is_same_v<Block, BlockQ5_1x8>;
   __m256i low[4], high[4];  // elements 4k .. 4k + 3 and 16 + 4k .. 16 + 4k + 3 of each row
   __m256 d;
   static Nibbles unpack(const Block &b) {
@@ -45,10 +46,26 @@ struct Nibbles {
       n.low[k] = _mm256_and_si256(v, mask);
       n.high[k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
     }
+    if constexpr (kFiveBit) {
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b.qh));
+      for (size_t k = 0; k < 4; ++k) {
+        n.low[k] = _mm256_or_si256(n.low[k], row_fifth_bits(qh, k));
+        n.high[k] = _mm256_or_si256(n.high[k], row_fifth_bits(qh, 4 + k));
+      }
+    }
     n.d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.d)));
     return n;
   }
-  // Per row: sum over the block of nibble * x, exact.
+  // 0x10 in byte j of lane i where bit 4e + j of row i's qh is set (elements 4e .. 4e + 3).
+  static __m256i row_fifth_bits(__m256i qh, size_t e) {
+    const __m256i byte_index = _mm256_add_epi8(_mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0,
+                                                                0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12),
+                                               _mm256_set1_epi8(static_cast<char>(e / 2)));
+    const __m256i bit = _mm256_set1_epi32(static_cast<int>(0x08040201u << (4 * (e % 2))));
+    const __m256i bytes = _mm256_shuffle_epi8(qh, byte_index);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(0x10));
+  }
+  // Per row: sum over the block of value * x, exact.
   __m256i dot(const int8_t *x) const {
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
     // Four independent chains of two vpdpbusd: one chain of eight would wait on its latency.
@@ -60,38 +77,46 @@ struct Nibbles {
       sums[k] = QuantIsa<Arch>::dot_add(sums[k], high[k], broadcast_quad<Arch>(x + 16 + 4 * k));
     return _mm256_add_epi32(_mm256_add_epi32(sums[0], sums[1]), _mm256_add_epi32(sums[2], sums[3]));
 #else
-    // Eight vpmaddubsw summed in int16 (8 x 2 x 15 x 127 < 32768), widened once.
+    // vpmaddubsw pair sums added in int16, then widened: eight steps of 4-bit values fit
+    // (8 x 2 x 15 x 127 < 32768) but only four of 5-bit ones (4 x 2 x 31 x 127), so q5 widens
+    // its two halves apart.
     const auto pair_sums = [](__m256i u, const int8_t *q) { return _mm256_maddubs_epi16(u, broadcast_quad<Arch>(q)); };
-    __m256i sums = pair_sums(low[0], x);
-    for (size_t k = 1; k < 4; ++k) sums = _mm256_add_epi16(sums, pair_sums(low[k], x + 4 * k));
-    for (size_t k = 0; k < 4; ++k) sums = _mm256_add_epi16(sums, pair_sums(high[k], x + 16 + 4 * k));
-    return _mm256_madd_epi16(sums, _mm256_set1_epi16(1));
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i low_sums = pair_sums(low[0], x), high_sums = pair_sums(high[0], x + 16);
+    for (size_t k = 1; k < 4; ++k) {
+      low_sums = _mm256_add_epi16(low_sums, pair_sums(low[k], x + 4 * k));
+      high_sums = _mm256_add_epi16(high_sums, pair_sums(high[k], x + 16 + 4 * k));
+    }
+    if constexpr (kFiveBit) {
+      return _mm256_add_epi32(_mm256_madd_epi16(low_sums, ones), _mm256_madd_epi16(high_sums, ones));
+    }
+    return _mm256_madd_epi16(_mm256_add_epi16(low_sums, high_sums), ones);
 #endif
   }
 };
 
-template <class Arch>
-struct InterleavedBlock<Arch, BlockQ4_0x8> {
+// q4_0x8 and q5_0x8: sum (q - offset) x = sum q x - offset sum x, exactly.
+template <class Arch, class Block, int kOffset>
+struct OffsetQuants {
   static constexpr size_t kTokens = 4;
-  using Prepared = Nibbles<Arch, BlockQ4_0x8>;
-  static Prepared prepare(const BlockQ4_0x8 &b) { return Prepared::unpack(b); }
+  using Prepared = Nibbles<Arch, Block>;
+  static Prepared prepare(const Block &b) { return Prepared::unpack(b); }
   static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
-    // sum (n - 8) x = sum n x - 8 sum x, exactly.
-    const __m256i sums = _mm256_sub_epi32(w.dot(x.q), _mm256_set1_epi32(8 * x.sum));
+    const __m256i sums = _mm256_sub_epi32(w.dot(x.q), _mm256_set1_epi32(kOffset * x.sum));
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(w.d, _mm256_set1_ps(x.scale)), acc);
   }
 };
 
-template <class Arch>
-struct InterleavedBlock<Arch, BlockQ4_1x8> {
+// q4_1x8 and q5_1x8: sum (d q + m) x = d sum q x + m sum x.
+template <class Arch, class Block>
+struct MinimumQuants {
   static constexpr size_t kTokens = 4;
   struct Prepared {
-    Nibbles<Arch, BlockQ4_1x8> nibbles;
+    Nibbles<Arch, Block> nibbles;
     __m256 m;
   };
-  static Prepared prepare(const BlockQ4_1x8 &b) {
-    return {Nibbles<Arch, BlockQ4_1x8>::unpack(b),
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.m)))};
+  static Prepared prepare(const Block &b) {
+    return {Nibbles<Arch, Block>::unpack(b), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.m)))};
   }
   static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w.nibbles.dot(x.q)), _mm256_mul_ps(w.nibbles.d, _mm256_set1_ps(x.scale)),
@@ -99,6 +124,15 @@ struct InterleavedBlock<Arch, BlockQ4_1x8> {
     return _mm256_fmadd_ps(w.m, _mm256_set1_ps(x.scale * static_cast<float>(x.sum)), acc);
   }
 };
+
+template <class Arch>
+struct InterleavedBlock<Arch, BlockQ4_0x8> : OffsetQuants<Arch, BlockQ4_0x8, 8> {};
+template <class Arch>
+struct InterleavedBlock<Arch, BlockQ5_0x8> : OffsetQuants<Arch, BlockQ5_0x8, 16> {};
+template <class Arch>
+struct InterleavedBlock<Arch, BlockQ4_1x8> : MinimumQuants<Arch, BlockQ4_1x8> {};
+template <class Arch>
+struct InterleavedBlock<Arch, BlockQ5_1x8> : MinimumQuants<Arch, BlockQ5_1x8> {};
 
 // q8_0x8: signed weights, so each 4-byte step is |w| times x with w's sign (vpmaddubsw wants
 // one unsigned operand), widened to int32 at once (int16 sums of these could overflow).
@@ -235,6 +269,16 @@ inline void load_scales8(const uint16_t *halves, float32x4_t *out) {
   }
 }
 
+// 0x10 in byte j of lane i where bit 4e + j of qh[i] is set, for 4 rows' qh words: the 4 bits
+// spread one per byte by a multiply (bit j lands at bit 8j; no two products overlap).
+template <class Arch>
+inline uint8x16_t fifth_bits(const uint32_t *qh, size_t e) {
+  const uint32x4_t nibble =
+      vandq_u32(vshlq_u32(vld1q_u32(qh), vdupq_n_s32(-4 * static_cast<int32_t>(e))), vdupq_n_u32(0xF));
+  const uint32x4_t spread = vandq_u32(vmulq_u32(nibble, vdupq_n_u32(0x00204081u)), vdupq_n_u32(0x01010101u));
+  return vreinterpretq_u8_u32(vshlq_n_u32(spread, 4));
+}
+
 template <class Arch, class Block>
 inline SignedQuads<Block> signed_quads(const Block &b) {
   SignedQuads<Block> w;
@@ -243,13 +287,22 @@ inline SignedQuads<Block> signed_quads(const Block &b) {
       for (size_t h = 0; h < 2; ++h) w.quads[k].half[h] = vld1q_s8(b.qs + 32 * k + 16 * h);
     }
   } else {
-    // q4_0 keeps n - 8 (the same integers as x86's sum n x - 8 sum x); q4_1 keeps n.
-    const int8x16_t offset = vdupq_n_s8(std::is_same_v<Block, BlockQ4_0x8> ? 8 : 0);
+    // q4_0 keeps n - 8 and q5_0 q - 16 (the same integers as x86's sum q x - offset sum x);
+    // q4_1 and q5_1 keep q.
+    constexpr bool kFiveBit = std::is_same_v<Block, BlockQ5_0x8> || std::is_same_v<Block, BlockQ5_1x8>;
+    const int8x16_t offset = vdupq_n_s8(std::is_same_v<Block, BlockQ4_0x8>   ? 8
+                                        : std::is_same_v<Block, BlockQ5_0x8> ? 16
+                                                                             : 0);
     for (size_t k = 0; k < 4; ++k) {
       for (size_t h = 0; h < 2; ++h) {
         const uint8x16_t packed = vld1q_u8(b.qs + 32 * k + 16 * h);
-        w.quads[k].half[h] = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(packed, vdupq_n_u8(0x0F))), offset);
-        w.quads[4 + k].half[h] = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(packed, 4)), offset);
+        uint8x16_t low = vandq_u8(packed, vdupq_n_u8(0x0F)), high = vshrq_n_u8(packed, 4);
+        if constexpr (kFiveBit) {
+          low = vorrq_u8(low, fifth_bits<Arch>(b.qh + 4 * h, k));
+          high = vorrq_u8(high, fifth_bits<Arch>(b.qh + 4 * h, 4 + k));
+        }
+        w.quads[k].half[h] = vsubq_s8(vreinterpretq_s8_u8(low), offset);
+        w.quads[4 + k].half[h] = vsubq_s8(vreinterpretq_s8_u8(high), offset);
       }
     }
   }
@@ -261,7 +314,7 @@ template <class Arch, class Block, size_t K>
 inline void interleaved_tile(float *out, size_t out_stride, const Block *group, size_t n_blocks, const Q8Activations &x,
                              size_t token0) {
   using Isa = QuantIsa<Arch>;
-  constexpr bool kHasMin = std::is_same_v<Block, BlockQ4_1x8>;
+  constexpr bool kHasMin = kHasMinimum<Block>;
   float32x4_t acc[K][2];
   for (size_t t = 0; t < K; ++t) acc[t][0] = acc[t][1] = vdupq_n_f32(0.0f);
   for (size_t b = 0; b < n_blocks; ++b) {
@@ -313,6 +366,17 @@ void matmul_q4_0x8(float *out, size_t out_stride, const BlockQ4_0x8 *w, const Q8
 }
 template <class Arch>
 void matmul_q4_1x8(float *out, size_t out_stride, const BlockQ4_1x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+template <class Arch>
+void matmul_q5_0x8(float *out, size_t out_stride, const BlockQ5_0x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void matmul_q5_1x8(float *out, size_t out_stride, const BlockQ5_1x8 *w, const Q8Activations &x, size_t rows,
                    size_t cols, size_t n_tokens) {
   interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
 }

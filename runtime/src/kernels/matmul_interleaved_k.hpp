@@ -67,11 +67,11 @@ struct KMinGroupOps {
     // k_scales_mins on 8 rows' words at once: a, b, c are bytes 0-3, 4-7, 8-11 of each row.
     const __m256i a = load_rows(g.rest), b = load_rows(g.rest + 32), c = load_rows(g.rest + 64);
     const __m256i six = _mm256_set1_epi8(0x3F), four = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
-    const __m256i scales[2] = {_mm256_and_si256(a, six),
-                               _mm256_or_si256(_mm256_and_si256(c, four), _mm256_and_si256(_mm256_srli_epi32(a, 2), top))};
-    const __m256i mins[2] = {_mm256_and_si256(b, six),
-                             _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(c, 4), four),
-                                             _mm256_and_si256(_mm256_srli_epi32(b, 2), top))};
+    const __m256i scales[2] = {
+        _mm256_and_si256(a, six),
+        _mm256_or_si256(_mm256_and_si256(c, four), _mm256_and_si256(_mm256_srli_epi32(a, 2), top))};
+    const __m256i mins[2] = {_mm256_and_si256(b, six), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(c, 4), four),
+                                                                       _mm256_and_si256(_mm256_srli_epi32(b, 2), top))};
 #pragma GCC unroll 8
     for (size_t s = 0; s < kSubBlocks; ++s) {
       // Sub-block s: the low (s even) or high nibbles of qs bytes 32 (s / 2) .. + 31, one
@@ -112,7 +112,8 @@ template <class Arch>
 struct KGroupOps<Arch, BlockQ6_Kx8> {
   // The int8 scale of 16-value sub-block i for every row, sign-extended.
   static __m256i scale_of(const __m256i *words, size_t i) {
-    return _mm256_srai_epi32(_mm256_sllv_epi32(words[i / 4], _mm256_set1_epi32(static_cast<int>(24 - 8 * (i % 4)))), 24);
+    return _mm256_srai_epi32(_mm256_sllv_epi32(words[i / 4], _mm256_set1_epi32(static_cast<int>(24 - 8 * (i % 4)))),
+                             24);
   }
   // 32 * the sum of 16 activations: lane_offset holds 8 * each lane (4 values) sum.
   static int32_t thirty_two_sum(const int32_t *lane_offset) {
@@ -152,8 +153,8 @@ struct KGroupOps<Arch, BlockQ6_Kx8> {
           // sum (code - 32) x = sum code x - 32 sum x, per 16-value half.
           const __m256i h0 =
               _mm256_sub_epi32(row_dots<Arch, 63, 4>(codes, xq), _mm256_set1_epi32(thirty_two_sum(offsets)));
-          const __m256i h1 =
-              _mm256_sub_epi32(row_dots<Arch, 63, 4>(codes + 4, xq + 16), _mm256_set1_epi32(thirty_two_sum(offsets + 4)));
+          const __m256i h1 = _mm256_sub_epi32(row_dots<Arch, 63, 4>(codes + 4, xq + 16),
+                                              _mm256_set1_epi32(thirty_two_sum(offsets + 4)));
           const __m256i sums = _mm256_add_epi32(_mm256_mullo_epi32(sc0, h0), _mm256_mullo_epi32(sc1, h1));
           acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_set1_ps(x.scale[xb])), acc[t]);
         }
@@ -208,8 +209,8 @@ struct KMinGroupOps {
       const uint32x4_t six = vdupq_n_u32(0x3F3F3F3Fu), four = vdupq_n_u32(0x0F0F0F0Fu), top = vdupq_n_u32(0x30303030u);
       const uint32x4_t scales[2] = {vandq_u32(a, six),
                                     vorrq_u32(vandq_u32(c, four), vandq_u32(vshrq_n_u32(a, 2), top))};
-      const uint32x4_t mins[2] = {vandq_u32(b, six), vorrq_u32(vandq_u32(vshrq_n_u32(c, 4), four),
-                                                               vandq_u32(vshrq_n_u32(b, 2), top))};
+      const uint32x4_t mins[2] = {vandq_u32(b, six),
+                                  vorrq_u32(vandq_u32(vshrq_n_u32(c, 4), four), vandq_u32(vshrq_n_u32(b, 2), top))};
       for (size_t s = 0; s < kSubBlocks; ++s) {
         int8x16_t codes[8];
         for (size_t k = 0; k < 8; ++k) {
@@ -217,8 +218,8 @@ struct KMinGroupOps {
           uint8x16_t code = vandq_u8(s % 2 == 0 ? v : vshrq_n_u8(v, 4), vdupq_n_u8(0x0F));
           if constexpr (kFifthBit) {
             const uint8x16_t qh = row_bytes(g.rest + 96 + 32 * k, half);
-            const uint8x16_t bit = vandq_u8(vshlq_u8(qh, vdupq_n_s8(static_cast<int8_t>(-static_cast<int>(s)))),
-                                            vdupq_n_u8(1));
+            const uint8x16_t bit =
+                vandq_u8(vshlq_u8(qh, vdupq_n_s8(static_cast<int8_t>(-static_cast<int>(s)))), vdupq_n_u8(1));
             code = vorrq_u8(code, vshlq_n_u8(bit, 4));
           }
           codes[k] = vreinterpretq_s8_u8(code);

@@ -177,6 +177,57 @@ struct QuantBlock<Arch, BlockQ4_1> {
   }
 };
 
+// 0x10 in byte i where bit i of qh is set: a q5 block's fifth bits, in the block's element order.
+template <class Arch>
+inline __m256i fifth_bits(const uint8_t qh_bytes[4]) {
+  uint32_t qh;
+  __builtin_memcpy(&qh, qh_bytes, sizeof qh);
+  const __m256i byte_of_bit = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                               2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)), byte_of_bit);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+// q5: the 5-bit values 0..31 as unsigned bytes (vpmaddubsw's pair sums stay exact: 2 * 31 * 127).
+template <class Arch, class Block>
+inline __m256i five_bit_values(const Block &b) {
+  return _mm256_or_si256(QuantIsa<Arch>::unpack_nibbles(b.qs), fifth_bits<Arch>(b.qh));
+}
+
+template <class Arch>
+struct QuantBlock<Arch, BlockQ5_0> {
+  using Isa = QuantIsa<Arch>;
+  static constexpr bool kHasMin = false;
+  using Prepared = __m256i;
+  static Prepared prepare(const BlockQ5_0 &b) { return five_bit_values<Arch>(b); }
+  static __m256 accumulate(__m256 acc, const Prepared &values, const ActivationBlock &x, const float *scale,
+                           const float *) {
+    // sum (q - 16) x = sum q x - 2 * (8 sum x), exactly, per lane.
+    const __m256i offsets = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.lane_offset));
+    const __m256i lanes = _mm256_sub_epi32(Isa::dot_lanes(values, Isa::load_q(x.q)), _mm256_slli_epi32(offsets, 1));
+    return Isa::fold(acc, lanes, scale);
+  }
+};
+
+// q5_1 sums as q4_1, with five-bit values.
+template <class Arch>
+struct QuantBlock<Arch, BlockQ5_1> : QuantBlock<Arch, BlockQ4_1> {
+  static __m256i prepare(const BlockQ5_1 &b) { return five_bit_values<Arch>(b); }
+};
+
+// iq4_nl: the nibbles looked up as signed levels (vpshufb), then summed as q8_0's signed bytes.
+template <class Arch>
+struct QuantBlock<Arch, BlockIQ4_NL> : QuantBlock<Arch, BlockQ8_0> {
+  using Prepared = typename QuantBlock<Arch, BlockQ8_0>::Prepared;
+  static Prepared prepare(const BlockIQ4_NL &b) {
+    const __m256i levels =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(kIQ4NLValues)));
+    const __m256i q = _mm256_shuffle_epi8(levels, QuantIsa<Arch>::unpack_nibbles(b.qs));
+    return {q, _mm256_abs_epi8(q)};
+  }
+};
+
 // Quantizes one block of 32 floats: d, q and the lane sums.
 template <class Arch>
 inline void quantize_block(const Q8Activations &out, size_t b, const float *x) {
@@ -283,7 +334,7 @@ struct QuantIsa {
   static void block_scales(const Block *blocks, size_t n, float *d, float *m) {
     for (size_t j = 0; j < 8; ++j) {  // zeros past n, as x86's masked gather gives
       d[j] = j < n ? half_to_float(Arch{}, blocks[j].d) : 0.0f;
-      if constexpr (sizeof(Block) == sizeof(BlockQ4_1)) {
+      if constexpr (kHasMinimum<Block>) {
         if (m != nullptr) m[j] = j < n ? half_to_float(Arch{}, blocks[j].m) : 0.0f;
       }
     }
@@ -349,6 +400,56 @@ struct QuantBlock<Arch, BlockQ4_1> {
     acc = Isa::fold(acc, Isa::dot_lanes(w.lo, w.hi, x.q), scale);
     const float32x4_t m = vdupq_n_f32(*min);
     return {Isa::fma(acc.lo, m, vld1q_f32(x.lane_sum_scaled)), Isa::fma(acc.hi, m, vld1q_f32(x.lane_sum_scaled + 4))};
+  }
+};
+
+// q5's five-bit values, minus offset, as signed bytes: elements 0-15 in lo, 16-31 in hi.
+template <class Arch, class Block>
+inline NeonPrepared five_bit_values(const Block &b, int8_t offset) {
+  uint32_t qh;
+  __builtin_memcpy(&qh, b.qh, sizeof qh);
+  const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull));
+  // 0x10 in byte i of a half where bit i of its 16 qh bits is set.
+  const auto fifth = [&](uint32_t bits16) {
+    const uint8x16_t bytes =
+        vcombine_u8(vdup_n_u8(static_cast<uint8_t>(bits16)), vdup_n_u8(static_cast<uint8_t>(bits16 >> 8)));
+    return vandq_u8(vtstq_u8(bytes, bit), vdupq_n_u8(0x10));
+  };
+  const uint8x16_t packed = vld1q_u8(b.qs);
+  const int8x16_t bias = vdupq_n_s8(offset);
+  const uint8x16_t lo = vorrq_u8(vandq_u8(packed, vdupq_n_u8(0x0F)), fifth(qh & 0xFFFF));
+  const uint8x16_t hi = vorrq_u8(vshrq_n_u8(packed, 4), fifth(qh >> 16));
+  return {vsubq_s8(vreinterpretq_s8_u8(lo), bias), vsubq_s8(vreinterpretq_s8_u8(hi), bias)};
+}
+
+// q5_0 and q5_1 sum as q4_0 and q4_1: their signed values (q - 16, or q) straight into sdot.
+template <class Arch>
+struct QuantBlock<Arch, BlockQ5_0> : QuantBlock<Arch, BlockQ4_0> {
+  static NeonPrepared prepare(const BlockQ5_0 &b) { return five_bit_values<Arch>(b, 16); }
+};
+
+template <class Arch>
+struct QuantBlock<Arch, BlockQ5_1> : QuantBlock<Arch, BlockQ4_1> {
+  static NeonPrepared prepare(const BlockQ5_1 &b) { return five_bit_values<Arch>(b, 0); }
+};
+
+// iq4_nl: the nibbles looked up as signed levels, then summed as q8_0's bytes.
+template <class Arch>
+inline int8x16_t iq4_levels(uint8x16_t nibbles) {
+#if defined(__aarch64__)
+  return vqtbl1q_s8(vld1q_s8(kIQ4NLValues), nibbles);
+#else
+  const int8x8x2_t table = {{vld1_s8(kIQ4NLValues), vld1_s8(kIQ4NLValues + 8)}};
+  return vcombine_s8(vtbl2_s8(table, vreinterpret_s8_u8(vget_low_u8(nibbles))),
+                     vtbl2_s8(table, vreinterpret_s8_u8(vget_high_u8(nibbles))));
+#endif
+}
+
+template <class Arch>
+struct QuantBlock<Arch, BlockIQ4_NL> : QuantBlock<Arch, BlockQ8_0> {
+  static NeonPrepared prepare(const BlockIQ4_NL &b) {
+    const uint8x16_t packed = vld1q_u8(b.qs);
+    return {iq4_levels<Arch>(vandq_u8(packed, vdupq_n_u8(0x0F))), iq4_levels<Arch>(vshrq_n_u8(packed, 4))};
   }
 };
 
@@ -555,6 +656,24 @@ void matmul_q4_0(float *out, size_t out_stride, const BlockQ4_0 *w, const Q8Acti
 template <class Arch>
 void matmul_q4_1(float *out, size_t out_stride, const BlockQ4_1 *w, const Q8Activations &x, size_t rows, size_t cols,
                  size_t n_tokens) {
+  quant_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+template <class Arch>
+void matmul_q5_0(float *out, size_t out_stride, const BlockQ5_0 *w, const Q8Activations &x, size_t rows, size_t cols,
+                 size_t n_tokens) {
+  quant_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+template <class Arch>
+void matmul_q5_1(float *out, size_t out_stride, const BlockQ5_1 *w, const Q8Activations &x, size_t rows, size_t cols,
+                 size_t n_tokens) {
+  quant_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+template <class Arch>
+void matmul_iq4_nl(float *out, size_t out_stride, const BlockIQ4_NL *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
   quant_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
 }
 

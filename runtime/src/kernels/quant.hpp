@@ -5,9 +5,10 @@
 // activations are quantized per token into blocks of 32 (scale d = amax / 127, q = round half
 // to even of x / d). For each weight row, token and block, eight int32 "lanes" each hold the
 // exact integer dot product of 4 consecutive elements (lane k: elements 4k..4k+3), which is
-// what vpmaddubsw + vpmaddwd, vpdpbusd and sdot all produce. Eight float accumulators take
-// acc[k] = fma(float(lane k), d_w * d_x, acc[k]) block by block (q4_1 adds its min term per
-// lane: acc[k] = fma(m, d_x * sum_k(q), acc[k])), and the row's result is
+// what vpmaddubsw + vpmaddwd, vpdpbusd and sdot all produce. The weight integers are the
+// block's own: q8_0's int8, q4_0's n - 8, q5_0's q - 16, q4_1's and q5_1's q, iq4_nl's level. Eight float accumulators
+// take acc[k] = fma(float(lane k), d_w * d_x, acc[k]) block by block (q4_1 adds its min term per lane: acc[k] = fma(m,
+// d_x * sum_k(q), acc[k]), as does q5_1), and the row's result is
 // ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)). Integer sums are exact and
 // every float operation is fixed, so results do not depend on the ISA, the thread split or the
 // number of tokens in a batch.
@@ -35,6 +36,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace mote::kernels {
 
@@ -65,6 +67,33 @@ struct BlockQ4_1 {
 };
 static_assert(sizeof(BlockQ4_1) == 20, "q4_1 blocks are 20 bytes, as in GGUF");
 
+// value[i] = d * (q[i] - 16), q[i] = nibble[i] (as q4_0) | bit i of qh << 4: 5-bit values 0..31.
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];  // little-endian u32: bit i is element i's fifth bit
+  uint8_t qs[kQuantBlock / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22, "q5_0 blocks are 22 bytes, as in GGUF");
+
+// value[i] = d * q[i] + m, q[i] as in q5_0.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kQuantBlock / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24, "q5_1 blocks are 24 bytes, as in GGUF");
+
+// value[i] = d * kIQ4NLValues[nibble[i]], nibbles as in q4_0: 16 non-uniform signed levels.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQuantBlock / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18, "iq4_nl blocks are 18 bytes, as in GGUF");
+
+// IQ4_NL's levels (GGUF's kvalues_iq4nl); as int8 they are the integers the lanes multiply.
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
 // Row-interleaved layouts ("x8"): the same blocks, eight rows at a time, so one vector
 // register holds 4 bytes of each of 8 rows and the integer lanes are the rows. A matrix in an x8
 // type has rows % 8 == 0; rows 8g .. 8g + 7 form group g, and group g stores its cols / 32
@@ -72,32 +101,60 @@ static_assert(sizeof(BlockQ4_1) == 20, "q4_1 blocks are 20 bytes, as in GGUF");
 // plain type). Group block b holds block b of each of the 8 rows: their d (and m), then their
 // quants interleaved 4 bytes at a time: quant bytes [4k, 4k + 4) of row i sit at qs[(8k + i) * 4].
 // The bytes per row are the plain type's, so the values are the same numbers, only reordered.
+// q5_0x8 and q5_1x8 keep the 8 rows' qh words (u32 each, little-endian) between the scales
+// and the quants: d[8], (m[8],) qh[8], qs as q4_0x8.
 // Their products are summed per row as one exact int32 per block folded in block order,
 // acc = fma(float(sum of the block), d_w * d_x, acc) (q4_1 then acc = fma(m, d_x * sum(q), acc)).
 constexpr size_t kInterleave = 8;
 
 struct BlockQ8_0x8 {
+  using Plain = BlockQ8_0;  // the block each row holds
   uint16_t d[kInterleave];
   int8_t qs[kInterleave * kQuantBlock];  // 8 groups (k) of 4 bytes for each of the 8 rows
 };
 static_assert(sizeof(BlockQ8_0x8) == 8 * sizeof(BlockQ8_0), "q8_0x8 group blocks are 8 q8_0 blocks");
 
 struct BlockQ4_0x8 {
+  using Plain = BlockQ4_0;  // the block each row holds
   uint16_t d[kInterleave];
   uint8_t qs[kInterleave * kQuantBlock / 2];  // 4 groups (k) of 4 bytes for each of the 8 rows
 };
 static_assert(sizeof(BlockQ4_0x8) == 8 * sizeof(BlockQ4_0), "q4_0x8 group blocks are 8 q4_0 blocks");
 
 struct BlockQ4_1x8 {
+  using Plain = BlockQ4_1;  // the block each row holds
   uint16_t d[kInterleave];
   uint16_t m[kInterleave];
   uint8_t qs[kInterleave * kQuantBlock / 2];
 };
 static_assert(sizeof(BlockQ4_1x8) == 8 * sizeof(BlockQ4_1), "q4_1x8 group blocks are 8 q4_1 blocks");
 
+struct BlockQ5_0x8 {
+  using Plain = BlockQ5_0;  // the block each row holds
+  uint16_t d[kInterleave];
+  uint32_t qh[kInterleave];
+  uint8_t qs[kInterleave * kQuantBlock / 2];
+};
+static_assert(sizeof(BlockQ5_0x8) == 8 * sizeof(BlockQ5_0), "q5_0x8 group blocks are 8 q5_0 blocks");
+
+struct BlockQ5_1x8 {
+  using Plain = BlockQ5_1;  // the block each row holds
+  uint16_t d[kInterleave];
+  uint16_t m[kInterleave];
+  uint32_t qh[kInterleave];
+  uint8_t qs[kInterleave * kQuantBlock / 2];
+};
+static_assert(sizeof(BlockQ5_1x8) == 8 * sizeof(BlockQ5_1), "q5_1x8 group blocks are 8 q5_1 blocks");
+
+// Whether a block type carries a minimum m (value = d * q + m) after its scale d.
+template <class Block>
+inline constexpr bool kHasMinimum = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1> ||
+                                    std::is_same_v<Block, BlockQ4_1x8> || std::is_same_v<Block, BlockQ5_1x8>;
+
 // n_tokens vectors of cols activations (cols a multiple of 32) in 8-bit blocks, token-major.
-// The lane sums let q4_0 and q4_1 products use unsigned nibbles (vpmaddubsw's operand order):
-// sum (n - 8) x = sum n x - lane_offset, and q4_1's m enters as m * lane_sum_scaled.
+// The lane sums let q4 and q5 products use unsigned values (vpmaddubsw's operand order):
+// sum (n - 8) x = sum n x - lane_offset (q5_0: sum (q - 16) x = sum q x - 2 lane_offset), and
+// q4_1's and q5_1's m enters as m * lane_sum_scaled.
 struct Q8Activations {
   int8_t *q;               // (n_tokens, cols)
   float *scale;            // (n_tokens, cols / 32) d of each block

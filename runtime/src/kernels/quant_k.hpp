@@ -73,7 +73,7 @@ static_assert(sizeof(BlockQ2_K) == 84, "q2_k super-blocks are 84 bytes, as in GG
 template <class PlainBlock, size_t kFieldCount, size_t kFieldOffset>
 struct KGroupBlock {
   using Plain = PlainBlock;
-  static constexpr size_t kFields = kFieldCount;      // fp16 fields per row: d (and dmin)
+  static constexpr size_t kFields = kFieldCount;        // fp16 fields per row: d (and dmin)
   static constexpr size_t kPlainOffset = kFieldOffset;  // where the plain block keeps them
   static constexpr size_t kRestBytes = sizeof(PlainBlock) - 2 * kFieldCount;
   uint16_t fields[8 * kFieldCount];
@@ -94,7 +94,8 @@ inline typename Group::Plain plain_row(const Group &g, size_t i) {
   typename Group::Plain plain;
   uint8_t *out = reinterpret_cast<uint8_t *>(&plain);
   constexpr size_t kFieldBytes = 2 * Group::kFields;
-  for (size_t f = 0; f < Group::kFields; ++f) __builtin_memcpy(out + Group::kPlainOffset + 2 * f, &g.fields[8 * f + i], 2);
+  for (size_t f = 0; f < Group::kFields; ++f)
+    __builtin_memcpy(out + Group::kPlainOffset + 2 * f, &g.fields[8 * f + i], 2);
   for (size_t k = 0; k < Group::kRestBytes / 4; ++k) {
     const size_t at = 4 * k < Group::kPlainOffset ? 4 * k : 4 * k + kFieldBytes;
     __builtin_memcpy(out + at, g.rest + (8 * k + i) * 4, 4);

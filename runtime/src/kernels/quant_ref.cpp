@@ -11,18 +11,23 @@ namespace {
 // The 4-bit value of element i (0..31) of a block: low nibbles first, then high nibbles.
 int nibble(const uint8_t *qs, size_t i) { return i < kQuantBlock / 2 ? qs[i] & 0x0F : qs[i - kQuantBlock / 2] >> 4; }
 
+// The 5-bit value of element i of a q5 block: its nibble, and bit i of qh as the fifth bit.
+int five_bits(const uint8_t *qs, uint32_t qh, size_t i) { return nibble(qs, i) | static_cast<int>((qh >> i) & 1) << 4; }
+uint32_t load_qh(const uint8_t qh[4]) {
+  return qh[0] | static_cast<uint32_t>(qh[1]) << 8 | static_cast<uint32_t>(qh[2]) << 16 |
+         static_cast<uint32_t>(qh[3]) << 24;
+}
+
 // Each block type's weights as the integers the lanes multiply, and its per-lane min term.
 int weight_q(const BlockQ8_0 &b, size_t i) { return b.qs[i]; }
 int weight_q(const BlockQ4_0 &b, size_t i) { return nibble(b.qs, i) - 8; }
 int weight_q(const BlockQ4_1 &b, size_t i) { return nibble(b.qs, i); }
-constexpr bool has_min(const BlockQ4_1 &) { return true; }
+int weight_q(const BlockQ5_0 &b, size_t i) { return five_bits(b.qs, load_qh(b.qh), i) - 16; }
+int weight_q(const BlockQ5_1 &b, size_t i) { return five_bits(b.qs, load_qh(b.qh), i); }
+int weight_q(const BlockIQ4_NL &b, size_t i) { return kIQ4NLValues[nibble(b.qs, i)]; }
 template <class Block>
-constexpr bool has_min(const Block &) {
-  return false;
-}
-float block_min(const BlockQ4_1 &b) { return fp16_to_f32(b.m); }
-template <class Block>
-float block_min(const Block &) {
+float block_min(const Block &b) {
+  if constexpr (kHasMinimum<Block>) return fp16_to_f32(b.m);
   return 0.0f;
 }
 
@@ -47,7 +52,7 @@ void matmul_blocks(float *out, size_t out_stride, const Block *w, const Q8Activa
           int32_t lane = 0;
           for (size_t i = k * kLaneElements; i < (k + 1) * kLaneElements; ++i) lane += weight_q(block, i) * xq[i];
           acc[k] = __builtin_fmaf(static_cast<float>(lane), scale, acc[k]);
-          if (has_min(block))
+          if (kHasMinimum<Block>)
             acc[k] = __builtin_fmaf(block_min(block), x.lane_sum_scaled[xb * kQuantLanes + k], acc[k]);
         }
       }
@@ -60,17 +65,22 @@ void matmul_blocks(float *out, size_t out_stride, const Block *w, const Q8Activa
 // qs[(8 * (j / 4) + i) * 4 + j % 4].
 size_t interleaved_byte(size_t i, size_t j) { return (kInterleave * (j / 4) + i) * 4 + j % 4; }
 int weight_q(const BlockQ8_0x8 &b, size_t i, size_t e) { return b.qs[interleaved_byte(i, e)]; }
-int weight_q(const BlockQ4_0x8 &b, size_t i, size_t e) {
-  const uint8_t byte = b.qs[interleaved_byte(i, e % 16)];
-  return (e < 16 ? byte & 0x0F : byte >> 4) - 8;
-}
-int weight_q(const BlockQ4_1x8 &b, size_t i, size_t e) {
-  const uint8_t byte = b.qs[interleaved_byte(i, e % 16)];
+// Nibble e of row i (low halves for e < 16, then high halves), as q4_0's.
+int interleaved_nibble(const uint8_t *qs, size_t i, size_t e) {
+  const uint8_t byte = qs[interleaved_byte(i, e % 16)];
   return e < 16 ? byte & 0x0F : byte >> 4;
 }
-float block_min(const BlockQ4_1x8 &b, size_t i) { return fp16_to_f32(b.m[i]); }
+int weight_q(const BlockQ4_0x8 &b, size_t i, size_t e) { return interleaved_nibble(b.qs, i, e) - 8; }
+int weight_q(const BlockQ4_1x8 &b, size_t i, size_t e) { return interleaved_nibble(b.qs, i, e); }
+int weight_q(const BlockQ5_0x8 &b, size_t i, size_t e) {
+  return (interleaved_nibble(b.qs, i, e) | static_cast<int>((b.qh[i] >> e) & 1) << 4) - 16;
+}
+int weight_q(const BlockQ5_1x8 &b, size_t i, size_t e) {
+  return interleaved_nibble(b.qs, i, e) | static_cast<int>((b.qh[i] >> e) & 1) << 4;
+}
 template <class Block>
-float block_min(const Block &, size_t) {
+float block_min(const Block &b, size_t i) {
+  if constexpr (kHasMinimum<Block>) return fp16_to_f32(b.m[i]);
   return 0.0f;
 }
 
@@ -78,7 +88,6 @@ template <class Block>
 void matmul_interleaved(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows, size_t cols,
                         size_t n_tokens) {
   const size_t n_blocks = cols / kQuantBlock;
-  constexpr bool kHasMin = std::is_same_v<Block, BlockQ4_1x8>;
   for (size_t t = 0; t < n_tokens; ++t) {
     for (size_t r = 0; r < rows; ++r) {
       const Block *group = w + r / kInterleave * n_blocks;
@@ -90,12 +99,31 @@ void matmul_interleaved(float *out, size_t out_stride, const Block *w, const Q8A
         int32_t sum = 0;
         for (size_t e = 0; e < kQuantBlock; ++e) sum += weight_q(group[b], i, e) * xq[e];
         acc = __builtin_fmaf(static_cast<float>(sum), fp16_to_f32(group[b].d[i]) * x.scale[xb], acc);
-        if (kHasMin) {
+        if (kHasMinimum<Block>) {
           acc = __builtin_fmaf(block_min(group[b], i), x.scale[xb] * static_cast<float>(x.block_sum[xb]), acc);
         }
       }
       out[t * out_stride + r] = acc;
     }
+  }
+}
+
+// GGUF's formulas exactly: d * q (plus m, as a separate add: no fused multiply-add).
+template <class Block>
+void dequantize_blocks(float *out, const Block *blocks, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const Block &b = blocks[i / kQuantBlock];
+    const float value = fp16_to_f32(b.d) * static_cast<float>(weight_q(b, i % kQuantBlock));
+    out[i] = kHasMinimum<Block> ? value + block_min(b) : value;
+  }
+}
+
+template <class Block>
+void dequantize_group_row(float *out, const Block *group, size_t row, size_t n) {
+  for (size_t e = 0; e < n; ++e) {
+    const Block &b = group[e / kQuantBlock];
+    const float value = fp16_to_f32(b.d[row]) * static_cast<float>(weight_q(b, row, e % kQuantBlock));
+    out[e] = kHasMinimum<Block> ? value + block_min(b, row) : value;
   }
 }
 
@@ -127,44 +155,27 @@ void quantize_q8(const Q8Activations &out, const float *x, size_t cols, size_t n
   }
 }
 
-void dequantize_q8_0(float *out, const BlockQ8_0 *blocks, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    out[i] = fp16_to_f32(blocks[i / kQuantBlock].d) * blocks[i / kQuantBlock].qs[i % kQuantBlock];
-}
-
-void dequantize_q4_0(float *out, const BlockQ4_0 *blocks, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    const BlockQ4_0 &b = blocks[i / kQuantBlock];
-    out[i] = fp16_to_f32(b.d) * static_cast<float>(nibble(b.qs, i % kQuantBlock) - 8);
-  }
-}
-
-void dequantize_q4_1(float *out, const BlockQ4_1 *blocks, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    const BlockQ4_1 &b = blocks[i / kQuantBlock];
-    out[i] = fp16_to_f32(b.d) * static_cast<float>(nibble(b.qs, i % kQuantBlock)) + fp16_to_f32(b.m);
-  }
-}
+void dequantize_q8_0(float *out, const BlockQ8_0 *blocks, size_t n) { dequantize_blocks(out, blocks, n); }
+void dequantize_q4_0(float *out, const BlockQ4_0 *blocks, size_t n) { dequantize_blocks(out, blocks, n); }
+void dequantize_q4_1(float *out, const BlockQ4_1 *blocks, size_t n) { dequantize_blocks(out, blocks, n); }
+void dequantize_q5_0(float *out, const BlockQ5_0 *blocks, size_t n) { dequantize_blocks(out, blocks, n); }
+void dequantize_q5_1(float *out, const BlockQ5_1 *blocks, size_t n) { dequantize_blocks(out, blocks, n); }
+void dequantize_iq4_nl(float *out, const BlockIQ4_NL *blocks, size_t n) { dequantize_blocks(out, blocks, n); }
 
 void dequantize_q8_0x8(float *out, const BlockQ8_0x8 *group, size_t row, size_t n) {
-  for (size_t e = 0; e < n; ++e) {
-    const BlockQ8_0x8 &b = group[e / kQuantBlock];
-    out[e] = fp16_to_f32(b.d[row]) * static_cast<float>(weight_q(b, row, e % kQuantBlock));
-  }
+  dequantize_group_row(out, group, row, n);
 }
-
 void dequantize_q4_0x8(float *out, const BlockQ4_0x8 *group, size_t row, size_t n) {
-  for (size_t e = 0; e < n; ++e) {
-    const BlockQ4_0x8 &b = group[e / kQuantBlock];
-    out[e] = fp16_to_f32(b.d[row]) * static_cast<float>(weight_q(b, row, e % kQuantBlock));
-  }
+  dequantize_group_row(out, group, row, n);
 }
-
 void dequantize_q4_1x8(float *out, const BlockQ4_1x8 *group, size_t row, size_t n) {
-  for (size_t e = 0; e < n; ++e) {
-    const BlockQ4_1x8 &b = group[e / kQuantBlock];
-    out[e] = fp16_to_f32(b.d[row]) * static_cast<float>(weight_q(b, row, e % kQuantBlock)) + fp16_to_f32(b.m[row]);
-  }
+  dequantize_group_row(out, group, row, n);
+}
+void dequantize_q5_0x8(float *out, const BlockQ5_0x8 *group, size_t row, size_t n) {
+  dequantize_group_row(out, group, row, n);
+}
+void dequantize_q5_1x8(float *out, const BlockQ5_1x8 *group, size_t row, size_t n) {
+  dequantize_group_row(out, group, row, n);
 }
 
 void matmul_q8_0x8(float *out, size_t out_stride, const BlockQ8_0x8 *w, const Q8Activations &x, size_t rows,
@@ -195,6 +206,31 @@ void matmul_q4_0(float *out, size_t out_stride, const BlockQ4_0 *w, const Q8Acti
 void matmul_q4_1(float *out, size_t out_stride, const BlockQ4_1 *w, const Q8Activations &x, size_t rows, size_t cols,
                  size_t n_tokens) {
   matmul_blocks(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+void matmul_q5_0(float *out, size_t out_stride, const BlockQ5_0 *w, const Q8Activations &x, size_t rows, size_t cols,
+                 size_t n_tokens) {
+  matmul_blocks(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+void matmul_q5_1(float *out, size_t out_stride, const BlockQ5_1 *w, const Q8Activations &x, size_t rows, size_t cols,
+                 size_t n_tokens) {
+  matmul_blocks(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+void matmul_iq4_nl(float *out, size_t out_stride, const BlockIQ4_NL *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  matmul_blocks(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+void matmul_q5_0x8(float *out, size_t out_stride, const BlockQ5_0x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  matmul_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+void matmul_q5_1x8(float *out, size_t out_stride, const BlockQ5_1x8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  matmul_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
 }
 
 }  // namespace mote::kernels::ref

@@ -22,9 +22,14 @@ using Function = Signature;
 void dequantize_q8_0(float *out, const BlockQ8_0 *blocks, size_t n);
 void dequantize_q4_0(float *out, const BlockQ4_0 *blocks, size_t n);
 void dequantize_q4_1(float *out, const BlockQ4_1 *blocks, size_t n);
+void dequantize_q5_0(float *out, const BlockQ5_0 *blocks, size_t n);
+void dequantize_q5_1(float *out, const BlockQ5_1 *blocks, size_t n);
+void dequantize_iq4_nl(float *out, const BlockIQ4_NL *blocks, size_t n);
 // Row `row` (0..7) of an x8 group's n weights (whole blocks), likewise.
 void dequantize_q8_0x8(float *out, const BlockQ8_0x8 *group, size_t row, size_t n);
 void dequantize_q4_0x8(float *out, const BlockQ4_0x8 *group, size_t row, size_t n);
 void dequantize_q4_1x8(float *out, const BlockQ4_1x8 *group, size_t row, size_t n);
+void dequantize_q5_0x8(float *out, const BlockQ5_0x8 *group, size_t row, size_t n);
+void dequantize_q5_1x8(float *out, const BlockQ5_1x8 *group, size_t row, size_t n);
 
 }  // namespace mote::kernels::ref

@@ -9,6 +9,7 @@ namespace mote {
 namespace {
 
 using format::DType;
+using kernels::BlockIQ4_NL;
 using kernels::BlockQ2_K;
 using kernels::BlockQ3_K;
 using kernels::BlockQ4_0;
@@ -16,6 +17,10 @@ using kernels::BlockQ4_0x8;
 using kernels::BlockQ4_1;
 using kernels::BlockQ4_1x8;
 using kernels::BlockQ4_K;
+using kernels::BlockQ5_0;
+using kernels::BlockQ5_0x8;
+using kernels::BlockQ5_1;
+using kernels::BlockQ5_1x8;
 using kernels::BlockQ5_K;
 using kernels::BlockQ6_K;
 using kernels::BlockQ8_0;
@@ -105,6 +110,11 @@ constexpr WeightType kWeightTypes[] = {
     quantized_row<DType::q8_0x8, BlockQ8_0x8, &KernelTable::matmul_q8_0x8, ref::dequantize_q8_0x8>(8),
     quantized_row<DType::q4_0x8, BlockQ4_0x8, &KernelTable::matmul_q4_0x8, ref::dequantize_q4_0x8>(8),
     quantized_row<DType::q4_1x8, BlockQ4_1x8, &KernelTable::matmul_q4_1x8, ref::dequantize_q4_1x8>(8),
+    quantized_row<DType::q5_0, BlockQ5_0, &KernelTable::matmul_q5_0, ref::dequantize_q5_0>(4),
+    quantized_row<DType::q5_1, BlockQ5_1, &KernelTable::matmul_q5_1, ref::dequantize_q5_1>(4),
+    quantized_row<DType::q5_0x8, BlockQ5_0x8, &KernelTable::matmul_q5_0x8, ref::dequantize_q5_0x8>(8),
+    quantized_row<DType::q5_1x8, BlockQ5_1x8, &KernelTable::matmul_q5_1x8, ref::dequantize_q5_1x8>(8),
+    quantized_row<DType::iq4_nl, BlockIQ4_NL, &KernelTable::matmul_iq4_nl, ref::dequantize_iq4_nl>(4),
     quantized_row<DType::q4_k, BlockQ4_K, &KernelTable::matmul_q4_k, ref::dequantize_q4_k>(4),
     quantized_row<DType::q5_k, BlockQ5_K, &KernelTable::matmul_q5_k, ref::dequantize_q5_k>(4),
     quantized_row<DType::q6_k, BlockQ6_K, &KernelTable::matmul_q6_k, ref::dequantize_q6_k>(4),
