@@ -21,9 +21,9 @@ enum ConfigFlags : uint32_t {
   kFlagAttentionBias = 1u << 0,  // every attention projection has a bias
   kFlagFfnBias = 1u << 1,        // every FFN projection has a bias
   kFlagTiedEmbeddings = 1u << 2,
-  kFlagFusedQkv = 1u << 3,  // one attn_qkv matrix (rows q, then k, then v) instead of three
-  kFlagPostNorm = 1u << 4,  // x = norm(x + f(x)) (the original Transformer) instead of x + f(norm(x))
-  kFlagNormBias = 1u << 5,  // LayerNorm with a bias (beta) after the weight (gamma)
+  kFlagFusedQkv = 1u << 3,   // one attn_qkv matrix (rows q, then k, then v) instead of three
+  kFlagPostNorm = 1u << 4,   // x = norm(x + f(x)) (the original Transformer) instead of x + f(norm(x))
+  kFlagNormBias = 1u << 5,   // LayerNorm with a bias (beta) after the weight (gamma)
 };
 constexpr uint32_t kKnownConfigFlags = (1u << 6) - 1;
 
