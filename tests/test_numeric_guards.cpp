@@ -4,7 +4,10 @@
 #include <cmath>
 #include <cstring>
 
+#include <random>
+
 #include "cli_support.hpp"
+#include "convert_support.hpp"
 #include "dequant.hpp"
 #include "mote_writer.hpp"
 #include "quantize.hpp"
@@ -231,4 +234,61 @@ TEST_CASE("q8_0 quantization of a block whose scale is subnormal stays in range 
   CHECK(static_cast<int8_t>(out[2 + 3]) == 127);
   CHECK(static_cast<int8_t>(out[2 + 4]) == -127);
   CHECK(out[2] == 0);
+}
+
+TEST_CASE("every quantized dtype row: a non-finite scale field is found by --check at its index; finite ones decode") {
+  // tiny_llama.gguf's blk.0.ffn_down is 32 rows of 256 values: whole blocks of every type. Its
+  // bytes are replaced by random valid blocks of each dtype in turn (rows driven: a new type is
+  // covered here without touching this test), then one fp16 field of row 9's second block by
+  // inf or nan (x8 layouts: that row's entry in its group block's field array).
+  ModelData base;
+  REQUIRE(mote_convert_test::convert_gguf(mote_test::read_file(mote_test::golden_path("tiny_llama.gguf")), &base,
+                                          DType::f16) == "");
+  size_t down = base.tensors.size();
+  for (size_t i = 0; i < base.tensors.size(); ++i)
+    if (base.tensors[i].role == Role::ffn_down && base.tensors[i].layer == 0) down = i;
+  REQUIRE(down < base.tensors.size());
+  const size_t rows = base.tensors[down].rows, cols = base.tensors[down].cols;
+  REQUIRE(rows == 32);
+  REQUIRE(cols == 256);
+  size_t covered = 0;
+  for (uint32_t d = 0; d < mote::format::kDTypeCount; ++d) {
+    const mote::format::DTypeTraits &row = mote::format::kDTypeTraits[d];
+    if (row.scale_fields == 0) continue;  // floats: their values are checked one by one elsewhere
+    CAPTURE(row.name);
+    const size_t blocks_per_row = cols / row.block_elements, group = row.interleaved_rows;
+    std::vector<uint8_t> bytes(rows * blocks_per_row * row.block_bytes);
+    std::mt19937 rng(d);
+    for (uint8_t &b : bytes) b = static_cast<uint8_t>(rng());
+    // Field f of row r's block b: plain at the block's scale_offset, x8 at the group block's start.
+    const auto field_at = [&](size_t r, size_t b, size_t f) {
+      const size_t group_block = (r / group * blocks_per_row + b) * group * row.block_bytes;
+      return group_block + row.scale_offset + 2 * (f * group + r % group);
+    };
+    const uint16_t small = mote::f32_to_fp16(0.01f);
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t b = 0; b < blocks_per_row; ++b)
+        for (size_t f = 0; f < row.scale_fields; ++f) std::memcpy(&bytes[field_at(r, b, f)], &small, 2);
+    ModelData m = base;
+    m.tensors[down].dtype = row.dtype;
+    m.tensors[down].bytes = bytes;
+    CHECK(mote_convert_test::open_and_decode(m) == "");  // every kernel table the CPU has runs it
+    const size_t bad_block = blocks_per_row > 1 ? 1 : 0;
+    for (size_t f = 0; f < row.scale_fields; ++f) {
+      const uint16_t bad = f == 0 ? 0x7C00 : 0x7E00;  // inf d, nan minimum
+      std::memcpy(&m.tensors[down].bytes[field_at(9, bad_block, f)], &bad, 2);
+      const mote_test::AlignedBuffer file = mote_test::AlignedBuffer::copy_of(mote::convert::serialize(m));
+      mote_model model;
+      REQUIRE(mote_model_open(file.data.get(), file.size, &model, nullptr, 0) == MOTE_OK);
+      char message[256] = "";
+      CHECK(mote_model_check_values(&model, message, sizeof message) == MOTE_ERR_NUMERIC);
+      const std::string want = std::string("tensor 'blk.0.ffn_down' has a block scale or minimum of ") +
+                               (f == 0 ? "inf" : "nan") + " at index " +
+                               std::to_string(9 * cols + bad_block * row.block_elements);
+      CHECK(std::string(message) == want);
+      std::memcpy(&m.tensors[down].bytes[field_at(9, bad_block, f)], &small, 2);
+    }
+    ++covered;
+  }
+  CHECK(covered == mote::format::kDTypeCount - 3);  // all but f32, f16, bf16
 }

@@ -187,10 +187,18 @@ def main():
         ("tiny_odd_f16", ["tiny_odd.bin", "--tokenizer", "tiny_tok67.bin", "--dtype", "f16", "--rope", "split"]),
         ("tiny_llama_gguf", ["tiny_llama.gguf"]),
         ("tiny_llama_q4_1", ["tiny_llama.gguf", "--dtype", "q4_1", "--layout", "gguf"]),
+        # llama-quantize's mixes: K super-blocks on the 256-value rows, q5_0/q5_1/iq4_nl/q4_0 and
+        # their x8 layouts where rows are 32 values.
+        ("tiny_llama_q4_k_m", ["tiny_llama.gguf", "--dtype", "q4_k_m"]),
+        ("tiny_llama_q5_k_m_gguf", ["tiny_llama.gguf", "--dtype", "q5_k_m", "--layout", "gguf"]),
+        ("tiny_llama_q2_k", ["tiny_llama.gguf", "--dtype", "q2_k"]),
+        ("tiny_llama_iq4_nl", ["tiny_llama.gguf", "--dtype", "iq4_nl"]),
+        ("tiny_llama_q6_k", ["tiny_llama.gguf", "--dtype", "q6_k"]),
     ]
     for name, args in conversions:
         out = os.path.join(scratch, name + ".mote")
-        args = [a if a.startswith("-") or a in ("q8_0", "f16", "split", "q4_1", "gguf") else os.path.join(GOLDEN, a)
+        args = [a if a.startswith("-") or a in ("q8_0", "f16", "split", "q4_1", "gguf", "q4_k_m", "q5_k_m", "q2_k",
+                                                 "iq4_nl", "q6_k") else os.path.join(GOLDEN, a)
                 for a in args]
         subprocess.run([cli, "convert", *args, "-o", out], check=True, stderr=subprocess.DEVNULL)
         with open(out, "rb") as f:
