@@ -125,7 +125,7 @@ struct KGroupOps<Arch, BlockQ6_Kx8> {
     const __m256 d = row_halves(g.fields);
     const __m256i scale_words[4] = {load_rows(g.rest + 1536), load_rows(g.rest + 1568), load_rows(g.rest + 1600),
                                     load_rows(g.rest + 1632)};
-    const __m256i four = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x03);
+    const __m256i four = _mm256_set1_epi8(0x0F), high_bits = _mm256_set1_epi8(0x30);
 #pragma GCC unroll 2
     for (size_t half = 0; half < 2; ++half) {
       __m256i qh[8];
@@ -134,15 +134,16 @@ struct KGroupOps<Arch, BlockQ6_Kx8> {
 #pragma GCC unroll 4
       for (size_t j = 0; j < 4; ++j) {  // k_code: sub-block s = 4 half + j
         const size_t s = 4 * half + j;
-        const __m128i low_shift = _mm_cvtsi32_si128(static_cast<int>(4 * (j / 2)));
-        const __m128i high_shift = _mm_cvtsi32_si128(static_cast<int>(2 * j));
         __m256i codes[8];
 #pragma GCC unroll 8
         for (size_t k = 0; k < 8; ++k) {
           const __m256i ql = load_rows(g.rest + 32 * (16 * half + 8 * (j % 2) + k));
-          const __m256i low = _mm256_and_si256(_mm256_srl_epi16(ql, low_shift), four);
-          const __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh[k], high_shift), two);
-          codes[k] = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+          const __m256i low = _mm256_and_si256(j < 2 ? ql : _mm256_srli_epi16(ql, 4), four);
+          // Bits 2j, 2j + 1 of qh moved straight to bits 4-5 (one shift, or none for j = 2).
+          const __m256i moved = j < 2 ? _mm256_slli_epi16(qh[k], 4 - 2 * j)
+                                : j == 2 ? qh[k]
+                                         : _mm256_srli_epi16(qh[k], 2);
+          codes[k] = _mm256_or_si256(low, _mm256_and_si256(moved, high_bits));
         }
         const __m256i sc0 = scale_of(scale_words, 2 * s), sc1 = scale_of(scale_words, 2 * s + 1);
 #pragma GCC unroll 8
