@@ -14,6 +14,11 @@
 
 namespace mote::kernels::simd {
 
+// One K x8 type's super-block step: super_block<K>(acc, mins, group block, activations, first
+// activation block of each of K tokens) folds its 8 sub-blocks into the 8 rows' accumulators.
+template <class Arch, class Group>
+struct KGroupOps;
+
 #if defined(__AVX2__)
 // Per row lane: sum over quads k < N of the 4-byte dot of u[k] (unsigned codes <= kMaxCode) with
 // activation bytes x[4k .. 4k + 3], exact.
@@ -51,8 +56,6 @@ inline __m256 word_byte(__m256i words, size_t j) {
       _mm256_and_si256(_mm256_srlv_epi32(words, _mm256_set1_epi32(static_cast<int>(8 * j))), _mm256_set1_epi32(0xFF)));
 }
 
-template <class Arch, class Group>
-struct KGroupOps;
 
 // q4_kx8 and q5_kx8. rest: the 12 scale bytes (quads 0-2), q5's qh (quads 3-10), then qs.
 template <class Arch, class Group>
@@ -102,10 +105,6 @@ struct KMinGroupOps {
   }
 };
 
-template <class Arch>
-struct KGroupOps<Arch, BlockQ4_Kx8> : KMinGroupOps<Arch, BlockQ4_Kx8> {};
-template <class Arch>
-struct KGroupOps<Arch, BlockQ5_Kx8> : KMinGroupOps<Arch, BlockQ5_Kx8> {};
 
 // q6_kx8. rest: ql (quads 0-31), qh (quads 32-47), the 16 int8 scales (quads 48-51).
 template <class Arch>
@@ -189,8 +188,6 @@ inline int32x4_t row_dots(const int8x16_t *codes, const int8_t *x) {
   return sums;
 }
 
-template <class Arch, class Group>
-struct KGroupOps;
 
 template <class Arch, class Group>
 struct KMinGroupOps {
@@ -240,10 +237,6 @@ struct KMinGroupOps {
   }
 };
 
-template <class Arch>
-struct KGroupOps<Arch, BlockQ4_Kx8> : KMinGroupOps<Arch, BlockQ4_Kx8> {};
-template <class Arch>
-struct KGroupOps<Arch, BlockQ5_Kx8> : KMinGroupOps<Arch, BlockQ5_Kx8> {};
 
 template <class Arch>
 struct KGroupOps<Arch, BlockQ6_Kx8> {
@@ -293,6 +286,11 @@ inline void store_rows(float *out, NeonLanes acc, NeonLanes mins) {
 #endif  // __ARM_NEON
 
 #if defined(__AVX2__) || defined(__ARM_NEON)
+template <class Arch>
+struct KGroupOps<Arch, BlockQ4_Kx8> : KMinGroupOps<Arch, BlockQ4_Kx8> {};
+template <class Arch>
+struct KGroupOps<Arch, BlockQ5_Kx8> : KMinGroupOps<Arch, BlockQ5_Kx8> {};
+
 // How far ahead of its reads a tile asks for weights (a prefetch never faults, even past the end).
 constexpr size_t kKPrefetchBytes = 2048;
 
