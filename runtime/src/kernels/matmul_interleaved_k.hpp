@@ -85,10 +85,12 @@ struct KMinGroupOps {
         const __m256i v = load_rows(g.rest + kQsAt + 256 * (s / 2) + 32 * k);
         codes[k] = _mm256_and_si256(s % 2 == 0 ? v : _mm256_srli_epi16(v, 4), four);
         if constexpr (kFifthBit) {  // bit s of qh[l]: qh quad k holds elements 4k .. 4k + 3
+          // Bit s moved straight to bit 4 (16-bit shifts: what crosses a byte is masked off).
           const __m256i qh = load_rows(g.rest + 96 + 32 * k);
-          const __m256i bit =
-              _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(static_cast<int>(s))), _mm256_set1_epi8(1));
-          codes[k] = _mm256_or_si256(codes[k], _mm256_slli_epi16(bit, 4));
+          const __m256i moved = s < 4    ? _mm256_slli_epi16(qh, static_cast<int>(4 - s))
+                                : s == 4 ? qh
+                                         : _mm256_srli_epi16(qh, static_cast<int>(s - 4));
+          codes[k] = _mm256_or_si256(codes[k], _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));
         }
       }
       const __m256 d_sub = _mm256_mul_ps(d, word_byte(scales[s / 4], s % 4));
