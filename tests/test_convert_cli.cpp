@@ -70,7 +70,8 @@ TEST_CASE("cli: mote convert picks the importer by content") {
   CHECK(r.code == 0);
   CHECK(r.err.find("wrote") != std::string::npos);
   // GGUF's default keeps each tensor's blocks, 8 rows interleaved where the rows allow it.
-  CHECK(r.err.find("tensors: 10 f32, 6 f16, 1 q8_0, 1 q4_1, 3 q8_0x8, 3 q4_0x8, 3 q4_1x8, 1 q4_k, 1 q5_k, 1 q6_k)") !=
+  CHECK(r.err.find(
+            "tensors: 10 f32, 6 f16, 1 q8_0, 1 q4_1, 3 q8_0x8, 3 q4_0x8, 3 q4_1x8, 1 q4_kx8, 1 q5_kx8, 1 q6_kx8)") !=
         std::string::npos);
   CHECK(r.err.find("converting tensors") == std::string::npos);  // stderr is not a terminal
   CHECK(mote_test::file_exists(out));

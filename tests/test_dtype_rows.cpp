@@ -64,12 +64,16 @@ TEST_CASE("dtype rows: GGUF's type ids and block sizes, the kernels' block struc
       {DType::q5_1, "q5_1", 7, 32, 24, 1, 2, DType::q5_1x8},
       {DType::q5_0x8, "q5_0x8", none, 32, 22, 8, 1, DType::q5_0},
       {DType::q5_1x8, "q5_1x8", none, 32, 24, 8, 2, DType::q5_1},
-      {DType::q4_k, "q4_k", 12, 256, 144, 1, 2, DType::q4_k},
-      {DType::q5_k, "q5_k", 13, 256, 176, 1, 2, DType::q5_k},
-      {DType::q6_k, "q6_k", 14, 256, 210, 1, 1, DType::q6_k, 208},
+      {DType::q4_k, "q4_k", 12, 256, 144, 1, 2, DType::q4_kx8},
+      {DType::q5_k, "q5_k", 13, 256, 176, 1, 2, DType::q5_kx8},
+      {DType::q6_k, "q6_k", 14, 256, 210, 1, 1, DType::q6_kx8, 208},
       {DType::q3_k, "q3_k", 11, 256, 110, 1, 1, DType::q3_k, 108},
       {DType::q2_k, "q2_k", 10, 256, 84, 1, 2, DType::q2_k, 80},
       {DType::iq4_nl, "iq4_nl", 20, 32, 18, 1, 1, DType::iq4_nl},
+      // The K types' x8 layouts: fields first in the group block (scale_offset 0) even for q6_k.
+      {DType::q4_kx8, "q4_kx8", none, 256, 144, 8, 2, DType::q4_k},
+      {DType::q5_kx8, "q5_kx8", none, 256, 176, 8, 2, DType::q5_k},
+      {DType::q6_kx8, "q6_kx8", none, 256, 210, 8, 1, DType::q6_k},
   };
   REQUIRE(mote::format::kDTypeCount == sizeof expected / sizeof expected[0]);
   CHECK(mote::format::dtype_traits(mote::format::kDTypeCount) == nullptr);
@@ -134,8 +138,43 @@ TEST_CASE("dtype rows: every runtime row reads row r at its own offset, as ggml 
     }
     ++tested;
   }
-  // f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, the five K-quants and the five x8 layouts.
-  CHECK(tested == 18);
+  // f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, the five K-quants and the eight x8 layouts.
+  CHECK(tested == 21);
+}
+
+TEST_CASE("dtype rows: a K type's x8 group block puts each plain byte where FORMAT.md says") {
+  // Group block layout (FORMAT.md): each fp16 field of the 8 rows (d[0..7], then dmin[0..7]),
+  // then every other byte of the 8 plain blocks in plain order, bytes [4k, 4k + 4) of row i's at
+  // fields + (8k + i) * 4. Plain bytes are tagged with (row, position) so any misplacement shows.
+  for (DType plain : {DType::q4_k, DType::q5_k, DType::q6_k}) {
+    const DTypeTraits &traits = traits_of(plain);
+    CAPTURE(traits.name);
+    const size_t rows = 16, cols = 512, blocks_per_row = 2, block = traits.block_bytes;
+    std::vector<uint8_t> bytes(rows * blocks_per_row * block);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 251);
+    const std::vector<uint8_t> groups = mote::convert::interleave_rows(bytes, plain, rows, cols);
+    const size_t field_bytes = 2 * size_t{traits.scale_fields};
+    const size_t field_at = plain == DType::q6_k ? 208 : 0;  // q6_k keeps d after ql, qh, scales
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t b = 0; b < blocks_per_row; ++b) {
+        const uint8_t *src = bytes.data() + (r * blocks_per_row + b) * block;
+        const uint8_t *group = groups.data() + ((r / 8) * blocks_per_row + b) * 8 * block;
+        const size_t i = r % 8;
+        for (size_t f = 0; f < traits.scale_fields; ++f) {
+          CHECK(group[16 * f + 2 * i] == src[field_at + 2 * f]);
+          CHECK(group[16 * f + 2 * i + 1] == src[field_at + 2 * f + 1]);
+        }
+        size_t other = 0;  // index among the plain block's non-field bytes
+        for (size_t p = 0; p < block; ++p) {
+          if (p >= field_at && p < field_at + field_bytes) continue;
+          CHECK(group[8 * field_bytes + (8 * (other / 4) + i) * 4 + other % 4] == src[p]);
+          ++other;
+        }
+      }
+    }
+    CHECK(mote::convert::deinterleave_rows(groups, plain, rows, cols) == bytes);  // lossless both ways
+    CHECK(mote::convert::interleaved_dtype(plain) == traits.twin);
+  }
 }
 
 TEST_CASE("dtype rows: each host row's quantize_ref and dequantize_ref round-trip its bytes") {

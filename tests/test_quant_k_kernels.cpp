@@ -2,7 +2,9 @@
 // equals ggml's (the converter's dequantize_ggml, itself checked against gguf's numpy oracle) bit
 // for bit; the scalar twin equals the exact product of the dequantized weights and the 8-bit
 // activations; every SIMD table equals the scalar twin bit for bit at every tile edge, for any
-// token batch and row split (kernels/quant.hpp defines the sums).
+// token batch and row split (kernels/quant.hpp defines the sums). Their x8 layouts (q4_kx8,
+// q5_kx8, q6_kx8), made by the converter's repack from the plain blocks, give every row the plain
+// type's values bit for bit and its products up to float rounding, on every table.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "kernel_support.hpp"
 #include "kernels/kernels.hpp"
 #include "model/weight_types.hpp"
+#include "repack.hpp"
 
 using namespace mote_kernel_test;
 
@@ -199,6 +202,60 @@ void check_simd_against_scalar() {
   }
 }
 
+// The x8 twin of a plain K type: its dtype and kernel.
+template <class Block>
+constexpr DType kX8Dtype = std::is_same_v<Block, BlockQ4_K>   ? DType::q4_kx8
+                           : std::is_same_v<Block, BlockQ5_K> ? DType::q5_kx8
+                                                              : DType::q6_kx8;
+
+// Rows interleaved by the converter read back as the plain rows (bit for bit) and multiply to the
+// plain kernel's results up to the float folding order (quant.hpp: one accumulator per row
+// instead of eight lanes), on the scalar twin and every SIMD table (whose x8 results equal the
+// scalar twin's bit for bit).
+template <class Block>
+void check_x8_against_plain() {
+  const KernelTable &ref = mote::kernels::scalar_kernels();
+  std::mt19937 rng(24);
+  const mote::WeightType *plain = mote::weight_type(static_cast<uint32_t>(KType<Block>::dtype));
+  const mote::WeightType *x8 = mote::weight_type(static_cast<uint32_t>(kX8Dtype<Block>));
+  REQUIRE(plain != nullptr);
+  REQUIRE(x8 != nullptr);
+  for (size_t cols : {256, 1536}) {
+    const size_t rows = 16, n_tokens = 5;
+    const std::vector<Block> w = random_super_blocks<Block>(rows * cols / 256, rng);
+    const uint8_t *first = reinterpret_cast<const uint8_t *>(w.data());
+    const std::vector<uint8_t> groups = mote::convert::interleave_rows(
+        std::vector<uint8_t>(first, first + w.size() * sizeof(Block)), KType<Block>::dtype, rows, cols);
+    for (size_t r = 0; r < rows; ++r) {
+      std::vector<float> want(cols), got(cols);
+      plain->dequantize_row(want.data(), w.data(), r, cols);
+      x8->dequantize_row(got.data(), groups.data(), r, cols);
+      CHECK_MESSAGE(same_bits(got, want), name_of<Block>() << " x8 row " << r);
+    }
+    OwnedActivations xq(random_activations(cols * n_tokens, rng), cols, n_tokens);
+    const mote::MatmulInput input{nullptr, xq.view()};
+    std::vector<float> want(rows * n_tokens), scalar_x8(rows * n_tokens);
+    plain->matmul(ref, want.data(), rows, w.data(), input, rows, cols, n_tokens);
+    x8->matmul(ref, scalar_x8.data(), rows, groups.data(), input, rows, cols, n_tokens);
+    const std::vector<float> values = ggml_values(w);
+    for (size_t t = 0; t < n_tokens; ++t) {
+      for (size_t r = 0; r < rows; ++r) {
+        double magnitude = 0.0;  // of the terms: both sums round relative to it, in different orders
+        for (size_t c = 0; c < cols; ++c)
+          magnitude += std::fabs(double{values[r * cols + c]} * xq.scale[(t * cols + c) / 32] * xq.q[t * cols + c]);
+        CAPTURE(name_of<Block>());
+        CAPTURE(r);
+        CHECK(std::fabs(scalar_x8[t * rows + r] - want[t * rows + r]) <= 1e-5 * magnitude + 1e-6);
+      }
+    }
+    for (const KernelTable *t : simd_tables()) {
+      std::vector<float> got(rows * n_tokens, -1.0f);
+      x8->matmul(*t, got.data(), rows, groups.data(), input, rows, cols, n_tokens);
+      CHECK_MESSAGE(same_bits(got, scalar_x8), label(*t, name_of<Block>(), rows, cols) << " x8");
+    }
+  }
+}
+
 template <class... Blocks>
 struct KTypes {
   template <class Fn>
@@ -220,4 +277,8 @@ TEST_CASE("scalar K-quant products equal the dequantized dot product") {
 
 TEST_CASE("simd K-quant products match the scalar twin bit for bit") {
   AllK::each([](auto block) { check_simd_against_scalar<decltype(block)>(); });
+}
+
+TEST_CASE("K-quant x8 layouts: the plain rows' values and products, on every table") {
+  KTypes<BlockQ4_K, BlockQ5_K, BlockQ6_K>::each([](auto block) { check_x8_against_plain<decltype(block)>(); });
 }

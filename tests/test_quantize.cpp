@@ -287,8 +287,13 @@ TEST_CASE("gguf import by default: quantized matrices of 8k rows are the GGUF's 
     const auto &source = gguf.source_of(t);
     INFO("tensor " << name_of(t) << " (" << t.rows << " x " << t.cols << ")");
     const QuantType *q = quant_type_of_ggml(source.type);
-    if (q == nullptr) {  // f32, f16 and the rest convert as with --layout gguf
-      CHECK(mote::format::dtype_traits(static_cast<uint32_t>(t.dtype))->interleaved_rows == 1);
+    if (q == nullptr) {  // f32, f16 and the rest as with --layout gguf, K types then interleaved
+      const DType plain = mote::convert::plain_dtype(t.dtype);
+      const DType twin = mote::format::traits_of(plain).twin;
+      CHECK(t.dtype == (twin != plain && t.rows % 8 == 0 ? twin : plain));
+      if (t.dtype != plain) {  // a lossless reorder of the GGUF's blocks (test_dtype_rows checks the layout)
+        CHECK(mote::convert::deinterleave_rows(t.bytes, plain, t.rows, t.cols) == gguf.stored_bytes(source));
+      }
       continue;
     }
     const Bytes stored = gguf.stored_bytes(source);

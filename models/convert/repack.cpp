@@ -10,15 +10,15 @@ constexpr size_t kQuantChunk = 4;  // quant bytes moved together (one int32 lane
 enum class Direction { to_interleaved, to_plain };
 
 // Moves every byte between the plain layout and the interleaved one. A plain block is its fp16
-// fields (d, then m: its format row's scale_fields) followed by its quant bytes; a group block
-// is each field for the group's rows (d[8], then m[8]), then the quants, bytes [4k, 4k + 4) of
-// row i at (8k + i) * 4.
+// fields (d, then m: its format row's scale_fields, at its scale_offset: 0, or after the quants
+// as in q6_k) and its other bytes; a group block is each field for the group's rows (d[8], then
+// m[8]), then those other bytes in their plain order, bytes [4k, 4k + 4) of row i at (8k + i) * 4.
 void reorder(const uint8_t *src, uint8_t *dst, format::DType plain, size_t rows, size_t cols, Direction direction) {
   const format::DTypeTraits &traits = format::traits_of(plain);
   const size_t group_rows = format::traits_of(traits.twin).interleaved_rows;
   const size_t block_bytes = traits.block_bytes;
   const size_t field_bytes = 2 * size_t{traits.scale_fields};  // 2 (d) or 4 (d, m)
-  const size_t quant_bytes = block_bytes - field_bytes;
+  const size_t quant_bytes = block_bytes - field_bytes;        // every byte but the fields
   const size_t blocks_per_row = cols / traits.block_elements;
   for (size_t row = 0; row < rows; ++row) {
     const size_t group = row / group_rows, i = row % group_rows;
@@ -31,9 +31,11 @@ void reorder(const uint8_t *src, uint8_t *dst, format::DType plain, size_t rows,
         else
           std::memcpy(dst + plain_at + plain_offset, src + group_at + group_offset, n);
       };
-      for (size_t field = 0; field < field_bytes; field += 2) move(field, field * group_rows + 2 * i, 2);
+      for (size_t field = 0; field < field_bytes; field += 2)
+        move(traits.scale_offset + field, field * group_rows + 2 * i, 2);
       for (size_t k = 0; k < quant_bytes / kQuantChunk; ++k) {
-        move(field_bytes + k * kQuantChunk, field_bytes * group_rows + (group_rows * k + i) * kQuantChunk, kQuantChunk);
+        const size_t at = k * kQuantChunk < traits.scale_offset ? k * kQuantChunk : k * kQuantChunk + field_bytes;
+        move(at, field_bytes * group_rows + (group_rows * k + i) * kQuantChunk, kQuantChunk);
       }
     }
   }

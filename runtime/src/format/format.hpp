@@ -59,6 +59,9 @@ enum class DType : uint32_t {
   q3_k = 16,
   q2_k = 17,
   iq4_nl = 18,
+  q4_kx8 = 19,
+  q5_kx8 = 20,
+  q6_kx8 = 21,
 };
 
 // What a tensor is; together with its layer this names it ("blk.3.attn_q").
@@ -223,7 +226,8 @@ struct DTypeTraits {
   uint32_t ggml_type;         // GGUF's id for these same bytes (GGMLQuantizationType), or kNoGgmlType
   DType twin;                 // a plain type's x8 layout, an x8 type's plain one; itself when it has none
   // Where a block keeps its fp16 scale (then its minimum): finite ones make every value finite.
-  // An x8 group block keeps each field for its 8 rows at its start (d[8], then m[8]).
+  // An x8 group block keeps each field for its 8 rows at its start (d[8], then m[8]), so an x8
+  // row's offset is 0 whatever its plain twin's is.
   uint32_t scale_offset;  // bytes from the block's start
   uint32_t scale_fields;  // 0 (floats), 1 (d) or 2 (d, then m)
 };
@@ -248,12 +252,17 @@ inline constexpr DTypeTraits kDTypeTraits[] = {
     {"q5_1x8", DType::q5_1x8, 32, 24, 8, kNoGgmlType, DType::q5_1, 0, 2},
     // K-quant super-blocks: the fp16 d (and dmin) sit after the packed sub-block fields in q6_k,
     // q3_k and q2_k, at the start in q4_k and q5_k.
-    {"q4_k", DType::q4_k, 256, 144, 1, 12, DType::q4_k, 0, 2},
-    {"q5_k", DType::q5_k, 256, 176, 1, 13, DType::q5_k, 0, 2},
-    {"q6_k", DType::q6_k, 256, 210, 1, 14, DType::q6_k, 208, 1},
+    {"q4_k", DType::q4_k, 256, 144, 1, 12, DType::q4_kx8, 0, 2},
+    {"q5_k", DType::q5_k, 256, 176, 1, 13, DType::q5_kx8, 0, 2},
+    {"q6_k", DType::q6_k, 256, 210, 1, 14, DType::q6_kx8, 208, 1},
     {"q3_k", DType::q3_k, 256, 110, 1, 11, DType::q3_k, 108, 1},
     {"q2_k", DType::q2_k, 256, 84, 1, 10, DType::q2_k, 80, 2},
     {"iq4_nl", DType::iq4_nl, 32, 18, 1, 20, DType::iq4_nl, 0, 1},
+    // The K types' x8 layouts: a group block starts with its rows' fp16 fields (d[8], then
+    // dmin[8]) wherever the plain block keeps them.
+    {"q4_kx8", DType::q4_kx8, 256, 144, 8, kNoGgmlType, DType::q4_k, 0, 2},
+    {"q5_kx8", DType::q5_kx8, 256, 176, 8, kNoGgmlType, DType::q5_k, 0, 2},
+    {"q6_kx8", DType::q6_kx8, 256, 210, 8, kNoGgmlType, DType::q6_k, 0, 1},
 };
 constexpr uint32_t kDTypeCount = sizeof kDTypeTraits / sizeof kDTypeTraits[0];
 
@@ -274,6 +283,10 @@ constexpr bool dtype_rows_consistent() {
       return false;
     }
     if ((row.block_elements > 1) != (row.scale_fields > 0)) return false;  // blocks have scales, floats none
+    // Interleaving moves 4-byte quads of the bytes around the fields: none may straddle them.
+    if (row.twin != row.dtype && (row.scale_offset % 4 != 0 || (row.block_bytes - 2 * row.scale_fields) % 4 != 0))
+      return false;
+    if (row.interleaved_rows > 1 && row.scale_offset != 0) return false;
   }
   return true;
 }

@@ -64,6 +64,45 @@ struct BlockQ2_K {
 };
 static_assert(sizeof(BlockQ2_K) == 84, "q2_k super-blocks are 84 bytes, as in GGUF");
 
+// Row-interleaved K super-blocks ("x8", quant.hpp's rule for the x8 layouts): group block b holds
+// super-block b of 8 rows, first each fp16 field for the 8 rows (fields[0..7] = d, then
+// fields[8..15] = dmin where the type has one), then every other byte of the 8 plain blocks in
+// their plain order (q4_k: scales, qs; q5_k: scales, qh, qs; q6_k: ql, qh, scales), 4 bytes at a
+// time: bytes [4k, 4k + 4) of row i's at rest[(8k + i) * 4]. So 32 bytes of rest hold the same
+// 4 bytes of all 8 rows: one register whose 32-bit lanes are the rows.
+template <class PlainBlock, size_t kFieldCount, size_t kFieldOffset>
+struct KGroupBlock {
+  using Plain = PlainBlock;
+  static constexpr size_t kFields = kFieldCount;        // fp16 fields per row: d (and dmin)
+  static constexpr size_t kPlainOffset = kFieldOffset;  // where the plain block keeps them
+  static constexpr size_t kRestBytes = sizeof(PlainBlock) - 2 * kFieldCount;
+  uint16_t fields[8 * kFieldCount];
+  uint8_t rest[8 * kRestBytes];
+};
+using BlockQ4_Kx8 = KGroupBlock<BlockQ4_K, 2, 0>;
+using BlockQ5_Kx8 = KGroupBlock<BlockQ5_K, 2, 0>;
+using BlockQ6_Kx8 = KGroupBlock<BlockQ6_K, 1, 208>;
+static_assert(sizeof(BlockQ4_Kx8) == 8 * sizeof(BlockQ4_K), "q4_kx8 group blocks are 8 q4_k super-blocks");
+static_assert(sizeof(BlockQ5_Kx8) == 8 * sizeof(BlockQ5_K), "q5_kx8 group blocks are 8 q5_k super-blocks");
+static_assert(sizeof(BlockQ6_Kx8) == 8 * sizeof(BlockQ6_K), "q6_kx8 group blocks are 8 q6_k super-blocks");
+static_assert(offsetof(BlockQ6_K, d) == BlockQ6_Kx8::kPlainOffset, "q6_k keeps d after its quants");
+
+// Row i's plain super-block, put back together from a group block (the scalar twin reads the
+// plain block's fields through this, so it shares every decoding rule with the plain kernels).
+template <class Group>
+inline typename Group::Plain plain_row(const Group &g, size_t i) {
+  typename Group::Plain plain;
+  uint8_t *out = reinterpret_cast<uint8_t *>(&plain);
+  constexpr size_t kFieldBytes = 2 * Group::kFields;
+  for (size_t f = 0; f < Group::kFields; ++f)
+    __builtin_memcpy(out + Group::kPlainOffset + 2 * f, &g.fields[8 * f + i], 2);
+  for (size_t k = 0; k < Group::kRestBytes / 4; ++k) {
+    const size_t at = 4 * k < Group::kPlainOffset ? 4 * k : 4 * k + kFieldBytes;
+    __builtin_memcpy(out + at, g.rest + (8 * k + i) * 4, 4);
+  }
+  return plain;
+}
+
 // Activation blocks per weight block: kSubBlocks for a super-block, 1 for a 32-value block.
 template <class Block, class = void>
 struct SubBlocksOf : std::integral_constant<size_t, 1> {};
@@ -178,6 +217,10 @@ void dequantize_q5_k(float *out, const BlockQ5_K *blocks, size_t n);
 void dequantize_q6_k(float *out, const BlockQ6_K *blocks, size_t n);
 void dequantize_q3_k(float *out, const BlockQ3_K *blocks, size_t n);
 void dequantize_q2_k(float *out, const BlockQ2_K *blocks, size_t n);
+// Row `row` (0..7) of an x8 group's n weights (whole super-blocks), likewise.
+void dequantize_q4_kx8(float *out, const BlockQ4_Kx8 *group, size_t row, size_t n);
+void dequantize_q5_kx8(float *out, const BlockQ5_Kx8 *group, size_t row, size_t n);
+void dequantize_q6_kx8(float *out, const BlockQ6_Kx8 *group, size_t row, size_t n);
 }  // namespace ref
 
 }  // namespace mote::kernels

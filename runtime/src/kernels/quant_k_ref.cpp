@@ -70,6 +70,40 @@ void matmul_super_blocks(float *out, size_t out_stride, const Block *w, const Q8
   }
 }
 
+// quant.hpp's x8 sum: one accumulator per row, one int32 per 32-value sub-block (q6_k: its two
+// 16-value halves times their integer scales), read from each row's plain block.
+template <class Group>
+void matmul_k_interleaved(float *out, size_t out_stride, const Group *w, const Q8Activations &x, size_t rows,
+                          size_t cols, size_t n_tokens) {
+  using Block = typename Group::Plain;
+  static_assert(!std::is_same_v<Block, BlockQ2_K>, "q2_k's per-16 mins have no x8 sum");
+  const size_t n_blocks = cols / kQuantBlock, n_super = cols / kSuperBlock;
+  for (size_t t = 0; t < n_tokens; ++t) {
+    for (size_t r = 0; r < rows; ++r) {
+      float acc = 0.0f, mins = 0.0f;
+      for (size_t sb = 0; sb < n_super; ++sb) {
+        const Block block = plain_row(w[r / kInterleave * n_super + sb], r % kInterleave);
+        float d_sub[kSubBlocks], m_sub[kSubBlocks];
+        super_block_scales(block, fp16_to_f32(block.d), block_dmin(block), d_sub, m_sub);
+        for (size_t s = 0; s < kSubBlocks; ++s) {
+          const size_t xb = t * n_blocks + sb * kSubBlocks + s;
+          const int8_t *xq = x.q + xb * kQuantBlock;
+          int32_t halves[2] = {0, 0};
+          for (size_t l = 0; l < kQuantBlock; ++l) halves[l / 16] += (k_code(block, s, l) - kCodeOffset<Block>)*xq[l];
+          if constexpr (kScaledBySixteen<Block>) {
+            const int32_t sum = sixteen_scale(block, 2 * s) * halves[0] + sixteen_scale(block, 2 * s + 1) * halves[1];
+            acc = __builtin_fmaf(static_cast<float>(sum), d_sub[s] * x.scale[xb], acc);
+          } else {
+            acc = __builtin_fmaf(static_cast<float>(halves[0] + halves[1]), d_sub[s] * x.scale[xb], acc);
+            mins = __builtin_fmaf(m_sub[s], x.scale[xb] * static_cast<float>(x.block_sum[xb]), mins);
+          }
+        }
+      }
+      out[t * out_stride + r] = acc + mins;
+    }
+  }
+}
+
 // ggml's dequantize_row_*: q4_k, q5_k and q2_k x = (d·sc)·q − dmin·mn; q6_k and q3_k
 // x = (d·sc)·(q − offset), each product rounded as ggml rounds it (no fused multiply-adds: this
 // file is built as ISO C++, where GCC contracts nothing).
@@ -100,7 +134,38 @@ void dequantize_super_blocks(float *out, const Block *blocks, size_t n) {
   }
 }
 
+// Row `row` of an x8 group: its plain super-blocks, dequantized as the plain type's.
+template <class Group>
+void dequantize_k_interleaved(float *out, const Group *group, size_t row, size_t n) {
+  for (size_t sb = 0; sb < n / kSuperBlock; ++sb) {
+    const typename Group::Plain block = plain_row(group[sb], row);
+    dequantize_super_blocks(out + sb * kSuperBlock, &block, kSuperBlock);
+  }
+}
+
 }  // namespace
+
+void dequantize_q4_kx8(float *out, const BlockQ4_Kx8 *group, size_t row, size_t n) {
+  dequantize_k_interleaved(out, group, row, n);
+}
+void dequantize_q5_kx8(float *out, const BlockQ5_Kx8 *group, size_t row, size_t n) {
+  dequantize_k_interleaved(out, group, row, n);
+}
+void dequantize_q6_kx8(float *out, const BlockQ6_Kx8 *group, size_t row, size_t n) {
+  dequantize_k_interleaved(out, group, row, n);
+}
+void matmul_q4_kx8(float *out, size_t out_stride, const BlockQ4_Kx8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  matmul_k_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
+}
+void matmul_q5_kx8(float *out, size_t out_stride, const BlockQ5_Kx8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  matmul_k_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
+}
+void matmul_q6_kx8(float *out, size_t out_stride, const BlockQ6_Kx8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  matmul_k_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
+}
 
 void dequantize_q4_k(float *out, const BlockQ4_K *blocks, size_t n) { dequantize_super_blocks(out, blocks, n); }
 void dequantize_q5_k(float *out, const BlockQ5_K *blocks, size_t n) { dequantize_super_blocks(out, blocks, n); }

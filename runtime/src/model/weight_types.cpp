@@ -16,11 +16,11 @@ using kernels::BlockQ4_0;
 using kernels::BlockQ4_0x8;
 using kernels::BlockQ4_1;
 using kernels::BlockQ4_1x8;
+using kernels::BlockQ4_K;
 using kernels::BlockQ5_0;
 using kernels::BlockQ5_0x8;
 using kernels::BlockQ5_1;
 using kernels::BlockQ5_1x8;
-using kernels::BlockQ4_K;
 using kernels::BlockQ5_K;
 using kernels::BlockQ6_K;
 using kernels::BlockQ8_0;
@@ -120,6 +120,9 @@ constexpr WeightType kWeightTypes[] = {
     quantized_row<DType::q6_k, BlockQ6_K, &KernelTable::matmul_q6_k, ref::dequantize_q6_k>(4),
     quantized_row<DType::q3_k, BlockQ3_K, &KernelTable::matmul_q3_k, ref::dequantize_q3_k>(4),
     quantized_row<DType::q2_k, BlockQ2_K, &KernelTable::matmul_q2_k, ref::dequantize_q2_k>(4),
+    quantized_row<DType::q4_kx8, kernels::BlockQ4_Kx8, &KernelTable::matmul_q4_kx8, ref::dequantize_q4_kx8>(8),
+    quantized_row<DType::q5_kx8, kernels::BlockQ5_Kx8, &KernelTable::matmul_q5_kx8, ref::dequantize_q5_kx8>(8),
+    quantized_row<DType::q6_kx8, kernels::BlockQ6_Kx8, &KernelTable::matmul_q6_kx8, ref::dequantize_q6_kx8>(8),
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "kernels/kernels.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/matmul_interleaved.hpp"
+#include "kernels/matmul_interleaved_k.hpp"
 #include "kernels/matmul_quant.hpp"
 #include "kernels/matvec.hpp"
 #include "kernels/norm.hpp"
