@@ -185,7 +185,7 @@ def inspect_model(tools, model, context=None):
     argv = [str(tools.mote), "inspect", str(model)] + (["--ctx", str(context)] if context else [])
     text = run_command(argv)
     tensors = {}
-    for m in re.finditer(r"^(\S+)\s+(f32|f16|bf16|q8_0|q4_0|q4_1|q8_0x8|q4_0x8|q4_1x8)\s+\(([\d, ]+)\)\s+(\d+)$", text, re.M):
+    for m in re.finditer(r"^(\S+)\s+([a-z][a-z0-9_]*)\s+\(([\d, ]+)\)\s+(\d+)$", text, re.M):
         tensors[m.group(1)] = {"dtype": m.group(2), "shape": [int(x) for x in m.group(3).split(",")],
                                "bytes": int(m.group(4))}
     arena = re.search(r"^arena bytes\s+(\d+) \(context (\d+), f32 KV", text, re.M)
