@@ -1,0 +1,189 @@
+// Hugging Face tokenizer.json + tokenizer_config.json -> a .mote tokenizer (host side).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "byte_level_vocab.hpp"
+#include "message_text.hpp"
+#include "safetensors.hpp"
+#include "text/tokenizer.hpp"
+
+namespace mote::convert {
+namespace {
+
+// ---- tokenizer.json ----------------------------------------------------------------------------
+
+bool has_byte_level(const JsonValue *pre) {
+  if (pre == nullptr) return false;
+  const JsonValue *type = pre->get("type");
+  if (type == nullptr || !type->is_string()) return false;
+  if (type->text == "ByteLevel") return true;
+  if (type->text == "Sequence") {
+    const JsonValue *list = pre->get("pretokenizers");
+    if (list == nullptr || list->kind != JsonValue::Kind::array) return false;
+    for (const JsonValue &p : list->items) {
+      if (has_byte_level(&p)) return true;
+    }
+  }
+  return false;
+}
+
+// Whether the pre-tokenizer splits every digit off (Digits with individual_digits, SmolLM2's);
+// GPT-2's plain ByteLevel does not.
+bool splits_digits(const JsonValue *pre) {
+  if (pre == nullptr) return false;
+  const JsonValue *type = pre->get("type");
+  if (type == nullptr || !type->is_string()) return false;
+  if (type->text == "Digits") {
+    const JsonValue *individual = pre->get("individual_digits");
+    return individual != nullptr && individual->kind == JsonValue::Kind::boolean && individual->boolean;
+  }
+  const JsonValue *list = pre->get("pretokenizers");
+  if (type->text != "Sequence" || list == nullptr || list->kind != JsonValue::Kind::array) return false;
+  for (const JsonValue &p : list->items) {
+    if (splits_digits(&p)) return true;
+  }
+  return false;
+}
+
+// A special token's text in tokenizer_config.json: "<s>" or {"content": "<s>", ...}.
+std::string token_text(const JsonValue *v) {
+  if (v == nullptr) return "";
+  if (v->is_string()) return v->text;
+  const JsonValue *content = v->get("content");
+  return content != nullptr && content->is_string() ? content->text : "";
+}
+
+}  // namespace
+
+bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenizer_config_json, uint32_t vocab_size,
+                  TokenizerData *tok, std::string *error) {
+  JsonValue json;
+  if (!parse_json(tokenizer_json.data(), tokenizer_json.size(), &json, error)) {
+    *error = "tokenizer.json: " + *error;
+    return false;
+  }
+  const JsonValue *model = json.get("model");
+  const JsonValue *type = model != nullptr ? model->get("type") : nullptr;
+  if (model == nullptr || model->kind != JsonValue::Kind::object) {
+    *error = "tokenizer.json has no model object";
+    return false;
+  }
+  if (type != nullptr && (!type->is_string() || type->text != "BPE")) {
+    *error = "tokenizer.json model type '" + (type->is_string() ? printable(type->text) : std::string("?")) +
+             "' is not supported (only byte-level BPE)";
+    return false;
+  }
+  if (!has_byte_level(json.get("pre_tokenizer"))) {
+    *error = "tokenizer.json has no ByteLevel pre-tokenizer: only byte-level BPE tokenizers are supported";
+    return false;
+  }
+  const JsonValue *vocab = model->get("vocab");
+  if (vocab == nullptr || vocab->kind != JsonValue::Kind::object) {
+    *error = "tokenizer.json model.vocab is not an object";
+    return false;
+  }
+  std::vector<std::string> tokens(vocab_size);
+  std::vector<uint8_t> types(vocab_size, kTokenUnused);
+  std::vector<bool> filled(vocab_size, false);
+  auto place = [&](const std::string &text, const JsonValue *id, uint8_t token_type, bool added) {
+    if (id == nullptr || id->kind != JsonValue::Kind::number || !id->integral || id->integer < 0) {
+      *error = "tokenizer.json token '" + printable(text) + "' has no valid id";
+      return false;
+    }
+    if (id->integer >= static_cast<int64_t>(vocab_size)) {
+      *error = "tokenizer.json token '" + printable(text) + "' has id " + std::to_string(id->integer) +
+               ", outside the model's vocabulary of " + num(vocab_size);
+      return false;
+    }
+    const size_t i = static_cast<size_t>(id->integer);
+    // An added token may restate a vocabulary entry (same id, same text) to mark it special.
+    if (filled[i] && !(added && tokens[i] == text)) {
+      *error =
+          "tokenizer.json gives id " + num(i) + " to both '" + printable(tokens[i]) + "' and '" + printable(text) + "'";
+      return false;
+    }
+    tokens[i] = text;
+    types[i] = token_type;
+    filled[i] = true;
+    return true;
+  };
+  for (const auto &member : vocab->members) {
+    if (!place(member.first, &member.second, kTokenNormal, false)) return false;
+  }
+  if (const JsonValue *added = json.get("added_tokens"); added != nullptr && added->kind == JsonValue::Kind::array) {
+    for (const JsonValue &a : added->items) {
+      const JsonValue *content = a.get("content"), *special = a.get("special");
+      if (content == nullptr || !content->is_string()) {
+        *error = "tokenizer.json has an added token without content";
+        return false;
+      }
+      const bool is_special = special != nullptr && special->kind == JsonValue::Kind::boolean && special->boolean;
+      if (!place(content->text, a.get("id"), is_special ? kTokenControl : kTokenUserDefined, true)) return false;
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> merges;
+  if (const JsonValue *list = model->get("merges"); list != nullptr && list->kind == JsonValue::Kind::array) {
+    merges.reserve(list->items.size());
+    for (size_t i = 0; i < list->items.size(); ++i) {
+      const JsonValue &m = list->items[i];
+      if (m.is_string()) {  // "A B" (tokenizers < 0.20)
+        const size_t space = m.text.find(' ');
+        if (space == std::string::npos || m.text.find(' ', space + 1) != std::string::npos) {
+          *error =
+              "tokenizer.json merge " + num(i) + " '" + printable(m.text) + "' is not two tokens split by one space";
+          return false;
+        }
+        merges.emplace_back(m.text.substr(0, space), m.text.substr(space + 1));
+      } else if (m.kind == JsonValue::Kind::array && m.items.size() == 2 && m.items[0].is_string() &&
+                 m.items[1].is_string()) {  // ["A", "B"] (tokenizers >= 0.20)
+        merges.emplace_back(m.items[0].text, m.items[1].text);
+      } else {
+        *error = "tokenizer.json merge " + num(i) + " is neither \"A B\" nor [\"A\", \"B\"]";
+        return false;
+      }
+    }
+  }
+  const int32_t keep_bos = tok->bos_id, keep_eos = tok->eos_id;
+  if (!build_byte_level_vocab(tokens, types, merges, "tokenizer.json", tok, error)) return false;
+  auto find_id = [&](const std::string &text) -> int32_t {
+    if (text.empty()) return -1;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (filled[i] && tokens[i] == text) return static_cast<int32_t>(i);
+    }
+    return -1;
+  };
+  const JsonValue *unk = model->get("unk_token");
+  tok->unk_id = unk != nullptr && unk->is_string() ? find_id(unk->text) : -1;
+  tok->bos_id = keep_bos;
+  tok->eos_id = keep_eos;
+  tok->flags = splits_digits(json.get("pre_tokenizer")) ? 0u : uint32_t{format::kTokNoDigitSplit};
+  tok->chat_template = format::ChatTemplate::none;
+  if (!tokenizer_config_json.empty()) {
+    JsonValue cfg;
+    if (!parse_json(tokenizer_config_json.data(), tokenizer_config_json.size(), &cfg, error)) {
+      *error = "tokenizer_config.json: " + *error;
+      return false;
+    }
+    const JsonValue *add_bos = cfg.get("add_bos_token");
+    if (add_bos != nullptr && add_bos->kind == JsonValue::Kind::boolean && add_bos->boolean)
+      tok->flags |= format::kTokAddBos;
+    if (const JsonValue *chat = cfg.get("chat_template")) {
+      if (chat->is_string()) {
+        tok->chat_template = detect_chat_template(chat->text);
+      } else if (chat->kind == JsonValue::Kind::array) {  // [{"name": "default", "template": "..."}]
+        for (const JsonValue &entry : chat->items) {
+          const JsonValue *name = entry.get("name"), *text = entry.get("template");
+          if (name != nullptr && name->is_string() && name->text == "default" && text != nullptr && text->is_string())
+            tok->chat_template = detect_chat_template(text->text);
+        }
+      }
+    }
+    // Special ids config.json left out, by their text.
+    if (tok->bos_id < 0) tok->bos_id = find_id(token_text(cfg.get("bos_token")));
+    if (tok->eos_id < 0) tok->eos_id = find_id(token_text(cfg.get("eos_token")));
+  }
+  return true;
+}
+
+}  // namespace mote::convert
