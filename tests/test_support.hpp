@@ -93,9 +93,9 @@ inline std::string python_with(const std::string &modules) {
   }
   const char *require = std::getenv("MOTE_REQUIRE_PYTHON_ORACLES");
   if (require != nullptr && std::string(require) == "1") {
-    FAIL("python3 cannot import " << modules << " (pip install gguf==0.10.0 numpy)");
+    FAIL("python3 cannot import " << modules << " (pip install gguf==0.10.0 'numpy<2' sentencepiece)");
   }
-  MOTE_SKIP("no python3 imports " << modules << " (pip install gguf==0.10.0 numpy)");
+  MOTE_SKIP("no python3 imports " << modules << " (pip install gguf==0.10.0 'numpy<2' sentencepiece)");
   return "";
 }
 
