@@ -279,7 +279,49 @@ TEST_CASE("loader: config fields") {
       {"odd head_dim with rope", [](ModelConfig &c) { c.head_dim = 7; }, "head_dim 7 is odd"},
       {"unknown activation", [](ModelConfig &c) { c.activation = static_cast<mote::format::Activation>(0); }, "unknown activation 0"},
       {"unknown activation 9", [](ModelConfig &c) { c.activation = static_cast<mote::format::Activation>(9); }, "unknown activation 9"},
-      {"unknown flags", [](ModelConfig &c) { c.flags |= 1u << 7; }, "unknown config flags 0x84"},
+      {"unknown flags", [](ModelConfig &c) { c.flags |= 1u << 14; }, "unknown config flags 0x4004"},
+      // Revision 5's block options: each field with its flag, in range, in a meaningful combination.
+      {"window without its flag", [](ModelConfig &c) { c.sliding_window = 16; }, "sliding-window fields are set without"},
+      {"window 0", [](ModelConfig &c) { c.flags |= mote::format::kFlagSlidingWindow; c.rope_theta_local = 1e4f; },
+       "sliding window 0 is not in [1, max_seq_len"},
+      {"window larger than the context",
+       [](ModelConfig &c) {
+         c.flags |= mote::format::kFlagSlidingWindow;
+         c.sliding_window = c.max_seq_len;
+         c.rope_theta_local = 1e4f;
+       },
+       "is not in [1, max_seq_len"},
+      {"a pattern with no global layer",
+       [](ModelConfig &c) {
+         c.flags |= mote::format::kFlagSlidingWindow;
+         c.sliding_window = 4;
+         c.swa_global_every = c.n_layers + 1;
+         c.rope_theta_local = 1e4f;
+       },
+       "none would be"},
+      {"window's RoPE theta NaN",
+       [](ModelConfig &c) {
+         c.flags |= mote::format::kFlagSlidingWindow;
+         c.sliding_window = 4;
+         c.rope_theta_local = std::numeric_limits<float>::quiet_NaN();
+       },
+       "windowed layers' RoPE theta"},
+      {"attention scale without its flag", [](ModelConfig &c) { c.attention_scale = 0.5f; }, "attention scale 0.5"},
+      {"attention scale negative",
+       [](ModelConfig &c) {
+         c.flags |= mote::format::kFlagAttentionScale;
+         c.attention_scale = -1.0f;
+       },
+       "attention scale -1"},
+      {"both bias kinds", [](ModelConfig &c) { c.flags |= mote::format::kFlagQkvBias | mote::format::kFlagAttentionBias; },
+       "are both set"},
+      {"fused gate/up without a gate",
+       [](ModelConfig &c) {
+         c.flags |= mote::format::kFlagFusedGateUp;
+         c.activation = mote::format::Activation::gelu;
+       },
+       "a fused gate/up matrix needs a gated FFN"},
+      {"reserved bytes", [](ModelConfig &c) { c.reserved[3] = 1; }, "config reserved bytes are not zero"},
       {"RMSNorm with biases", [](ModelConfig &c) { c.flags |= mote::format::kFlagNormBias; },
        "norm biases are set but the norm is not LayerNorm"},
       {"bos = vocab", [](ModelConfig &c) { c.bos_id = static_cast<int32_t>(kVocab); }, "special token ids bos"},
@@ -382,8 +424,8 @@ TEST_CASE("loader: tensor table") {
                   "tensor 'blk.0.attn_k' says 2048 bytes, its shape and dtype need 1024");
   expect_rejected("unknown role 0", with_entry(Role::attn_k, 0, [](TensorEntry &e) { e.role = 0; }),
                   "tensor 'role#0' has an unknown role");
-  expect_rejected("unknown role 26", with_entry(Role::output_norm, G, [](TensorEntry &e) { e.role = 26; }),
-                  "tensor 'role#26' has an unknown role");
+  expect_rejected("unknown role 32", with_entry(Role::output_norm, G, [](TensorEntry &e) { e.role = 32; }),
+                  "tensor 'role#32' has an unknown role");
 
   expect_rejected("layer out of range", with_entry(Role::ffn_norm, 1, [](TensorEntry &e) { e.layer = 2; }),
                   "tensor 'blk.2.ffn_norm' has layer 2, outside the model's 2 layers");

@@ -101,8 +101,9 @@ void tensor_region(const format::ModelView &view, uint64_t *begin, uint64_t *end
 Status check_runs_here(const Model &model, const mote_session_options &options, ErrorSink err) {
   const format::BlockSpec spec = format::block_spec(model.view.config);
   if (spec.norm != format::NormKind::rmsnorm || spec.positions != format::PositionKind::rope ||
-      spec.activation != format::Activation::swiglu || !spec.gated_ffn || spec.attention_bias || spec.ffn_bias ||
-      spec.post_norm) {
+      spec.activation != format::Activation::swiglu || spec.qkv_bias || spec.output_bias || spec.ffn_bias ||
+      spec.post_norm || spec.qk_norm || spec.sandwich_norm || spec.embed_scale || spec.rope_factors ||
+      spec.sliding_window != 0 || (model.view.config.flags & format::kFlagAttentionScale) != 0) {
     return fail(err, MOTE_ERR_UNSUPPORTED,
                 "the CUDA backend runs the Llama block (RMSNorm, RoPE, SwiGLU, no biases); this model's is another");
   }
@@ -282,9 +283,9 @@ Status cuda_init(Session &s, const mote_session_options &options, ErrorSink err)
                                on_device(w, lw.wk),
                                on_device(w, lw.wv),
                                on_device(w, lw.wo),
-                               on_device(w, lw.w1),
-                               on_device(w, lw.w2),
-                               on_device(w, lw.w3)};
+                               on_device(w, lw.ffn_gate),
+                               on_device(w, lw.ffn_down),
+                               on_device(w, lw.ffn_up)};
   }
   return MOTE_OK;
 }

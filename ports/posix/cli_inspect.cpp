@@ -25,8 +25,15 @@ const char *activation_name(format::Activation activation) {
       return "gelu (erf)";
     case format::Activation::relu:
       return "relu";
+    case format::Activation::geglu:
+      return "geglu (gated gelu, tanh approximation)";
   }
   return "?";
+}
+
+const char *family_name(format::Family family) {
+  static const char *const kNames[format::kFamilyCount] = {"?", "llama", "gpt2", "qwen2", "gemma3", "qwen3", "phi3"};
+  return kNames[static_cast<uint32_t>(family)];
 }
 
 // `--arena-bytes`: only the number mote_arena_size() returns for these options, e.g. for a build
@@ -96,7 +103,7 @@ int command_inspect(int argc, char **argv) {
   const format::ModelView &view = reinterpret_cast<const Model *>(loaded->model.opaque_)->view;
   const format::ModelConfig &c = view.config;
   std::printf("file            %s (%zu bytes)\n", loaded->path.c_str(), loaded->file.size());
-  std::printf("family          %s\n", c.family == format::Family::llama ? "llama" : "gpt2");
+  std::printf("family          %s\n", family_name(c.family));
   std::printf("dim             %u\nlayers          %u\nheads           %u\nkv heads        %u\n", c.dim, c.n_layers,
               c.n_heads, c.n_kv_heads);
   std::printf("head dim        %u\nffn dim         %u\nvocabulary      %u\nmax context     %u\n", c.head_dim, c.ffn_dim,
@@ -106,14 +113,29 @@ int command_inspect(int argc, char **argv) {
               spec.norm_bias ? " with bias" : "", static_cast<double>(c.norm_eps),
               spec.post_norm ? "post-norm" : "pre-norm");
   if (c.position_kind == format::PositionKind::rope) {
-    std::printf("positions       %s, theta %g\n", position_name(c.position_kind, c.rope_layout),
-                static_cast<double>(c.rope_theta));
+    std::printf("positions       %s, theta %g%s\n", position_name(c.position_kind, c.rope_layout),
+                static_cast<double>(c.rope_theta), spec.rope_factors ? ", frequency factors (rope_freqs)" : "");
   } else {
     std::printf("positions       %s\n", position_name(c.position_kind, c.rope_layout));
   }
   std::printf("activation      %s\n", activation_name(c.activation));
-  std::printf("attention       %s q/k/v%s%s\n", spec.fused_qkv ? "fused" : "separate",
-              spec.attention_bias ? ", biases" : "", spec.ffn_bias ? "; ffn biases" : "");
+  std::printf("attention       %s q/k/v%s%s%s, scale %g\n", spec.fused_qkv ? "fused" : "separate",
+              spec.qkv_bias ? (spec.output_bias ? ", biases" : ", q/k/v biases") : "",
+              spec.qk_norm ? ", per-head q/k rmsnorm" : "", spec.ffn_bias ? "; ffn biases" : "",
+              static_cast<double>(spec.attention_scale));
+  if (spec.sliding_window != 0) {
+    std::printf("window          %u positions, ", spec.sliding_window);
+    if (spec.swa_global_every == 0) {
+      std::printf("every layer, RoPE theta %g\n", static_cast<double>(spec.rope_theta_local));
+    } else {
+      std::printf("all but every %u-th layer, RoPE theta %g there\n", spec.swa_global_every,
+                  static_cast<double>(spec.rope_theta_local));
+    }
+  }
+  if (spec.sandwich_norm || spec.embed_scale || spec.fused_gate_up) {
+    std::printf("block           %s%s%s\n", spec.sandwich_norm ? "norms after attention and ffn; " : "",
+                spec.embed_scale ? "embedding x sqrt(dim); " : "", spec.fused_gate_up ? "fused gate/up" : "");
+  }
   std::printf("embeddings      %s\n", (c.flags & format::kFlagTiedEmbeddings) ? "tied" : "separate classifier");
   std::printf("bos / eos       %d / %d\n", c.bos_id, c.eos_id);
   std::printf("tokenizer       %s, %u tokens, %u merges%s\n",

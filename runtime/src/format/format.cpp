@@ -1,130 +1,153 @@
 #include "format/format.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 namespace mote::format {
 
-const char *role_name(uint32_t role) {
-  switch (static_cast<Role>(role)) {
-    case Role::token_embedding:
-      return "token_embd";
-    case Role::attn_norm:
-      return "attn_norm";
-    case Role::attn_q:
-      return "attn_q";
-    case Role::attn_k:
-      return "attn_k";
-    case Role::attn_v:
-      return "attn_v";
-    case Role::attn_output:
-      return "attn_output";
-    case Role::ffn_norm:
-      return "ffn_norm";
-    case Role::ffn_gate:
-      return "ffn_gate";
-    case Role::ffn_down:
-      return "ffn_down";
-    case Role::ffn_up:
-      return "ffn_up";
-    case Role::output_norm:
-      return "output_norm";
-    case Role::output:
-      return "output";
-    case Role::attn_qkv:
-      return "attn_qkv";
-    case Role::attn_q_bias:
-      return "attn_q_bias";
-    case Role::attn_k_bias:
-      return "attn_k_bias";
-    case Role::attn_v_bias:
-      return "attn_v_bias";
-    case Role::attn_qkv_bias:
-      return "attn_qkv_bias";
-    case Role::attn_output_bias:
-      return "attn_output_bias";
-    case Role::ffn_gate_bias:
-      return "ffn_gate_bias";
-    case Role::ffn_up_bias:
-      return "ffn_up_bias";
-    case Role::ffn_down_bias:
-      return "ffn_down_bias";
-    case Role::attn_norm_bias:
-      return "attn_norm_bias";
-    case Role::ffn_norm_bias:
-      return "ffn_norm_bias";
-    case Role::output_norm_bias:
-      return "output_norm_bias";
-    case Role::pos_embd:
-      return "pos_embd";
+namespace {
+
+// When each optional role is needed (the always-needed ones use always).
+bool always(const BlockSpec &) { return true; }
+bool separate_qkv(const BlockSpec &s) { return !s.fused_qkv; }
+bool fused_qkv(const BlockSpec &s) { return s.fused_qkv; }
+bool separate_qkv_bias(const BlockSpec &s) { return s.qkv_bias && !s.fused_qkv; }
+bool fused_qkv_bias(const BlockSpec &s) { return s.qkv_bias && s.fused_qkv; }
+bool output_bias(const BlockSpec &s) { return s.output_bias; }
+bool separate_gate(const BlockSpec &s) { return s.gated_ffn && !s.fused_gate_up; }
+bool separate_up(const BlockSpec &s) { return !s.fused_gate_up; }
+bool fused_gate_up(const BlockSpec &s) { return s.fused_gate_up; }
+bool gate_bias(const BlockSpec &s) { return s.gated_ffn && s.ffn_bias; }
+bool ffn_bias(const BlockSpec &s) { return s.ffn_bias; }
+bool norm_bias(const BlockSpec &s) { return s.norm_bias; }
+bool final_norm(const BlockSpec &s) { return !s.post_norm; }
+bool final_norm_bias(const BlockSpec &s) { return !s.post_norm && s.norm_bias; }
+bool untied(const BlockSpec &s) { return !s.tied_embeddings; }
+bool learned_positions(const BlockSpec &s) { return s.positions == PositionKind::learned; }
+bool qk_norm(const BlockSpec &s) { return s.qk_norm; }
+bool sandwich_norm(const BlockSpec &s) { return s.sandwich_norm; }
+bool rope_factors(const BlockSpec &s) { return s.positions == PositionKind::rope && s.rope_factors; }
+
+using E = Extent;
+constexpr RoleInfo kRoles[] = {
+    // role, name, GGUF stem, per_layer, bias, rows, cols (== rows: a vector), needed
+    {Role::token_embedding, "token_embd", "token_embd", false, false, E::vocab, E::dim, always},
+    {Role::attn_norm, "attn_norm", "attn_norm", true, false, E::dim, E::dim, always},
+    {Role::attn_q, "attn_q", "attn_q", true, false, E::q_dim, E::dim, separate_qkv},
+    {Role::attn_k, "attn_k", "attn_k", true, false, E::kv_dim, E::dim, separate_qkv},
+    {Role::attn_v, "attn_v", "attn_v", true, false, E::kv_dim, E::dim, separate_qkv},
+    {Role::attn_output, "attn_output", "attn_output", true, false, E::dim, E::q_dim, always},
+    {Role::ffn_norm, "ffn_norm", "ffn_norm", true, false, E::dim, E::dim, always},
+    {Role::ffn_gate, "ffn_gate", "ffn_gate", true, false, E::ffn_dim, E::dim, separate_gate},
+    {Role::ffn_down, "ffn_down", "ffn_down", true, false, E::dim, E::ffn_dim, always},
+    {Role::ffn_up, "ffn_up", "ffn_up", true, false, E::ffn_dim, E::dim, separate_up},
+    {Role::output_norm, "output_norm", "output_norm", false, false, E::dim, E::dim, final_norm},
+    {Role::output, "output", "output", false, false, E::vocab, E::dim, untied},
+    {Role::attn_qkv, "attn_qkv", "attn_qkv", true, false, E::qkv_dim, E::dim, fused_qkv},
+    {Role::attn_q_bias, "attn_q_bias", "attn_q", true, true, E::q_dim, E::q_dim, separate_qkv_bias},
+    {Role::attn_k_bias, "attn_k_bias", "attn_k", true, true, E::kv_dim, E::kv_dim, separate_qkv_bias},
+    {Role::attn_v_bias, "attn_v_bias", "attn_v", true, true, E::kv_dim, E::kv_dim, separate_qkv_bias},
+    {Role::attn_qkv_bias, "attn_qkv_bias", "attn_qkv", true, true, E::qkv_dim, E::qkv_dim, fused_qkv_bias},
+    {Role::attn_output_bias, "attn_output_bias", "attn_output", true, true, E::dim, E::dim, output_bias},
+    {Role::ffn_gate_bias, "ffn_gate_bias", "ffn_gate", true, true, E::ffn_dim, E::ffn_dim, gate_bias},
+    {Role::ffn_up_bias, "ffn_up_bias", "ffn_up", true, true, E::ffn_dim, E::ffn_dim, ffn_bias},
+    {Role::ffn_down_bias, "ffn_down_bias", "ffn_down", true, true, E::dim, E::dim, ffn_bias},
+    {Role::attn_norm_bias, "attn_norm_bias", "attn_norm", true, true, E::dim, E::dim, norm_bias},
+    {Role::ffn_norm_bias, "ffn_norm_bias", "ffn_norm", true, true, E::dim, E::dim, norm_bias},
+    {Role::output_norm_bias, "output_norm_bias", "output_norm", false, true, E::dim, E::dim, final_norm_bias},
+    {Role::pos_embd, "pos_embd", "position_embd", false, false, E::context, E::dim, learned_positions},
+    {Role::attn_q_norm, "attn_q_norm", "attn_q_norm", true, false, E::head_dim, E::head_dim, qk_norm},
+    {Role::attn_k_norm, "attn_k_norm", "attn_k_norm", true, false, E::head_dim, E::head_dim, qk_norm},
+    {Role::post_attn_norm, "post_attention_norm", "post_attention_norm", true, false, E::dim, E::dim, sandwich_norm},
+    {Role::post_ffn_norm, "post_ffw_norm", "post_ffw_norm", true, false, E::dim, E::dim, sandwich_norm},
+    {Role::rope_freqs, "rope_freqs", "rope_freqs", false, false, E::half_head, E::half_head, rope_factors},
+    // GGUF keeps Phi-3's fused gate and up in ffn_up: the importer renames it when the spec fuses.
+    {Role::ffn_gate_up, "ffn_gate_up", "ffn_gate_up", true, false, E::gate_up_dim, E::dim, fused_gate_up},
+};
+static_assert(sizeof kRoles / sizeof kRoles[0] == kRoleCount - 1, "one row per role");
+
+constexpr bool roles_in_order() {
+  for (uint32_t i = 0; i < kRoleCount - 1; ++i) {
+    if (static_cast<uint32_t>(kRoles[i].role) != i + 1) return false;
   }
-  return nullptr;
+  return true;
+}
+static_assert(roles_in_order(), "role r sits at row r - 1");
+
+}  // namespace
+
+const RoleInfo *role_info(uint32_t role) { return role >= 1 && role < kRoleCount ? &kRoles[role - 1] : nullptr; }
+
+const char *role_name(uint32_t role) {
+  const RoleInfo *info = role_info(role);
+  return info == nullptr ? nullptr : info->name;
+}
+
+uint32_t extent(const ModelConfig &c, Extent e) {
+  switch (e) {
+    case Extent::dim:
+      return c.dim;
+    case Extent::q_dim:
+      return c.n_heads * c.head_dim;
+    case Extent::kv_dim:
+      return c.n_kv_heads * c.head_dim;
+    case Extent::qkv_dim:
+      return (c.n_heads + 2 * c.n_kv_heads) * c.head_dim;
+    case Extent::ffn_dim:
+      return c.ffn_dim;
+    case Extent::gate_up_dim:
+      return 2 * c.ffn_dim;
+    case Extent::head_dim:
+      return c.head_dim;
+    case Extent::half_head:
+      return c.head_dim / 2;
+    case Extent::vocab:
+      return c.vocab_size;
+    case Extent::context:
+      return c.max_seq_len;
+  }
+  return 0;
 }
 
 BlockSpec block_spec(const ModelConfig &c) {
+  const auto flag = [&](uint32_t bit) { return (c.flags & bit) != 0; };
   BlockSpec spec{};
   spec.norm = c.norm_kind;
-  spec.norm_bias = (c.flags & kFlagNormBias) != 0;
+  spec.norm_bias = flag(kFlagNormBias);
   spec.norm_eps = c.norm_eps;
   spec.positions = c.position_kind;
   spec.rope_layout = c.rope_layout;
+  spec.rope_factors = flag(kFlagRopeFactors);
   spec.activation = c.activation;
-  spec.gated_ffn = c.activation == Activation::swiglu;
-  spec.attention_bias = (c.flags & kFlagAttentionBias) != 0;
-  spec.ffn_bias = (c.flags & kFlagFfnBias) != 0;
-  spec.fused_qkv = (c.flags & kFlagFusedQkv) != 0;
-  spec.post_norm = (c.flags & kFlagPostNorm) != 0;
-  spec.tied_embeddings = (c.flags & kFlagTiedEmbeddings) != 0;
+  spec.gated_ffn = c.activation == Activation::swiglu || c.activation == Activation::geglu;
+  spec.fused_gate_up = flag(kFlagFusedGateUp);
+  spec.qkv_bias = flag(kFlagAttentionBias) || flag(kFlagQkvBias);
+  spec.output_bias = flag(kFlagAttentionBias);
+  spec.ffn_bias = flag(kFlagFfnBias);
+  spec.fused_qkv = flag(kFlagFusedQkv);
+  spec.qk_norm = flag(kFlagQkNorm);
+  spec.sandwich_norm = flag(kFlagSandwichNorm);
+  spec.embed_scale = flag(kFlagEmbedScale);
+  spec.post_norm = flag(kFlagPostNorm);
+  spec.tied_embeddings = flag(kFlagTiedEmbeddings);
+  if (flag(kFlagSlidingWindow)) {
+    spec.sliding_window = c.sliding_window;
+    spec.swa_global_every = c.swa_global_every;
+    spec.rope_theta_local = c.rope_theta_local;
+  }
+  spec.attention_scale =
+      flag(kFlagAttentionScale) ? c.attention_scale : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   return spec;
 }
 
 bool is_global_role(Role role) {
-  return role == Role::token_embedding || role == Role::output_norm || role == Role::output ||
-         role == Role::output_norm_bias || role == Role::pos_embd;
+  const RoleInfo *info = role_info(static_cast<uint32_t>(role));
+  return info != nullptr && !info->per_layer;
 }
 
 bool role_needed(const BlockSpec &spec, Role role) {
-  switch (role) {
-    case Role::token_embedding:
-    case Role::attn_norm:
-    case Role::attn_output:
-    case Role::ffn_norm:
-    case Role::ffn_up:
-    case Role::ffn_down:
-      return true;
-    case Role::attn_q:
-    case Role::attn_k:
-    case Role::attn_v:
-      return !spec.fused_qkv;
-    case Role::attn_qkv:
-      return spec.fused_qkv;
-    case Role::attn_q_bias:
-    case Role::attn_k_bias:
-    case Role::attn_v_bias:
-      return spec.attention_bias && !spec.fused_qkv;
-    case Role::attn_qkv_bias:
-      return spec.attention_bias && spec.fused_qkv;
-    case Role::attn_output_bias:
-      return spec.attention_bias;
-    case Role::ffn_gate:
-      return spec.gated_ffn;
-    case Role::ffn_gate_bias:
-      return spec.gated_ffn && spec.ffn_bias;
-    case Role::ffn_up_bias:
-    case Role::ffn_down_bias:
-      return spec.ffn_bias;
-    case Role::attn_norm_bias:
-    case Role::ffn_norm_bias:
-      return spec.norm_bias;
-    case Role::output_norm:
-      return !spec.post_norm;
-    case Role::output_norm_bias:
-      return !spec.post_norm && spec.norm_bias;
-    case Role::output:
-      return !spec.tied_embeddings;
-    case Role::pos_embd:
-      return spec.positions == PositionKind::learned;
-  }
-  return false;
+  const RoleInfo *info = role_info(static_cast<uint32_t>(role));
+  return info != nullptr && info->needed(spec);
 }
 
 void tensor_name(const TensorEntry &entry, char *out, size_t capacity) {

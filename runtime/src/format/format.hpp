@@ -11,12 +11,16 @@ constexpr uint8_t kMagic[4] = {'M', 'O', 'T', 'E'};
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kAlignment = 64;  // every section and tensor starts on this boundary
 
-enum class Family : uint32_t { llama = 1, gpt2 = 2 };
+// The family names where a model came from (inspect prints it); what the blocks do is the config's
+// fields and flags, never the family.
+enum class Family : uint32_t { llama = 1, gpt2 = 2, qwen2 = 3, gemma3 = 4, qwen3 = 5, phi3 = 6 };
+constexpr uint32_t kFamilyCount = 7;  // families are 1..6
 enum class NormKind : uint32_t { rmsnorm = 1, layernorm = 2 };
 enum class PositionKind : uint32_t { rope = 1, learned = 2, sinusoidal = 3 };
 enum class RopeLayout : uint32_t { none = 0, interleaved = 1, split_half = 2 };
-// gelu is GPT-2's tanh approximation ("gelu_new"), gelu_erf the exact 0.5 x (1 + erf(x / sqrt 2)).
-enum class Activation : uint32_t { swiglu = 1, gelu = 2, relu = 3, gelu_erf = 4 };
+// gelu is GPT-2's tanh approximation ("gelu_new"), gelu_erf the exact 0.5 x (1 + erf(x / sqrt 2));
+// swiglu and geglu are gated: silu(gate) * up and gelu(gate) * up (gelu with tanh, Gemma's).
+enum class Activation : uint32_t { swiglu = 1, gelu = 2, relu = 3, gelu_erf = 4, geglu = 5 };
 enum ConfigFlags : uint32_t {
   kFlagAttentionBias = 1u << 0,  // every attention projection has a bias
   kFlagFfnBias = 1u << 1,        // every FFN projection has a bias
@@ -24,8 +28,16 @@ enum ConfigFlags : uint32_t {
   kFlagFusedQkv = 1u << 3,   // one attn_qkv matrix (rows q, then k, then v) instead of three
   kFlagPostNorm = 1u << 4,   // x = norm(x + f(x)) (the original Transformer) instead of x + f(norm(x))
   kFlagNormBias = 1u << 5,   // LayerNorm with a bias (beta) after the weight (gamma)
+  kFlagQkvBias = 1u << 6,    // q, k and v projections have biases, the output projection none (Qwen2)
+  kFlagQkNorm = 1u << 7,     // each head of q and k is RMS-normalized (attn_q_norm, attn_k_norm) before RoPE
+  kFlagSandwichNorm = 1u << 8,  // attention and FFN outputs are normalized again before the residual add
+  kFlagEmbedScale = 1u << 9,    // the token embedding is multiplied by sqrt(dim) (Gemma)
+  kFlagFusedGateUp = 1u << 10,  // one ffn_gate_up matrix (gate rows, then up rows) instead of two
+  kFlagRopeFactors = 1u << 11,  // rope_freqs divides each RoPE pair's frequency (Llama 3 scaling)
+  kFlagSlidingWindow = 1u << 12,  // sliding_window, swa_global_every and rope_theta_local are set
+  kFlagAttentionScale = 1u << 13,  // attention_scale replaces 1/sqrt(head_dim)
 };
-constexpr uint32_t kKnownConfigFlags = (1u << 6) - 1;
+constexpr uint32_t kKnownConfigFlags = (1u << 14) - 1;
 
 // Token types, numbered as GGUF numbers them (the tokenizer section's types table).
 enum TokenType : uint8_t {
@@ -92,8 +104,14 @@ enum class Role : uint32_t {
   ffn_norm_bias = 23,     // (dim)
   output_norm_bias = 24,  // (dim)
   pos_embd = 25,          // (max_seq_len, dim) learned absolute positions
+  attn_q_norm = 26,       // (head_dim) per-head RMSNorm of q
+  attn_k_norm = 27,       // (head_dim) per-head RMSNorm of k
+  post_attn_norm = 28,    // (dim) the attention output's norm (sandwich)
+  post_ffn_norm = 29,     // (dim) the FFN output's norm (sandwich)
+  rope_freqs = 30,        // (head_dim / 2) each RoPE pair's frequency divisor
+  ffn_gate_up = 31,       // (2 ffn_dim, dim) fused gate rows, then up rows
 };
-constexpr uint32_t kRoleCount = 26;         // roles are 1..25
+constexpr uint32_t kRoleCount = 32;         // roles are 1..31
 constexpr uint32_t kNoLayer = 0xFFFFFFFFu;  // layer field of global tensors
 
 enum class TokenizerKind : uint32_t { sentencepiece_bpe = 1, byte_level_bpe = 2 };
@@ -140,7 +158,14 @@ struct ModelConfig {  // 128 bytes; the enums are u32 on disk and may hold any v
   uint32_t flags;
   int32_t bos_id;  // -1 = none
   int32_t eos_id;
-  uint8_t reserved[56];
+  // Revision 5; each is zero unless its flag is set, so an older reader rejects the file (by the
+  // flag) instead of running it wrongly.
+  uint32_t sliding_window;    // kFlagSlidingWindow: a windowed layer's query sees this many positions
+  uint32_t swa_global_every;  // kFlagSlidingWindow: layer l attends globally iff (l + 1) % this == 0
+                              // (0: every layer is windowed)
+  float rope_theta_local;     // kFlagSlidingWindow: the windowed layers' RoPE base
+  float attention_scale;      // kFlagAttentionScale: scores are q.k * this
+  uint8_t reserved[40];
 };
 static_assert(sizeof(ModelConfig) == 128, "ModelConfig is 128 bytes");
 
@@ -193,21 +218,54 @@ static_assert(sizeof(BpeMerge) == 16, "BpeMerge is 16 bytes");
 // The architecture of one transformer block, decoded from a validated config: what the forward
 // pass does at each step and which optional tensor roles the file holds. Llama is RMSNorm, RoPE,
 // SwiGLU, no biases, pre-norm; GPT-2 is LayerNorm with bias, learned positions, GELU, biases,
-// fused QKV, pre-norm.
+// fused QKV, pre-norm; Qwen2 adds q/k/v biases; Gemma 3 adds the embedding scale, per-head q/k
+// norms, sandwich norms, GeGLU and sliding windows.
 struct BlockSpec {
   NormKind norm;
   bool norm_bias;  // LayerNorm's beta
   float norm_eps;
   PositionKind positions;
   RopeLayout rope_layout;  // RoPE only
+  bool rope_factors;       // rope_freqs divides the pair frequencies
   Activation activation;
-  bool gated_ffn;  // w2(act(w1 x) * w3 x) (SwiGLU) rather than w2(act(w1 x))
-  bool attention_bias, ffn_bias;
+  bool gated_ffn;  // down(act(gate x) * up x) (SwiGLU, GeGLU) rather than down(act(up x))
+  bool fused_gate_up;
+  bool qkv_bias, output_bias, ffn_bias;
   bool fused_qkv;
+  bool qk_norm;        // per-head RMSNorm of q and k before RoPE
+  bool sandwich_norm;  // post_attn_norm / post_ffn_norm on each sub-block's output
+  bool embed_scale;    // token embedding * sqrt(dim)
   bool post_norm;        // also: no final norm before the classifier
   bool tied_embeddings;  // the classifier is the token embedding
+  uint32_t sliding_window;    // 0: every layer attends to the whole context
+  uint32_t swa_global_every;  // with a window: layer l is global iff (l + 1) % this == 0
+  float rope_theta_local;     // with a window: the windowed layers' RoPE base
+  float attention_scale;      // q.k scale: 1/sqrt(head_dim) unless the config overrides it
 };
 BlockSpec block_spec(const ModelConfig &config);
+
+// Whether layer l of this spec attends over a sliding window (and rotates with its own base).
+inline bool windowed_layer(const BlockSpec &spec, uint32_t layer) {
+  return spec.sliding_window != 0 && (spec.swa_global_every == 0 || (layer + 1) % spec.swa_global_every != 0);
+}
+
+// One row per tensor role (like ggml's tensor names): what the .mote file and GGUF call it, where
+// it lives, its shape as a rule over the config, and when a block spec needs it. The reader, the
+// converter and the importers read this table instead of naming roles.
+enum class Extent : uint8_t { dim, q_dim, kv_dim, qkv_dim, ffn_dim, gate_up_dim, head_dim, half_head, vocab, context };
+struct RoleInfo {
+  Role role;
+  const char *name;  // .mote's name: "attn_q_bias"
+  const char *stem;  // GGUF's stem, before ".weight" / ".bias": "attn_q"
+  bool per_layer;
+  bool bias;         // GGUF ".bias"
+  Extent rows;
+  Extent cols;       // cols == rows marks a vector: (rows)
+  bool (*needed)(const BlockSpec &spec);
+};
+const RoleInfo *role_info(uint32_t role);  // null for unknown
+// A role's extent in values under config c.
+uint32_t extent(const ModelConfig &c, Extent e);
 
 // Whether a file of this spec holds a tensor of this role (once per layer or once in all).
 bool role_needed(const BlockSpec &spec, Role role);

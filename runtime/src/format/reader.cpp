@@ -21,6 +21,51 @@ uint32_t read_u32(const uint8_t *p) {
   return v;
 }
 
+// The revision-5 options: each flag's field in range, no field without its flag, no combination
+// the forward pass has no meaning for.
+Status check_block_options(const ModelConfig &c, ErrorSink err) {
+  const auto flag = [&](uint32_t bit) { return (c.flags & bit) != 0; };
+  const bool gated = c.activation == Activation::swiglu || c.activation == Activation::geglu;
+  if (flag(kFlagQkvBias) && flag(kFlagAttentionBias)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "q/k/v-only biases and all-attention biases are both set");
+  }
+  if (flag(kFlagFusedGateUp) && (!gated || flag(kFlagFfnBias))) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "a fused gate/up matrix needs a gated FFN without biases");
+  }
+  if (flag(kFlagSandwichNorm) && flag(kFlagPostNorm)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "sandwich norms are set on post-norm blocks");
+  }
+  if ((flag(kFlagRopeFactors) || flag(kFlagQkNorm)) && c.position_kind != PositionKind::rope) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "RoPE factors or q/k norms are set without RoPE positions");
+  }
+  char number[40];
+  if (flag(kFlagSlidingWindow)) {
+    if (c.sliding_window == 0 || c.sliding_window >= c.max_seq_len) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "sliding window %u is not in [1, max_seq_len %u)",
+                  static_cast<unsigned>(c.sliding_window), static_cast<unsigned>(c.max_seq_len));
+    }
+    if (c.swa_global_every > c.n_layers) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "every %u-th layer is global, but there are %u layers: none would be",
+                  static_cast<unsigned>(c.swa_global_every), static_cast<unsigned>(c.n_layers));
+    }
+    if (!(std::isfinite(c.rope_theta_local) && c.rope_theta_local > 1.0f)) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "windowed layers' RoPE theta %s is not a finite number above 1",
+                  float_text(c.rope_theta_local, number, sizeof number));
+    }
+  } else if (c.sliding_window != 0 || c.swa_global_every != 0 || c.rope_theta_local != 0.0f) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "sliding-window fields are set without the sliding-window flag");
+  }
+  if (flag(kFlagAttentionScale) ? !(std::isfinite(c.attention_scale) && c.attention_scale > 0.0f)
+                                : c.attention_scale != 0.0f) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "attention scale %s is set without its flag, or is not finite and positive",
+                float_text(c.attention_scale, number, sizeof number));
+  }
+  for (uint8_t byte : c.reserved) {
+    if (byte != 0) return fail(err, MOTE_ERR_BAD_MODEL, "config reserved bytes are not zero (a newer format?)");
+  }
+  return MOTE_OK;
+}
+
 Status check_config(const ModelConfig &c, ErrorSink err) {
   // Limits are far above any model mote targets but keep every later product in 64 bits.
   struct Limit {
@@ -43,7 +88,7 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
                   static_cast<unsigned>(l.value), static_cast<unsigned>(l.max));
     }
   }
-  if (c.family != Family::llama && c.family != Family::gpt2) {
+  if (static_cast<uint32_t>(c.family) == 0 || static_cast<uint32_t>(c.family) >= kFamilyCount) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown model family %u", static_cast<unsigned>(c.family));
   }
   if (c.n_heads % c.n_kv_heads != 0) {
@@ -79,7 +124,7 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
     }
   }
   if (c.activation != Activation::swiglu && c.activation != Activation::gelu && c.activation != Activation::relu &&
-      c.activation != Activation::gelu_erf) {
+      c.activation != Activation::gelu_erf && c.activation != Activation::geglu) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown activation %u", static_cast<unsigned>(c.activation));
   }
   if ((c.flags & ~kKnownConfigFlags) != 0) {
@@ -88,6 +133,8 @@ Status check_config(const ModelConfig &c, ErrorSink err) {
   if ((c.flags & kFlagNormBias) != 0 && c.norm_kind != NormKind::layernorm) {
     return fail(err, MOTE_ERR_BAD_MODEL, "norm biases are set but the norm is not LayerNorm");
   }
+  const Status status = check_block_options(c, err);
+  if (status != MOTE_OK) return status;
   const int64_t vocab = c.vocab_size;
   if (c.bos_id < -1 || c.bos_id >= vocab || c.eos_id < -1 || c.eos_id >= vocab) {
     return fail(err, MOTE_ERR_BAD_MODEL, "special token ids bos %d / eos %d are outside the vocabulary of %u",
@@ -317,69 +364,17 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
 }  // namespace
 
 bool expected_shape(const ModelConfig &c, Role role, uint32_t *n_dims, uint32_t *rows, uint32_t *cols) {
-  const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
-  *n_dims = 2;
-  *cols = c.dim;
-  const auto vector = [&](uint32_t n) {
-    *n_dims = 1;
-    *rows = n;
-    *cols = 1;
-    return true;
-  };
-  switch (role) {
-    case Role::pos_embd:
-      *rows = c.max_seq_len;
-      return true;
-    case Role::attn_qkv:
-      *rows = q_dim + 2 * kv_dim;
-      return true;
-    case Role::attn_q_bias:
-      return vector(q_dim);
-    case Role::attn_k_bias:
-    case Role::attn_v_bias:
-      return vector(kv_dim);
-    case Role::attn_qkv_bias:
-      return vector(q_dim + 2 * kv_dim);
-    case Role::ffn_gate_bias:
-    case Role::ffn_up_bias:
-      return vector(c.ffn_dim);
-    case Role::attn_output_bias:
-    case Role::ffn_down_bias:
-    case Role::attn_norm_bias:
-    case Role::ffn_norm_bias:
-    case Role::output_norm_bias:
-      return vector(c.dim);
-    case Role::token_embedding:
-    case Role::output:
-      *rows = c.vocab_size;
-      return true;
-    case Role::attn_q:
-      *rows = q_dim;
-      return true;
-    case Role::attn_k:
-    case Role::attn_v:
-      *rows = kv_dim;
-      return true;
-    case Role::attn_output:
-      *rows = c.dim;
-      *cols = q_dim;
-      return true;
-    case Role::ffn_gate:
-    case Role::ffn_up:
-      *rows = c.ffn_dim;
-      return true;
-    case Role::ffn_down:
-      *rows = c.dim;
-      *cols = c.ffn_dim;
-      return true;
-    case Role::attn_norm:
-    case Role::ffn_norm:
-    case Role::output_norm:
-      return vector(c.dim);
+  const RoleInfo *info = role_info(static_cast<uint32_t>(role));
+  if (info == nullptr) {
+    *n_dims = 0;
+    *rows = *cols = 0;
+    return false;
   }
-  *n_dims = 0;
-  *rows = *cols = 0;
-  return false;
+  const bool vector = info->cols == info->rows;
+  *n_dims = vector ? 1 : 2;
+  *rows = extent(c, info->rows);
+  *cols = vector ? 1 : extent(c, info->cols);
+  return true;
 }
 
 const TensorEntry *find_tensor(const ModelView &view, Role role, uint32_t layer) {

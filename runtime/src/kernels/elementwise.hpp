@@ -46,6 +46,19 @@ void gelu_tanh(float *x, size_t n) {
   });
 }
 
+// gate = gelu_tanh(gate) * up: the activation as gelu_tanh computes it, then the gating product.
+template <class Arch>
+void geglu(float *gate, const float *up, size_t n) {
+  using Batch = Floats<Arch>;
+  constexpr size_t width = Batch::size;
+  gelu_tanh<Arch>(gate, n);
+  const size_t simd_end = n - n % width;
+  for (size_t i = 0; i < simd_end; i += width) {
+    (Batch::load_unaligned(gate + i) * Batch::load_unaligned(up + i)).store_unaligned(gate + i);
+  }
+  for (size_t i = simd_end; i < n; ++i) gate[i] *= up[i];
+}
+
 template <class Arch>
 void gelu_erf(float *x, size_t n) {
   using Batch = Floats<Arch>;

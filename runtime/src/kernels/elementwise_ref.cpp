@@ -19,6 +19,11 @@ void gelu_tanh(float *x, size_t n) {
   }
 }
 
+void geglu(float *gate, const float *up, size_t n) {
+  gelu_tanh(gate, n);
+  for (size_t i = 0; i < n; ++i) gate[i] *= up[i];
+}
+
 void gelu_erf(float *x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.7071067811865476f));
 }

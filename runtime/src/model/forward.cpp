@@ -1,9 +1,10 @@
-// The forward pass, read top to bottom as llama2.c's: embedding (plus learned or sinusoidal
-// positions), then per layer norm -> QKV (+ biases) -> RoPE -> attention -> output projection ->
-// residual -> norm -> FFN (SwiGLU, or GELU / ReLU between two projections) -> residual, then the
+// The forward pass, read top to bottom as llama2.c's: embedding (scaled, plus learned or
+// sinusoidal positions), then per layer norm -> QKV (+ biases) -> q/k norms -> RoPE -> attention
+// (over a sliding window or all positions) -> output projection -> post-norm -> residual -> norm ->
+// FFN (SwiGLU / GeGLU, or GELU / ReLU between two projections) -> post-norm -> residual, then the
 // final norm and the classifier. The block spec (format::BlockSpec) picks each step's kind:
-// RMSNorm or LayerNorm, pre-norm x + f(norm(x)) or post-norm norm(x + f(x)), biases or none, so
-// Llama and GPT-2 share every line. It runs a batch of consecutive tokens at once (prefill) so
+// RMSNorm or LayerNorm, pre-norm x + f(norm(x)) or post-norm norm(x + f(x)), sandwich norms,
+// biases or none, so Llama, GPT-2, Qwen, Gemma and Phi share every line. It runs a batch of consecutive tokens at once (prefill) so
 // each weight is read once per batch, not once per token; decoding is a batch of one.
 #include <cmath>
 #include <cstring>
@@ -126,22 +127,46 @@ void add_bias(const Session &s, float *out, const float *bias, size_t n, size_t 
   for (size_t t = 0; t < n_tokens; ++t) s.kernels->add(out + t * n, bias, n);
 }
 
-// The FFN's hidden activation over n values: SwiGLU gates hb with hb2; the others map hb alone.
-void activate(const Session &s, float *hb, const float *hb2, size_t n) {
+// The FFN's hidden activation over n values: the gated ones gate with up; the others map gate alone.
+void activate(const Session &s, float *gate, const float *up, size_t n) {
   const kernels::KernelTable &k = *s.kernels;
   switch (s.spec.activation) {
     case format::Activation::swiglu:
-      k.swiglu(hb, hb2, n);
+      k.swiglu(gate, up, n);
+      return;
+    case format::Activation::geglu:
+      k.geglu(gate, up, n);
       return;
     case format::Activation::gelu:
-      k.gelu_tanh(hb, n);
+      k.gelu_tanh(gate, n);
       return;
     case format::Activation::gelu_erf:
-      k.gelu_erf(hb, n);
+      k.gelu_erf(gate, n);
       return;
     case format::Activation::relu:
-      k.relu(hb, n);
+      k.relu(gate, n);
       return;
+  }
+}
+
+// Each head of the batch's rows (n_heads heads of head_dim values per token) RMS-normalized in
+// place by the one weight vector the heads share; nothing when the spec has no q/k norms.
+void normalize_heads(const Session &s, float *x, const float *weight, size_t n_heads, size_t head_dim,
+                     size_t n_tokens) {
+  if (weight == nullptr) return;
+  for (size_t h = 0; h < n_tokens * n_heads; ++h) {
+    s.kernels->rmsnorm(x + h * head_dim, x + h * head_dim, weight, head_dim, s.spec.norm_eps);
+  }
+}
+
+// The rotation angles of the batch's positions under one base, shared by every layer and head.
+void rope_angles(const RopeTable &rope, size_t pos, size_t n_tokens, size_t half_head) {
+  for (size_t t = 0; t < n_tokens; ++t) {
+    for (size_t i = 0; i < half_head; ++i) {
+      const double angle = static_cast<double>(pos + t) * rope.inv_freq[i];
+      rope.cos[t * half_head + i] = static_cast<float>(std::cos(angle));
+      rope.sin[t * half_head + i] = static_cast<float>(std::sin(angle));
+    }
   }
 }
 
@@ -155,43 +180,45 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
   const size_t q_dim = c.n_heads * head_dim;
   const size_t kv_dim = c.n_kv_heads * head_dim;
   const size_t heads_per_kv = c.n_heads / c.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const format::BlockSpec &spec = s.spec;
+  const float scale = spec.attention_scale;
   const bool rotary = spec.positions == format::PositionKind::rope;
   const auto rope = spec.rope_layout == format::RopeLayout::split_half ? k.rope_split_half : k.rope_interleaved;
+  const float embed_scale = std::sqrt(static_cast<float>(dim));  // Gemma's, computed in float as it does
 
   for (size_t t = 0; t < n_tokens; ++t) {
     float *x = st.x + t * dim;
     embed(x, w.token_embedding, tokens[t]);
+    for (size_t i = 0; spec.embed_scale && i < dim; ++i) x[i] *= embed_scale;
     if (spec.positions == format::PositionKind::learned) {
-      embed(st.xb2 + t * dim, w.positions, static_cast<int32_t>(pos + t));
-      k.add(x, st.xb2 + t * dim, dim);
+      embed(st.block_out + t * dim, w.positions, static_cast<int32_t>(pos + t));
+      k.add(x, st.block_out + t * dim, dim);
     } else if (spec.positions == format::PositionKind::sinusoidal) {
       k.add(x, st.sinusoids + (pos + t) * dim, dim);
-    } else {
-      // The rotation angles of this token's position, shared by every layer and head.
-      for (size_t i = 0; i < half_head; ++i) {
-        const double angle = static_cast<double>(pos + t) * st.rope_inv_freq[i];
-        st.rope_cos[t * half_head + i] = static_cast<float>(std::cos(angle));
-        st.rope_sin[t * half_head + i] = static_cast<float>(std::sin(angle));
-      }
     }
   }
+  if (rotary) rope_angles(st.rope, pos, n_tokens, half_head);
+  if (rotary && st.rope_local.inv_freq != st.rope.inv_freq) rope_angles(st.rope_local, pos, n_tokens, half_head);
 
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights &lw = w.layers[l];
+    const bool windowed = format::windowed_layer(spec, l);
+    const RopeTable &angles = windowed ? st.rope_local : st.rope;
 
-    // Attention: normalize (pre-norm), project, rotate, append the batch's keys and values.
-    if (!spec.post_norm) normalize(s, st.xb, st.x, lw.attn_norm, dim, n_tokens);
-    const MatmulInput attn_in = prepare_input(s, spec.post_norm ? st.x : st.xb, dim, n_tokens);
+    // Attention: normalize (pre-norm), project, normalize q and k per head, rotate, append the
+    // batch's keys and values.
+    if (!spec.post_norm) normalize(s, st.normed, st.x, lw.attn_norm, dim, n_tokens);
+    const MatmulInput attn_in = prepare_input(s, spec.post_norm ? st.x : st.normed, dim, n_tokens);
     const Product qkv[] = {{st.q, lw.wq}, {st.k, lw.wk}, {st.v, lw.wv}};
     matmuls(s, qkv, attn_in, n_tokens);
-    add_bias(s, st.q, lw.bq, q_dim, n_tokens);
-    add_bias(s, st.k, lw.bk, kv_dim, n_tokens);
-    add_bias(s, st.v, lw.bv, kv_dim, n_tokens);
+    add_bias(s, st.q, lw.q_bias, q_dim, n_tokens);
+    add_bias(s, st.k, lw.k_bias, kv_dim, n_tokens);
+    add_bias(s, st.v, lw.v_bias, kv_dim, n_tokens);
+    normalize_heads(s, st.q, lw.q_norm, c.n_heads, head_dim, n_tokens);
+    normalize_heads(s, st.k, lw.k_norm, c.n_kv_heads, head_dim, n_tokens);
     const size_t layer_base = static_cast<size_t>(l) * s.context_length * kv_dim;
     for (size_t t = 0; rotary && t < n_tokens; ++t) {
-      const float *cos = st.rope_cos + t * half_head, *sin = st.rope_sin + t * half_head;
+      const float *cos = angles.cos + t * half_head, *sin = angles.sin + t * half_head;
       rope(st.q + t * q_dim, cos, sin, c.n_heads, head_dim);
       rope(st.k + t * kv_dim, cos, sin, c.n_kv_heads, head_dim);
     }
@@ -201,19 +228,21 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
     store_kv(s.cache, s.cache.values, s.cache.value_scales, layer_base, scale_base, pos, st.v, n_tokens, kv_dim,
              head_dim);
 
-    // Each query head attends over positions [0, pos + t] of its key/value head (encoder mode:
-    // the whole batch too); one thread takes a head through every token of the batch, reusing
-    // that head's score row.
+    // Each query head attends over positions [first, pos + t] of its key/value head (the last
+    // sliding_window of them in a windowed layer; encoder mode: the whole batch too); one thread
+    // takes a head through every token of the batch, reusing that head's score row.
     const size_t attention_work = 2 * c.n_heads * n_tokens * (pos + n_tokens) * head_dim;  // q.k, then p.v
     s.crew.parallel_for(c.n_heads, attention_work, [&](size_t h) {
-      const size_t kv_offset = layer_base + (h / heads_per_kv) * head_dim;
       float *scores = st.att + h * s.context_length;
       for (size_t t = 0; t < n_tokens; ++t) {
-        float *out = st.xb + t * q_dim + h * head_dim;
+        float *out = st.normed + t * q_dim + h * head_dim;
         const float *q = st.q + t * q_dim + h * head_dim;
-        const size_t n_pos = s.causal ? pos + t + 1 : pos + n_tokens;
+        const size_t end = s.causal ? pos + t + 1 : pos + n_tokens;
+        const size_t first = windowed && end > spec.sliding_window ? end - spec.sliding_window : 0;
+        const size_t n_pos = end - first;
+        const size_t kv_offset = layer_base + first * kv_dim + (h / heads_per_kv) * head_dim;
         if (s.cache.dtype == MOTE_KV_Q8_0) {
-          const size_t scale_offset = scale_base + (h / heads_per_kv) * s.cache.blocks_per_head;
+          const size_t scale_offset = scale_base + first * scale_stride + (h / heads_per_kv) * s.cache.blocks_per_head;
           k.attention_q8(out, scores, q, static_cast<const int8_t *>(s.cache.keys) + kv_offset,
                          s.cache.key_scales + scale_offset, static_cast<const int8_t *>(s.cache.values) + kv_offset,
                          s.cache.value_scales + scale_offset, n_pos, head_dim, kv_dim, scale_stride, scale);
@@ -226,27 +255,29 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
         }
       }
     });
-    matmul(s, st.xb2, lw.wo, prepare_input(s, st.xb, q_dim, n_tokens), n_tokens);
-    add_bias(s, st.xb2, lw.bo, dim, n_tokens);
-    k.add(st.x, st.xb2, n_tokens * dim);
+    matmul(s, st.block_out, lw.wo, prepare_input(s, st.normed, q_dim, n_tokens), n_tokens);
+    add_bias(s, st.block_out, lw.o_bias, dim, n_tokens);
+    if (spec.sandwich_norm) normalize(s, st.block_out, st.block_out, lw.post_attn_norm, dim, n_tokens);
+    k.add(st.x, st.block_out, n_tokens * dim);
     if (spec.post_norm) normalize(s, st.x, st.x, lw.attn_norm, dim, n_tokens);
 
-    // Feed-forward: w2(silu(w1 x) * w3 x) when gated, else w2(act(w3 x)) (w3 is GPT-2's c_fc).
-    if (!spec.post_norm) normalize(s, st.xb, st.x, lw.ffn_norm, dim, n_tokens);
-    const MatmulInput ffn_in = prepare_input(s, spec.post_norm ? st.x : st.xb, dim, n_tokens);
+    // Feed-forward: down(act(gate x) * up x) when gated, else down(act(up x)) (up is GPT-2's c_fc).
+    if (!spec.post_norm) normalize(s, st.normed, st.x, lw.ffn_norm, dim, n_tokens);
+    const MatmulInput ffn_in = prepare_input(s, spec.post_norm ? st.x : st.normed, dim, n_tokens);
     if (spec.gated_ffn) {
-      const Product gate_up[] = {{st.hb, lw.w1}, {st.hb2, lw.w3}};
+      const Product gate_up[] = {{st.gate, lw.ffn_gate}, {st.up, lw.ffn_up}};
       matmuls(s, gate_up, ffn_in, n_tokens);
-      add_bias(s, st.hb, lw.b1, ffn_dim, n_tokens);
-      add_bias(s, st.hb2, lw.b3, ffn_dim, n_tokens);
+      add_bias(s, st.gate, lw.gate_bias, ffn_dim, n_tokens);
+      add_bias(s, st.up, lw.up_bias, ffn_dim, n_tokens);
     } else {
-      matmul(s, st.hb, lw.w3, ffn_in, n_tokens);
-      add_bias(s, st.hb, lw.b3, ffn_dim, n_tokens);
+      matmul(s, st.gate, lw.ffn_up, ffn_in, n_tokens);
+      add_bias(s, st.gate, lw.up_bias, ffn_dim, n_tokens);
     }
-    activate(s, st.hb, st.hb2, n_tokens * ffn_dim);
-    matmul(s, st.xb2, lw.w2, prepare_input(s, st.hb, ffn_dim, n_tokens), n_tokens);
-    add_bias(s, st.xb2, lw.b2, dim, n_tokens);
-    k.add(st.x, st.xb2, n_tokens * dim);
+    activate(s, st.gate, st.up, n_tokens * ffn_dim);
+    matmul(s, st.block_out, lw.ffn_down, prepare_input(s, st.gate, ffn_dim, n_tokens), n_tokens);
+    add_bias(s, st.block_out, lw.down_bias, dim, n_tokens);
+    if (spec.sandwich_norm) normalize(s, st.block_out, st.block_out, lw.post_ffn_norm, dim, n_tokens);
+    k.add(st.x, st.block_out, n_tokens * dim);
     if (spec.post_norm) normalize(s, st.x, st.x, lw.ffn_norm, dim, n_tokens);
   }
 

@@ -39,20 +39,24 @@ struct Norm {
   const float *bias;    // (dim) or null
 };
 
-// Optional vectors (biases) are null when the block spec has none. A fused QKV matrix is bound
-// as three row ranges of itself, so the pass never knows the difference.
+// Optional vectors (biases, q/k norms) are null when the block spec has none. A fused QKV matrix
+// is bound as three row ranges of itself, a fused gate/up matrix as two, so the pass never knows
+// the difference.
 struct LayerWeights {
   Norm attn_norm;
   Matrix wq;  // (n_heads * head_dim, dim)
   Matrix wk;  // (n_kv_heads * head_dim, dim)
   Matrix wv;  // (n_kv_heads * head_dim, dim)
   Matrix wo;  // (dim, n_heads * head_dim)
-  const float *bq, *bk, *bv, *bo;  // (q_dim), (kv_dim), (kv_dim), (dim)
+  const float *q_bias, *k_bias, *v_bias, *o_bias;  // (q_dim), (kv_dim), (kv_dim), (dim)
+  const float *q_norm, *k_norm;                    // (head_dim) each, shared by the heads
+  Norm post_attn_norm;                             // sandwich norms only
   Norm ffn_norm;
-  Matrix w1;  // (ffn_dim, dim) gate (gated FFNs only)
-  Matrix w2;  // (dim, ffn_dim) down
-  Matrix w3;  // (ffn_dim, dim) up
-  const float *b1, *b2, *b3;  // (ffn_dim), (dim), (ffn_dim)
+  Matrix ffn_gate;  // (ffn_dim, dim) gated FFNs only
+  Matrix ffn_down;  // (dim, ffn_dim)
+  Matrix ffn_up;    // (ffn_dim, dim) (GPT-2's c_fc)
+  const float *gate_bias, *down_bias, *up_bias;  // (ffn_dim), (dim), (ffn_dim)
+  Norm post_ffn_norm;
 };
 
 struct Weights {
@@ -63,25 +67,32 @@ struct Weights {
   Matrix classifier;       // (vocab, dim); the embedding when tied
 };
 
+// RoPE's angles for the batch's positions under one base: every layer shares them, except the
+// windowed layers of a model whose windows rotate with their own base (Gemma 3).
+struct RopeTable {
+  float *cos;             // (batch, head_dim / 2)
+  float *sin;             // (batch, head_dim / 2)
+  double *inv_freq;       // (head_dim / 2) theta^(-2i / head_dim), divided by rope_freqs' factor
+};
+
 // The current wave of activations, for up to batch_size tokens at once (token-major: row t of
 // x is token t's residual stream). Decoding uses row 0 only.
 struct RunState {
-  float *x;               // (batch, dim) the residual stream
-  float *xb;              // (batch, max(dim, q_dim)) a block's normalized input, then the attention output
-  float *xb2;             // (batch, dim) a block's output before the residual add
-  float *hb;              // (batch, ffn_dim) gate
-  float *hb2;             // (batch, ffn_dim) up
-  float *q;               // (batch, n_heads * head_dim)
-  float *k;               // (batch, n_kv_heads * head_dim) keys before they enter the cache
-  float *v;               // (batch, n_kv_heads * head_dim)
-  float *att;             // (n_heads, context) attention scores, one row per head
-  float *logits;          // (vocab) of the last token
+  float *x;          // (batch, dim) the residual stream
+  float *normed;     // (batch, max(dim, q_dim)) a block's normalized input; the attention's output reuses it
+  float *block_out;  // (batch, dim) a block's output before the residual add
+  float *gate;       // (batch, ffn_dim) the FFN's gate projection, then its activated hidden values
+  float *up;         // (batch, ffn_dim) the FFN's up projection (gated FFNs)
+  float *q;          // (batch, n_heads * head_dim)
+  float *k;          // (batch, n_kv_heads * head_dim) keys before they enter the cache
+  float *v;          // (batch, n_kv_heads * head_dim)
+  float *att;        // (n_heads, context) attention scores, one row per head
+  float *logits;     // (vocab) of the last token
   kernels::Q8Activations xq;  // (batch, max(dim, q_dim, ffn_dim)) a product's input in 8-bit blocks,
                               // planned only when some weight type takes them (else null)
-  float *sinusoids;       // (context, dim) sinusoidal positions only: PE(pos) as FORMAT.md defines it
-  float *rope_cos;        // (batch, head_dim / 2) angles of each token's position
-  float *rope_sin;        // (batch, head_dim / 2)
-  double *rope_inv_freq;  // (head_dim / 2) theta^(-2i / head_dim)
+  float *sinusoids;  // (context, dim) sinusoidal positions only: PE(pos) as FORMAT.md defines it
+  RopeTable rope;        // the global layers' (every layer's, without windows)
+  RopeTable rope_local;  // the windowed layers' own base; equal to rope (same pointers) otherwise
 };
 
 struct KvCache {

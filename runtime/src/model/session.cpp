@@ -19,15 +19,17 @@ Status check_supported(const format::ModelView &view, ErrorSink err) {
       return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s, which this build does not run",
                   name, format::dtype_traits(t.dtype)->name);
     }
-    // A fused QKV matrix is used as three row ranges: each must be whole row groups.
+    // Fused QKV and gate/up matrices are used as row ranges: each must be whole row groups.
     const uint32_t group = format::dtype_traits(t.dtype)->interleaved_rows;
     const uint32_t q_rows = c.n_heads * c.head_dim, kv_rows = c.n_kv_heads * c.head_dim;
-    if (t.role == static_cast<uint32_t>(Role::attn_qkv) && (q_rows % group != 0 || kv_rows % group != 0)) {
+    const bool split_qkv = t.role == static_cast<uint32_t>(Role::attn_qkv) && (q_rows % group != 0 || kv_rows % group != 0);
+    const bool split_gate_up = t.role == static_cast<uint32_t>(Role::ffn_gate_up) && c.ffn_dim % group != 0;
+    if (split_qkv || split_gate_up) {
       char name[48];
       format::tensor_name(t, name, sizeof name);
-      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s: its q and k rows (%u, %u) are not whole groups of %u",
-                  name, format::dtype_traits(t.dtype)->name, static_cast<unsigned>(q_rows),
-                  static_cast<unsigned>(kv_rows), static_cast<unsigned>(group));
+      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s: its parts (%u, %u rows) are not whole groups of %u",
+                  name, format::dtype_traits(t.dtype)->name, static_cast<unsigned>(split_qkv ? q_rows : c.ffn_dim),
+                  static_cast<unsigned>(split_qkv ? kv_rows : c.ffn_dim), static_cast<unsigned>(group));
     }
   }
   return MOTE_OK;
@@ -83,18 +85,18 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   }
   RunState st{};
   st.x = arena.take<float>(batch * c.dim);
-  st.xb = arena.take<float>(batch * (q_dim > c.dim ? q_dim : c.dim));
-  st.xb2 = arena.take<float>(batch * c.dim);
-  st.hb = arena.take<float>(batch * c.ffn_dim);
-  st.hb2 = arena.take<float>(batch * c.ffn_dim);
+  st.normed = arena.take<float>(batch * (q_dim > c.dim ? q_dim : c.dim));
+  st.block_out = arena.take<float>(batch * c.dim);
+  st.gate = arena.take<float>(batch * c.ffn_dim);
+  st.up = arena.take<float>(batch * c.ffn_dim);
   st.q = arena.take<float>(batch * q_dim);
   st.k = arena.take<float>(batch * kv_dim);
   st.v = arena.take<float>(batch * kv_dim);
   st.att = arena.take<float>(host_forward ? c.n_heads * context : 0);
   st.logits = arena.take<float>(c.vocab_size);
-  st.rope_cos = arena.take<float>(batch * half_head);
-  st.rope_sin = arena.take<float>(batch * half_head);
-  st.rope_inv_freq = arena.take<double>(half_head);
+  const auto take_rope_table = [&] { return RopeTable{arena.take<float>(batch * half_head), arena.take<float>(batch * half_head), arena.take<double>(half_head)}; };
+  st.rope = take_rope_table();
+  st.rope_local = (c.flags & format::kFlagSlidingWindow) != 0 ? take_rope_table() : st.rope;
   if (host_forward && c.position_kind == format::PositionKind::sinusoidal) {
     st.sinusoids = arena.take<float>(context * c.dim);
   }
@@ -146,6 +148,15 @@ Matrix row_range(const Matrix &m, uint32_t first, uint32_t rows) {
   return Matrix{static_cast<const uint8_t *>(m.data) + first * m.row_bytes, m.type, rows, m.cols, m.row_bytes};
 }
 
+// theta^(-2i / head_dim) for each pair i, divided by its factor where the model has RoPE factors.
+// In double: angles up to context * 1 rad must keep float precision after cos/sin.
+void rope_frequencies(double *inv_freq, float theta, const float *factors, uint32_t head_dim) {
+  for (uint32_t i = 0; i < head_dim / 2; ++i) {
+    inv_freq[i] = std::pow(static_cast<double>(theta), -2.0 * i / head_dim);
+    if (factors != nullptr) inv_freq[i] /= static_cast<double>(factors[i]);
+  }
+}
+
 // A vector (f32), or null when the file has no tensor of this role.
 const float *bind_vector(const format::ModelView &view, Role role, uint32_t layer) {
   const format::TensorEntry *t = format::find_tensor(view, role, layer);
@@ -181,32 +192,43 @@ void bind_session(Session &s, const Model &model, const mote_session_options &op
       lw.wk = row_range(qkv, q_dim, kv_dim);
       lw.wv = row_range(qkv, q_dim + kv_dim, kv_dim);
       const float *bias = bind_vector(view, Role::attn_qkv_bias, l);
-      lw.bq = bias;
-      lw.bk = bias == nullptr ? nullptr : bias + q_dim;
-      lw.bv = bias == nullptr ? nullptr : bias + q_dim + kv_dim;
+      lw.q_bias = bias;
+      lw.k_bias = bias == nullptr ? nullptr : bias + q_dim;
+      lw.v_bias = bias == nullptr ? nullptr : bias + q_dim + kv_dim;
     } else {
       lw.wq = bind_matrix(view, Role::attn_q, l);
       lw.wk = bind_matrix(view, Role::attn_k, l);
       lw.wv = bind_matrix(view, Role::attn_v, l);
-      lw.bq = bind_vector(view, Role::attn_q_bias, l);
-      lw.bk = bind_vector(view, Role::attn_k_bias, l);
-      lw.bv = bind_vector(view, Role::attn_v_bias, l);
+      lw.q_bias = bind_vector(view, Role::attn_q_bias, l);
+      lw.k_bias = bind_vector(view, Role::attn_k_bias, l);
+      lw.v_bias = bind_vector(view, Role::attn_v_bias, l);
     }
     lw.wo = bind_matrix(view, Role::attn_output, l);
-    lw.bo = bind_vector(view, Role::attn_output_bias, l);
+    lw.o_bias = bind_vector(view, Role::attn_output_bias, l);
+    lw.q_norm = bind_vector(view, Role::attn_q_norm, l);
+    lw.k_norm = bind_vector(view, Role::attn_k_norm, l);
+    lw.post_attn_norm = Norm{bind_vector(view, Role::post_attn_norm, l), nullptr};
     lw.ffn_norm = bind_norm(view, Role::ffn_norm, Role::ffn_norm_bias, l);
-    lw.w1 = bind_matrix(view, Role::ffn_gate, l);
-    lw.w2 = bind_matrix(view, Role::ffn_down, l);
-    lw.w3 = bind_matrix(view, Role::ffn_up, l);
-    lw.b1 = bind_vector(view, Role::ffn_gate_bias, l);
-    lw.b2 = bind_vector(view, Role::ffn_down_bias, l);
-    lw.b3 = bind_vector(view, Role::ffn_up_bias, l);
+    if (s.spec.fused_gate_up) {
+      const Matrix gate_up = bind_matrix(view, Role::ffn_gate_up, l);
+      lw.ffn_gate = row_range(gate_up, 0, c.ffn_dim);
+      lw.ffn_up = row_range(gate_up, c.ffn_dim, c.ffn_dim);
+    } else {
+      lw.ffn_gate = bind_matrix(view, Role::ffn_gate, l);
+      lw.ffn_up = bind_matrix(view, Role::ffn_up, l);
+    }
+    lw.ffn_down = bind_matrix(view, Role::ffn_down, l);
+    lw.gate_bias = bind_vector(view, Role::ffn_gate_bias, l);
+    lw.down_bias = bind_vector(view, Role::ffn_down_bias, l);
+    lw.up_bias = bind_vector(view, Role::ffn_up_bias, l);
+    lw.post_ffn_norm = Norm{bind_vector(view, Role::post_ffn_norm, l), nullptr};
   }
   w.output_norm = bind_norm(view, Role::output_norm, Role::output_norm_bias, format::kNoLayer);
   w.classifier = s.spec.tied_embeddings ? w.token_embedding : bind_matrix(view, Role::output, format::kNoLayer);
-  // Frequencies in double: angles up to context * 1 rad must keep float precision after cos/sin.
-  for (uint32_t i = 0; i < c.head_dim / 2; ++i) {
-    s.state.rope_inv_freq[i] = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim);
+  const float *factors = bind_vector(view, Role::rope_freqs, format::kNoLayer);
+  rope_frequencies(s.state.rope.inv_freq, c.rope_theta, factors, c.head_dim);
+  if (s.state.rope_local.inv_freq != s.state.rope.inv_freq) {
+    rope_frequencies(s.state.rope_local.inv_freq, s.spec.rope_theta_local, factors, c.head_dim);
   }
   if (s.state.sinusoids != nullptr) sinusoidal_positions(s.state.sinusoids, s.context_length, c.dim);
   rng_seed(s.rng, 0);
