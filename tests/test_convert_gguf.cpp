@@ -346,8 +346,8 @@ TEST_CASE("gguf: llama files that do not fit the architecture") {
   }
   {
     Gguf g = valid;
-    g.set_string("general.architecture", "qwen2");
-    expect_gguf_error(g, "GGUF architecture 'qwen2' is not supported (only llama and gpt2)");
+    g.set_string("general.architecture", "mamba");
+    expect_gguf_error(g, "GGUF architecture 'mamba' is not supported (mote knows llama, gpt2, qwen2, qwen3, gemma3, phi3)");
     g = valid;
     g.set_string("llama.block_count", "one");
     expect_gguf_error(g, "'llama.block_count' has type string, expected an integer");
@@ -365,7 +365,7 @@ TEST_CASE("gguf: llama files that do not fit the architecture") {
     expect_gguf_error(g, "llama.attention.head_count 4 is not a multiple of head_count_kv 3");
     g = valid;
     g.set_u32("llama.rope.dimension_count", 8);
-    expect_gguf_error(g, "llama.rope.dimension_count 8 differs from the head dimension 16");
+    expect_gguf_error(g, "llama.rope.dimension_count 8 must be the (even) head dimension 16");
     g = valid;
     g.set_f32("llama.attention.layer_norm_rms_epsilon", 0.0f);
     expect_gguf_error(g, "layer_norm_rms_epsilon");
@@ -389,8 +389,8 @@ TEST_CASE("gguf: llama files that do not fit the architecture") {
     g.tensors[9].name = "blk.0.ffn_upp.weight";
     expect_gguf_error(g, "GGUF tensor 'blk.0.ffn_upp.weight' is not part of the llama architecture");
     g = valid;
-    g.tensors[9].name = "rope_freqs.weight";
-    expect_gguf_error(g, "'rope_freqs.weight' is not part of the llama architecture");
+    g.tensors[9].name = "rope_factors_long.weight";  // Phi-3 128k's LongRoPE: not supported
+    expect_gguf_error(g, "'rope_factors_long.weight' is not part of the llama architecture");
     g = valid;
     g.tensors[9].name = "blk.1.ffn_up.weight";
     expect_gguf_error(g, "'blk.1.ffn_up.weight' is for layer 1 but llama.block_count is 1");

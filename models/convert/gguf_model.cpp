@@ -1,11 +1,12 @@
-// The mapping of a parsed GGUF file's `llama` and `gpt2` architectures onto a .mote model:
-// hyperparameters, tokenizer and tensors (gguf.hpp lists the decisions).
+// The mapping of a parsed GGUF file onto a .mote model: the architecture's row (families.hpp)
+// and its hyperparameters, the tokenizer and the tensors (gguf.hpp lists the decisions).
 #include <cmath>
 #include <cstring>
 
 #include "byte_level_vocab.hpp"
 #include "dequant.hpp"
 #include "gguf.hpp"
+#include "families.hpp"
 #include "gguf_meta.hpp"
 #include "message_text.hpp"
 #include "text/tokenizer.hpp"
@@ -16,53 +17,21 @@ namespace {
 
 using format::Role;
 
-// The tensors of the llama and gpt2 architectures, by their GGUF names (stem, then ".weight" or
-// ".bias"); which of them a file must hold is the block spec's business (format::role_needed).
-struct RoleName {
-  const char *name;
-  Role role;
-  bool per_layer;
-  bool bias;  // ".bias" rather than ".weight"
-};
-const RoleName kRoleNames[] = {
-    {"token_embd", Role::token_embedding, false, false},
-    {"position_embd", Role::pos_embd, false, false},
-    {"output_norm", Role::output_norm, false, false},
-    {"output_norm", Role::output_norm_bias, false, true},
-    {"output", Role::output, false, false},
-    {"attn_norm", Role::attn_norm, true, false},
-    {"attn_norm", Role::attn_norm_bias, true, true},
-    {"attn_q", Role::attn_q, true, false},
-    {"attn_k", Role::attn_k, true, false},
-    {"attn_v", Role::attn_v, true, false},
-    {"attn_qkv", Role::attn_qkv, true, false},
-    {"attn_qkv", Role::attn_qkv_bias, true, true},
-    {"attn_output", Role::attn_output, true, false},
-    {"attn_output", Role::attn_output_bias, true, true},
-    {"ffn_norm", Role::ffn_norm, true, false},
-    {"ffn_norm", Role::ffn_norm_bias, true, true},
-    {"ffn_gate", Role::ffn_gate, true, false},
-    {"ffn_down", Role::ffn_down, true, false},
-    {"ffn_down", Role::ffn_down_bias, true, true},
-    {"ffn_up", Role::ffn_up, true, false},
-    {"ffn_up", Role::ffn_up_bias, true, true},
-};
-
 }  // namespace
 
 std::string gguf_tensor_name(Role role, uint32_t layer) {
-  for (const RoleName &r : kRoleNames) {
-    if (r.role == role)
-      return (r.per_layer ? "blk." + num(layer) + "." : std::string()) + r.name + (r.bias ? ".bias" : ".weight");
-  }
-  return "?";
+  const format::RoleInfo *info = format::role_info(static_cast<uint32_t>(role));
+  if (info == nullptr) return "?";
+  // Phi-3's GGUF keeps the fused gate/up matrix under ffn_up's name.
+  const char *stem = role == Role::ffn_gate_up ? "ffn_up" : info->stem;
+  return (info->per_layer ? "blk." + num(layer) + "." : std::string()) + stem + (info->bias ? ".bias" : ".weight");
 }
 
 namespace {
 
-// Parses "token_embd.weight" / "blk.12.attn_q.weight" / "blk.0.attn_qkv.bias"; false for any
-// other name.
-bool parse_tensor_name(const std::string &name, Role *role, uint32_t *layer) {
+// Parses "token_embd.weight" / "blk.12.attn_q.weight" / "blk.0.attn_qkv.bias" into the role the
+// spec gives that name (ffn_up is Phi-3's fused gate/up); false for any other name.
+bool parse_tensor_name(const std::string &name, const format::BlockSpec &spec, Role *role, uint32_t *layer) {
   const std::string weight = ".weight", bias = ".bias";
   auto ends_with = [&](const std::string &suffix) {
     return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -86,13 +55,17 @@ bool parse_tensor_name(const std::string &name, Role *role, uint32_t *layer) {
     stem = stem.substr(at + 1);
     per_layer = true;
   }
-  for (const RoleName &r : kRoleNames) {
-    if (r.per_layer == per_layer && r.bias == is_bias && stem == r.name) {
-      *role = r.role;
-      return true;
-    }
+  bool found = false;
+  for (uint32_t r = 1; r < format::kRoleCount; ++r) {
+    const Role candidate = static_cast<Role>(r);
+    if (gguf_tensor_name(candidate, per_layer ? 0 : format::kNoLayer) !=
+        (per_layer ? "blk.0." : "") + stem + (is_bias ? bias : weight))
+      continue;
+    // Of two roles with one name, the one the spec needs.
+    if (!found || format::role_needed(spec, candidate)) *role = candidate;
+    found = true;
   }
-  return false;
+  return found;
 }
 
 }  // namespace
@@ -100,112 +73,76 @@ bool parse_tensor_name(const std::string &name, Role *role, uint32_t *layer) {
 bool import_tensors(const GgufFile &file, const GgufOptions &options, const std::string &arch, ModelData *out,
                     std::string *error);
 
-// GPT-2 (llama.cpp's convert_hf_to_gguf layout: Linear-shaped matrices, fused attn_qkv, biases,
-// LayerNorm with bias, learned positions, GELU with the tanh approximation).
-bool gguf_gpt2_to_model(const GgufFile &file, const GgufOptions &options, ModelData *out, std::string *error) {
-  Meta meta{file, error};
-  int64_t layers = 0, dim = 0, ffn = 0, heads = 1, context = 0;
-  double eps = 0;
-  if (!meta.integer("gpt2.block_count", true, 0, 1, 1024, &layers) ||
-      !meta.integer("gpt2.embedding_length", true, 0, 1, 65536, &dim) ||
-      !meta.integer("gpt2.feed_forward_length", true, 0, 1, 1 << 18, &ffn) ||
-      !meta.integer("gpt2.attention.head_count", true, 0, 1, 1024, &heads) ||
-      !meta.integer("gpt2.context_length", true, 0, 1, 1 << 20, &context) ||
-      !meta.real("gpt2.attention.layer_norm_epsilon", 1e-5, false, &eps))
-    return false;
-  const GgufValue *tokens = file.find("tokenizer.ggml.tokens");
-  if (tokens == nullptr || tokens->type != GgufType::array || tokens->array_count < 1 ||
-      tokens->array_count > (1u << 24)) {
-    *error = "GGUF has no tokenizer (no tokenizer.ggml.tokens): mote needs one in the model file";
-    return false;
-  }
-  if (dim % heads != 0) {
-    *error = "GGUF gpt2.embedding_length " + num(dim) + " is not divisible by gpt2.attention.head_count " + num(heads);
-    return false;
-  }
-  if (!(eps > 0 && eps < 1)) {
-    *error = "GGUF gpt2.attention.layer_norm_epsilon " + real_text(eps) + " must be in (0, 1)";
-    return false;
-  }
-  ModelData &m = *out;
-  m = ModelData{};
-  format::ModelConfig &c = m.config;
-  const int64_t vocab = static_cast<int64_t>(tokens->array_count);
-  c = gpt2_config({dim, layers, heads, heads, dim / heads, ffn, vocab, context}, eps);
-  if (!map_tokenizer(file, meta, c.vocab_size, &m, error)) return false;
-  return import_tensors(file, options, "gpt2", &m, error);
-}
+namespace {
 
-bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *out, std::string *error) {
-  if (options.dtype && !check_matrix_dtype(*options.dtype, error)) return false;
-  Meta meta{file, error};
-  std::string arch;
-  if (!meta.string("general.architecture", true, &arch)) return false;
-  if (arch == "gpt2") return gguf_gpt2_to_model(file, options, out, error);
-  if (arch != "llama") {
-    *error = "GGUF architecture '" + printable(arch) + "' is not supported (only llama and gpt2)";
+// The hyperparameters under the family's key prefix ("qwen2.block_count"), checked, as a config.
+bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format::ModelConfig *out,
+                 std::string *error) {
+  const std::string p = std::string(row.gguf_arch) + ".";
+  int64_t layers, dim, ffn, heads, kv_heads, context, window;
+  double theta = 0, eps;
+  const bool rotary = row.positions == format::PositionKind::rope;
+  if (!meta.integer(p + "block_count", true, 0, 1, 1024, &layers) ||
+      !meta.integer(p + "embedding_length", true, 0, 1, 65536, &dim) ||
+      !meta.integer(p + "feed_forward_length", true, 0, 1, 1 << 18, &ffn) ||
+      !meta.integer(p + "attention.head_count", true, 0, 1, 1024, &heads) ||
+      !meta.integer(p + "attention.head_count_kv", false, heads, 1, 1024, &kv_heads) ||
+      !meta.integer(p + "context_length", true, 0, 1, 1 << 30, &context) ||
+      !meta.integer(p + "attention.sliding_window", false, 0, 0, 1 << 30, &window) ||
+      !meta.real(p + row.eps_key, 1e-5, false, &eps) || (rotary && !meta.real(p + "rope.freq_base", 10000.0, false, &theta)))
     return false;
-  }
-  int64_t layers, dim, ffn, heads, kv_heads, context, rope_dims, key_length;
-  double theta, eps;
-  if (!meta.integer("llama.block_count", true, 0, 1, 1024, &layers) ||
-      !meta.integer("llama.embedding_length", true, 0, 1, 65536, &dim) ||
-      !meta.integer("llama.feed_forward_length", true, 0, 1, 1 << 18, &ffn) ||
-      !meta.integer("llama.attention.head_count", true, 0, 1, 1024, &heads) ||
-      !meta.integer("llama.attention.head_count_kv", false, heads, 1, 1024, &kv_heads) ||
-      !meta.integer("llama.context_length", true, 0, 1, 1 << 20, &context) ||
-      !meta.real("llama.rope.freq_base", 10000.0, false, &theta) ||
-      !meta.real("llama.attention.layer_norm_rms_epsilon", 1e-5, false, &eps))
-    return false;
-  if (dim % heads != 0) {
-    *error =
-        "GGUF llama.embedding_length " + num(dim) + " is not divisible by llama.attention.head_count " + num(heads);
-    return false;
-  }
   if (heads % kv_heads != 0) {
-    *error = "GGUF llama.attention.head_count " + num(heads) + " is not a multiple of head_count_kv " + num(kv_heads);
+    *error = "GGUF " + p + "attention.head_count " + num(heads) + " is not a multiple of head_count_kv " + num(kv_heads);
     return false;
   }
-  const int64_t head_dim = dim / heads;
-  if (head_dim % 2 != 0 || head_dim > 4096) {
-    *error = "GGUF head dimension " + num(head_dim) + " (embedding_length / head_count) must be even and at most 4096";
+  // The head size is its own key where it differs from embedding_length / head_count (Gemma 3, Qwen3).
+  int64_t head_dim = dim % heads == 0 ? dim / heads : 0, value_length, rope_dims;
+  if (head_dim == 0 && file.find(p + "attention.key_length") == nullptr) {
+    *error = "GGUF " + p + "embedding_length " + num(dim) + " is not divisible by " + p + "attention.head_count " +
+             num(heads) + " and there is no " + p + "attention.key_length";
     return false;
   }
-  if (!meta.integer("llama.rope.dimension_count", false, head_dim, 0, INT64_MAX, &rope_dims) ||
-      !meta.integer("llama.attention.key_length", false, head_dim, 0, INT64_MAX, &key_length))
+  if (!meta.integer(p + "attention.key_length", false, head_dim, 1, 4096, &head_dim) ||
+      !meta.integer(p + "attention.value_length", false, head_dim, 1, 4096, &value_length) ||
+      !meta.integer(p + "rope.dimension_count", false, head_dim, 0, INT64_MAX, &rope_dims))
     return false;
-  if (rope_dims != head_dim) {
-    *error = "GGUF llama.rope.dimension_count " + num(rope_dims) + " differs from the head dimension " + num(head_dim) +
-             " (partial rotary embeddings are not supported)";
-    return false;
-  }
-  if (key_length != head_dim) {
-    *error = "GGUF llama.attention.key_length " + num(key_length) + " differs from embedding_length / head_count (" +
-             num(head_dim) + ")";
+  if (value_length != head_dim) {
+    *error = "GGUF " + p + "attention.value_length " + num(value_length) + " differs from key_length " + num(head_dim);
     return false;
   }
-  if (!std::isfinite(theta) || theta <= 1 || theta > 3.0e38) {
-    *error = "GGUF llama.rope.freq_base " + real_text(theta) + " must be finite and > 1";
+  if (rotary && (head_dim % 2 != 0 || rope_dims != head_dim)) {
+    *error = "GGUF " + p + "rope.dimension_count " + num(rope_dims) + " must be the (even) head dimension " +
+             num(head_dim) + " (partial rotary embeddings are not supported)";
+    return false;
+  }
+  if (rotary && (!std::isfinite(theta) || theta <= 1 || theta > 3.0e38)) {
+    *error = "GGUF " + p + "rope.freq_base " + real_text(theta) + " must be finite and > 1";
     return false;
   }
   if (!(eps > 0 && eps < 1)) {
-    *error = "GGUF llama.attention.layer_norm_rms_epsilon " + real_text(eps) + " must be in (0, 1)";
+    *error = "GGUF " + p + row.eps_key + " " + real_text(eps) + " must be in (0, 1)";
     return false;
   }
-  if (file.find("llama.rope.scaling.type") != nullptr) {
+  if (file.find(p + "rope.scaling.type") != nullptr) {
     std::string scaling;
-    if (!meta.string("llama.rope.scaling.type", false, &scaling)) return false;
+    if (!meta.string(p + "rope.scaling.type", false, &scaling)) return false;
     if (scaling != "none") {
-      *error = "GGUF llama.rope.scaling.type '" + printable(scaling) + "' is not supported";
+      *error = "GGUF " + p + "rope.scaling.type '" + printable(scaling) + "' is not supported";
       return false;
     }
   }
-  // The vocabulary: llama.vocab_size when present, else the token count; both must agree.
-  int64_t vocab = -1;
+  for (const char *key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+    if (file.find(p + key) != nullptr) {
+      *error = "GGUF " + p + key + " is set: logit soft-capping (Gemma 2) is not supported";
+      return false;
+    }
+  }
+  // The vocabulary: <arch>.vocab_size when present, else the token count; both must agree.
   const GgufValue *tokens = file.find("tokenizer.ggml.tokens");
   const int64_t token_count =
       tokens != nullptr && tokens->type == GgufType::array ? static_cast<int64_t>(tokens->array_count) : -1;
-  if (!meta.integer("llama.vocab_size", false, token_count, 0, 1 << 24, &vocab)) return false;
+  int64_t vocab = -1;
+  if (!meta.integer(p + "vocab_size", false, token_count, 0, 1 << 24, &vocab)) return false;
   if (vocab < 0) {
     *error = "GGUF has no tokenizer (no tokenizer.ggml.tokens): mote needs one in the model file";
     return false;
@@ -214,16 +151,29 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
     *error = "GGUF vocabulary size " + std::to_string(vocab) + " is outside [1, 2^24]";
     return false;
   }
+  if (context > (1 << 20)) context = 1 << 20;  // the format's cap
+  *out = family_config(row, {dim, layers, heads, kv_heads, head_dim, ffn, vocab, context}, eps, theta,
+                       static_cast<uint32_t>(window));
+  if (row.family == format::Family::gpt2) out->n_kv_heads = out->n_heads;  // GPT-2 has no grouped heads
+  return true;
+}
 
+}  // namespace
+
+bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *out, std::string *error) {
+  if (options.dtype && !check_matrix_dtype(*options.dtype, error)) return false;
+  Meta meta{file, error};
+  std::string arch;
+  if (!meta.string("general.architecture", true, &arch)) return false;
+  const FamilyRow *row = family_by_gguf_arch(arch);
+  if (row == nullptr) {
+    *error = "GGUF architecture '" + printable(arch) + "' is not supported (mote knows " + known_gguf_archs() + ")";
+    return false;
+  }
   ModelData &m = *out;
   m = ModelData{};
-  format::ModelConfig &c = m.config;
-  c = llama_config({dim, layers, heads, kv_heads, head_dim, ffn, vocab, context});
-  c.norm_eps = static_cast<float>(eps);
-  c.rope_theta = static_cast<float>(theta);
-  c.rope_layout = format::RopeLayout::interleaved;
-
-  if (!map_tokenizer(file, meta, c.vocab_size, &m, error)) return false;
+  if (!read_config(file, meta, *row, &m.config, error)) return false;
+  if (!map_tokenizer(file, meta, m.config.vocab_size, &m, error)) return false;
   return import_tensors(file, options, arch, &m, error);
 }
 
@@ -239,11 +189,12 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
   auto slot_of = [&](Role role, uint32_t layer) -> size_t & {
     return slot[(layer == format::kNoLayer ? L : layer) * format::kRoleCount + static_cast<uint32_t>(role)];
   };
+  const format::BlockSpec family_spec = format::block_spec(c);
   for (size_t i = 0; i < file.tensors.size(); ++i) {
     const GgufTensorInfo &t = file.tensors[i];
     Role role = Role::token_embedding;
     uint32_t layer = format::kNoLayer;
-    if (!parse_tensor_name(t.name, &role, &layer)) {
+    if (!parse_tensor_name(t.name, family_spec, &role, &layer)) {
       *error = "GGUF tensor '" + printable(t.name) + "' is not part of the " + arch + " architecture as mote knows it";
       return false;
     }
@@ -259,8 +210,11 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
     }
     s = i;
   }
+  // Per file: tied when there is no classifier; Llama 3's scaled RoPE stores its factors.
   const bool tied = slot_of(Role::output, format::kNoLayer) == SIZE_MAX;
   c.flags |= tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
+  const bool factors = slot_of(Role::rope_freqs, format::kNoLayer) != SIZE_MAX;
+  c.flags |= factors && c.position_kind == format::PositionKind::rope ? static_cast<uint32_t>(format::kFlagRopeFactors) : 0u;
   const format::BlockSpec spec = format::block_spec(c);
   for (uint32_t role = 1; role < format::kRoleCount; ++role) {
     for (uint32_t layer = 0; layer <= L; ++layer) {

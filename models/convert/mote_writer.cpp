@@ -97,13 +97,8 @@ std::vector<uint8_t> serialize_tokenizer(const TokenizerData &tok) {
 
 std::vector<TensorSlot> tensor_slots(const format::ModelConfig &c) {
   using format::Role;
-  // File order: global inputs, each layer's tensors in the order the pass uses them, the head.
-  static const Role kFirst[] = {Role::token_embedding, Role::pos_embd};
-  static const Role kLayer[] = {Role::attn_norm,     Role::attn_norm_bias, Role::attn_q,        Role::attn_q_bias,
-                                Role::attn_k,        Role::attn_k_bias,    Role::attn_v,        Role::attn_v_bias,
-                                Role::attn_qkv,      Role::attn_qkv_bias,  Role::attn_output,   Role::attn_output_bias,
-                                Role::ffn_norm,      Role::ffn_norm_bias,  Role::ffn_gate,      Role::ffn_gate_bias,
-                                Role::ffn_down,      Role::ffn_down_bias,  Role::ffn_up,        Role::ffn_up_bias};
+  // File order: the global inputs, each layer's tensors in role order, the head.
+  static const Role kFirst[] = {Role::token_embedding, Role::pos_embd, Role::rope_freqs};
   static const Role kLast[] = {Role::output_norm, Role::output_norm_bias, Role::output};
   const format::BlockSpec spec = format::block_spec(c);
   std::vector<TensorSlot> slots;
@@ -115,7 +110,9 @@ std::vector<TensorSlot> tensor_slots(const format::ModelConfig &c) {
   };
   for (Role role : kFirst) add(role, format::kNoLayer);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
-    for (Role role : kLayer) add(role, l);
+    for (uint32_t role = 1; role < format::kRoleCount; ++role) {
+      if (format::role_info(role)->per_layer) add(static_cast<Role>(role), l);
+    }
   }
   for (Role role : kLast) add(role, format::kNoLayer);
   return slots;
