@@ -1,5 +1,6 @@
 // Import of GGUF files (versions 2 and 3): a container parser that treats the file as hostile
-// input, and the mapping of the `llama` and `gpt2` architectures onto a .mote model.
+// input, and the mapping of the architectures families.cpp lists (llama, gpt2, qwen2, qwen3,
+// gemma3, phi3) onto a .mote model.
 //
 // Decisions (the next engineer should know):
 // - By default every matrix is kept as stored: F32, F16, Q8_0, Q4_0 and Q4_1 tensors keep their
@@ -14,10 +15,18 @@
 // - Quantized matrices whose rows are a multiple of 8 are stored row-interleaved (q8_0x8, q4_0x8,
 //   q4_1x8: the same bytes reordered) unless options.layout is BlockLayout::gguf, which keeps
 //   GGUF's block order byte for byte.
-// - A tensor name the llama mapping does not know (e.g. `rope_freqs.weight`, which changes the
-//   positions) is an error, not silently dropped: an ignored tensor could change the model.
-// - GGUF's llama Q/K weights are already permuted for interleaved RoPE: rope_layout = interleaved.
-// - max_seq_len is llama.context_length, capped at the format's 2^20.
+// - A tensor name the family does not know (e.g. Phi-3 128k's `rope_factors_long.weight`) is an
+//   error, not silently dropped: an ignored tensor could change the model. `rope_freqs.weight`
+//   (Llama 3's scaled RoPE) turns on RoPE factors.
+// - GGUF's llama Q/K weights are already permuted for interleaved RoPE: rope_layout = interleaved;
+//   every other family rotates split halves (NeoX) with unpermuted weights.
+// - Hyperparameters are read under the architecture's prefix ("qwen2.block_count"); the head size
+//   is attention.key_length where it differs from embedding_length / head_count (Gemma 3, Qwen3).
+// - Gemma 3: llama.cpp fixes 5 windowed layers : 1 global and the windowed RoPE base 10000 rather
+//   than storing them, so the family row does too; the window is attention.sliding_window. A
+//   window as wide as the context is no window. Soft-capping keys (Gemma 2) are refused.
+// - Phi-3 keeps its fused gate/up in `ffn_up` (2 × ffn rows): imported as the ffn_gate_up role.
+// - max_seq_len is <arch>.context_length, capped at the format's 2^20.
 // - gpt2 (llama.cpp's convert_hf_to_gguf layout): Linear-shaped matrices (no transposing), the
 //   fused attn_qkv, `.bias` tensors, LayerNorm with bias, position_embd, GELU with the tanh
 //   approximation; tied when there is no output.weight. A tensor the block spec has no use for

@@ -496,6 +496,19 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
                   name);
     }
   }
+  // RoPE factors divide frequencies: a zero, negative or non-finite one would rotate by NaN.
+  // (A handful of floats, so checked at load, unlike the weights.)
+  if (const TensorEntry *factors = find_tensor(*view, Role::rope_freqs, kNoLayer)) {
+    for (uint32_t i = 0; i < factors->shape[0]; ++i) {
+      float f;
+      std::memcpy(&f, bytes + factors->offset + 4ull * i, sizeof f);
+      if (!(std::isfinite(f) && f > 0.0f)) {
+        char number[40];
+        return fail(err, MOTE_ERR_BAD_MODEL, "tensor 'rope_freqs' holds %s at index %u (factors must be finite and positive)",
+                    float_text(f, number, sizeof number), static_cast<unsigned>(i));
+      }
+    }
+  }
   return check_tokenizer(view, h.tokenizer_offset, h.tokenizer_size, err);
 }
 
