@@ -245,7 +245,7 @@ def split_fused(spec, layer):
         nq, nkv = spec["heads"] * spec["head_dim"], spec["kv_heads"] * spec["head_dim"]
         qkv = layer.pop("wqkv")
         layer["wq"], layer["wk"], layer["wv"] = qkv[:nq], qkv[nq:nq + nkv], qkv[nq + nkv:]
-    if "gate" not in layer and layer["up"].shape[0] == 2 * spec["ff"]:  # GGUF's fused ffn_up
+    if "gate" not in layer and "up" in layer and layer["up"].shape[0] == 2 * spec["ff"]:  # GGUF's fused ffn_up
         layer["gate_up"] = layer.pop("up")
     if "gate_up" in layer:
         gate_up = layer.pop("gate_up")
@@ -392,6 +392,33 @@ def load_hf(folder):
             globals_[{"model.embed_tokens.weight": "tok_embd", "model.norm.weight": "output_norm",
                       "lm_head.weight": "output"}[name]] = t
     return spec, assemble(spec, globals_, per_layer)
+
+
+def load_llama2c(path):
+    """(spec, weights) of a llama2.c float checkpoint (gen_goldens.py's tiny models), adjacent RoPE."""
+    raw = open(path, "rb").read()
+    dim, hidden, layers, heads, kv_heads, vocab_field, seq_len = struct.unpack_from("<7i", raw)
+    vocab, hd = abs(vocab_field), dim // heads
+    data, at = np.frombuffer(raw, dtype="<f4", offset=28).astype(np.float64), 0
+
+    def take(*shape):
+        nonlocal at
+        n = int(np.prod(shape))
+        at += n
+        return data[at - n:at].reshape(shape)
+
+    emb, attn_norm = take(vocab, dim), take(layers, dim)
+    wq, wk, wv, wo = take(layers, dim, dim), take(layers, kv_heads * hd, dim), take(layers, kv_heads * hd, dim), take(layers, dim, dim)
+    ffn_norm, gate, down, up = take(layers, dim), take(layers, hidden, dim), take(layers, dim, hidden), take(layers, hidden, dim)
+    output_norm = take(dim)
+    take(seq_len, hd // 2), take(seq_len, hd // 2)
+    output = emb if vocab_field > 0 else take(vocab, dim)
+    spec = make_spec("llama", dim=dim, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=hd, ff=hidden,
+                        vocab=vocab, eps=1e-5, rope_base=10000.0, rope_style="adjacent")
+    names = ("attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "gate", "down", "up")
+    arrays = (attn_norm, wq, wk, wv, wo, ffn_norm, gate, down, up)
+    layer_list = [{n: a[l] for n, a in zip(names, arrays)} for l in range(layers)]
+    return spec, dict(tok_embd=emb, output=output, output_norm=output_norm, layers=layer_list)
 
 
 def load(path):
