@@ -231,6 +231,17 @@ def without(spec, weights, feature):
         spec["rope_factors"] = None
     elif feature == "embed_scale":
         spec["embed_scale"] = False
+    elif feature == "attn_scale":  # llama.cpp's Gemma 3 27B choice: 1/sqrt(dim/heads), not 1/sqrt(head_dim)
+        spec["attn_scale"] = 1.0 / math.sqrt(spec["dim"] / spec["heads"])
+    elif feature == "act":
+        spec["act"] = "silu" if spec["act"] == "gelu_tanh" else "gelu_tanh"
+    elif feature == "norm_plus_one":  # Gemma's +1 applied twice (a GGUF norm already holds it)
+        for l in layers:
+            for name in [n for n in l if n.endswith("norm")]:
+                l[name] = l[name] + 1.0
+    elif feature == "gate_up_order":  # phi3's fused ffn_up read as [up; gate]
+        for l in layers:
+            l["gate"], l["up"] = l["up"], l["gate"]
     else:
         raise ValueError(feature)
     return spec, dict(weights, layers=layers)

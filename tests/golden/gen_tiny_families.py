@@ -53,9 +53,10 @@ MODELS = [
                             rope_base=10000.0), False, ["qk_norm", "rope_style"]),
     ("gemma3", "gemma3", dict(dim=32, layers=6, heads=2, kv_heads=1, head_dim=24, ff=48, eps=1e-6,
                               rope_base=1000000.0, window=8),
-     True, ["window", "local_rope_base", "post_norms", "embed_scale", "qk_norm", "rope_style"]),
+     True, ["window", "local_rope_base", "post_norms", "embed_scale", "qk_norm", "rope_style", "attn_scale", "act",
+      "norm_plus_one"]),
     ("phi3", "phi3", dict(dim=32, layers=2, heads=4, kv_heads=4, head_dim=8, ff=64, eps=1e-5,
-                          rope_base=10000.0, window=12), False, ["window", "rope_style"]),
+                          rope_base=10000.0, window=12), False, ["window", "rope_style", "gate_up_order"]),
 ]
 
 # ---------------------------------------------------------------------------------------------
