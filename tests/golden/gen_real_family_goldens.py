@@ -5,18 +5,22 @@ dequantized to float64 by the gguf package, for tests/test_families_real.cpp.
 
 Prompt ids come from the llama.cpp peer's tokenizer (tests/golden/peer_second_opinion.c, built
 against the peer's libllama: see PEER below); the peer's greedy continuation and per-position
-argmax of the same ids are recorded as a second opinion, not as the oracle. Format, one record a
-line, ids comma-separated:
+argmax of the same ids are recorded as a second opinion, not as the oracle: once on the file as
+stored (its quantized kernels round activations to 8 bits, so near-ties may go another way) and
+once on an F32 copy (llama-quantize --allow-requantize ... F32: the same dequantized weights as
+the oracle's, so it should agree everywhere). Format, one record a line, ids comma-separated:
 
   model name=N file=F sha256=S vocab=V
   prompt model=N name=P ids=...          the prompt's ids (Gemma: BOS 2 first; Qwen: ChatML where named chat)
   greedy model=N name=P ids=...          the oracle's 16 greedy ids after the prompt
   peer model=N name=P ids=... agree=0|1  the peer's 16 greedy ids, and whether they equal the oracle's
+  peer_f32 model=N name=P ids=... agree=0|1   the same on the F32 copy
   text model=N ids=...                   the 64-token text
   top model=N pos=I range=R ids=... logits=...
                                          after text ids[0..I]: the oracle's 16 largest logits
                                          (descending) and the logit range max-min at that position
   peer_argmax model=N ids=... agree=K    the peer's argmax after each text position; K positions agree
+  peer_f32_argmax model=N ids=... agree=K     the same on the F32 copy
 
 Run with python3 (numpy, gguf 0.10) after fetching the models; one model at a time in memory
 (~4 GB of float64 for the 0.5B). Takes a few minutes.
@@ -25,6 +29,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -84,25 +89,49 @@ def ids_text(ids):
     return ",".join(map(str, ids))
 
 
-def one_model(out, name, file, digest, prompts):
+def f32_copy(path, folder):
+    """The GGUF with every tensor dequantized to F32 by the peer's llama-quantize."""
+    out = os.path.join(folder, "f32.gguf")
+    subprocess.run([os.path.join(PEER_BIN, "llama-quantize"), "--allow-requantize", path, out, "F32"],
+                   env=dict(os.environ, LD_LIBRARY_PATH=PEER_BIN), capture_output=True, check=True)
+    return out
+
+
+def peer_opinions(out, name, prompt_name, files, ids, ours):
+    """The peer's greedy ids (prompt_name set) or text argmax (None) on the file as stored and on
+    the F32 copy, recorded; returns what it said of each."""
+    said = []
+    for label, path in zip(("peer", "peer_f32"), files):
+        if prompt_name:
+            theirs = peer("greedy", path, GREEDY_STEPS, *ids)
+            out.write(f"{label} model={name} name={prompt_name} ids={ids_text(theirs)} agree={int(theirs == ours)}\n")
+            said.append("agrees" if theirs == ours else str(theirs))
+        else:
+            theirs = peer("argmax", path, *ids)
+            agree = sum(a == b for a, b in zip(theirs, ours))
+            out.write(f"{label}_argmax model={name} ids={ids_text(theirs)} agree={agree}\n")
+            said.append(f"{agree}/{len(ids)}")
+    return f"peer {said[0]}, peer on F32 {said[1]}"
+
+
+def one_model(out, name, file, digest, prompts, scratch):
     path = os.path.join(CACHE, file)
     if sha256(path) != digest:
         sys.exit(f"{path}: sha256 differs from {digest}")
+    files = (path, f32_copy(path, scratch))
     start = time.time()
     spec, weights = fr.load_gguf(path)
-    print(f"{name}: loaded in {time.time() - start:.0f} s; spec {({k: v for k, v in spec.items() if k not in ('layer_window', 'layer_rope_base', 'rope_factors')})}",
-          flush=True)
+    shown = {k: v for k, v in spec.items() if k not in ("layer_window", "layer_rope_base", "rope_factors")}
+    print(f"{name}: loaded in {time.time() - start:.0f} s; spec {shown}", flush=True)
     out.write(f"model name={name} file={file} sha256={digest} vocab={spec['vocab']}\n")
     for prompt_name, text in prompts:
         ids = peer("tokenize", path, stdin=text)
         start = time.time()
         greedy = fr.greedy(spec, weights, ids, GREEDY_STEPS)
-        theirs = peer("greedy", path, GREEDY_STEPS, *ids)
-        print(f"  {prompt_name}: {len(ids)} ids, oracle {greedy}, peer {'agrees' if theirs == greedy else theirs} "
-              f"({time.time() - start:.0f} s)", flush=True)
         out.write(f"prompt model={name} name={prompt_name} ids={ids_text(ids)}\n")
         out.write(f"greedy model={name} name={prompt_name} ids={ids_text(greedy)}\n")
-        out.write(f"peer model={name} name={prompt_name} ids={ids_text(theirs)} agree={int(theirs == greedy)}\n")
+        said = peer_opinions(out, name, prompt_name, files, ids, greedy)
+        print(f"  {prompt_name}: {len(ids)} ids, oracle {greedy} ({time.time() - start:.0f} s); {said}", flush=True)
     ids = peer("tokenize", path, stdin=TEXT)[:TEXT_TOKENS]
     out.write(f"text model={name} ids={ids_text(ids)}\n")
     runner, tops = fr.Runner(spec, weights, capacity=len(ids)), []
@@ -112,10 +141,8 @@ def one_model(out, name, file, digest, prompts):
         tops.append(int(top[0]))
         out.write(f"top model={name} pos={pos} range={np.ptp(logits):.9g} ids={ids_text(top)} "
                   f"logits={','.join(f'{logits[i]:.9g}' for i in top)}\n")
-    theirs = peer("argmax", path, *ids)
-    agree = sum(a == b for a, b in zip(theirs, tops))
-    print(f"  text: {len(ids)} positions, peer argmax agrees at {agree}", flush=True)
-    out.write(f"peer_argmax model={name} ids={ids_text(theirs)} agree={agree}\n")
+    print(f"  text: {len(ids)} positions, argmax: {peer_opinions(out, name, None, files, ids, tops)}",
+          flush=True)
 
 
 def main():
@@ -124,7 +151,8 @@ def main():
     with open(os.path.join(HERE, "real_families.txt"), "w") as out:
         out.write("# generated by gen_real_family_goldens.py; see its docstring\n")
         for name, file, digest, prompts in MODELS:
-            one_model(out, name, file, digest, prompts)
+            with tempfile.TemporaryDirectory() as scratch:
+                one_model(out, name, file, digest, prompts, scratch)
             out.flush()
 
 

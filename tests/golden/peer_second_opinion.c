@@ -10,9 +10,7 @@
 
 #include "llama.h"
 
-static void quiet(enum ggml_log_level level, const char *text, void *data) {
-  (void)level, (void)text, (void)data;
-}
+static void quiet(enum ggml_log_level level, const char *text, void *data) { (void)level, (void)text, (void)data; }
 
 static int argmax_of(const float *logits, int n) {
   int best = 0;
