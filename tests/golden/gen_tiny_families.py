@@ -32,6 +32,7 @@ import gguf
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import family_ref as fr  # noqa: E402
+from gpt2_bytes import gguf_vocabulary  # noqa: E402
 
 OUT = os.path.join(HERE, "tiny_families")
 TOKENIZER = os.path.join(HERE, "tiny_hf")
@@ -110,17 +111,12 @@ GGUF_STEMS = {v: k for k, v in fr.GGUF_LAYER_NAMES.items() if v not in ("wqkv",)
 
 
 def gguf_tokenizer(w):
-    tok = json.load(open(os.path.join(TOKENIZER, "tokenizer.json")))
-    vocab = dict(tok["model"]["vocab"])
-    for a in tok["added_tokens"]:
-        vocab[a["content"]] = a["id"]
-    by_id = {i: t for t, i in vocab.items()}
-    special = {a["id"] for a in tok["added_tokens"] if a["special"]}
+    tokens, types, merges = gguf_vocabulary(os.path.join(TOKENIZER, "tokenizer.json"), VOCAB)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("default")
-    w.add_token_list([by_id.get(i, f"[PAD{i}]") for i in range(VOCAB)])
-    w.add_token_types([3 if i in special else (1 if i in by_id else 5) for i in range(VOCAB)])
-    w.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]])
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
 
