@@ -16,9 +16,10 @@ the oracle's, so it should agree everywhere). Format, one record a line, ids com
   peer model=N name=P ids=... agree=0|1  the peer's 16 greedy ids, and whether they equal the oracle's
   peer_f32 model=N name=P ids=... agree=0|1   the same on the F32 copy
   text model=N ids=...                   the 64-token text
-  top model=N pos=I range=R ids=... logits=...
+  top model=N pos=I range=R lse=L ids=... logits=...
                                          after text ids[0..I]: the oracle's 16 largest logits
-                                         (descending) and the logit range max-min at that position
+                                         (descending), the logit range max-min and log-sum-exp
+                                         (so log-probabilities are logit - L) at that position
   peer_argmax model=N ids=... agree=K    the peer's argmax after each text position; K positions agree
   peer_f32_argmax model=N ids=... agree=K     the same on the F32 copy
 
@@ -139,7 +140,8 @@ def one_model(out, name, file, digest, prompts, scratch):
         logits = runner.step(token)
         top = np.argsort(-logits, kind="stable")[:TOP]
         tops.append(int(top[0]))
-        out.write(f"top model={name} pos={pos} range={np.ptp(logits):.9g} ids={ids_text(top)} "
+        lse = logits.max() + np.log(np.exp(logits - logits.max()).sum())
+        out.write(f"top model={name} pos={pos} range={np.ptp(logits):.9g} lse={lse:.9g} ids={ids_text(top)} "
                   f"logits={','.join(f'{logits[i]:.9g}' for i in top)}\n")
     print(f"  text: {len(ids)} positions, argmax: {peer_opinions(out, name, None, files, ids, tops)}",
           flush=True)
