@@ -159,15 +159,8 @@ GGUF_NAMES = {  # GPT-2 state dict name (after "transformer.h.N.") -> GGUF stem
 
 def write_gguf(path, state):
     import gguf  # only for this file
-    tok = json.load(open(os.path.join(OUT, "tokenizer.json")))
-    vocab = dict(tok["model"]["vocab"])
-    for a in tok["added_tokens"]:
-        vocab[a["content"]] = a["id"]
-    by_id = {i: t for t, i in vocab.items()}
-    special = {a["id"] for a in tok["added_tokens"] if a["special"]}
-    tokens = [by_id.get(i, f"[PAD{i}]") for i in range(VOCAB)]
-    types = [3 if i in special else (1 if i in by_id else 5) for i in range(VOCAB)]
-    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    from gpt2_bytes import gguf_vocabulary  # tests/golden/gpt2_bytes.py
+    tokens, types, merges = gguf_vocabulary(os.path.join(OUT, "tokenizer.json"), VOCAB)
     w = gguf.GGUFWriter(path, "gpt2")
     w.add_context_length(CONTEXT)
     w.add_embedding_length(DIM)
