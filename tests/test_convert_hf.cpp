@@ -231,7 +231,7 @@ TEST_CASE("safetensors: tied embeddings and malformed checkpoints") {
   // One text edit of one file each, refused with a one-line message that names the cause.
   const Edit edits[] = {
       {"config.json", "\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}",
-       "config.json rope_scaling is set"},
+       "config.json rope_scaling rope_type 'linear' is not supported (only llama3)"},
       {"config.json", "\"attention_bias\": false", "\"attention_bias\": true", "config.json attention_bias is true"},
       {"config.json", "\"silu\"", "\"gelu\"", "config.json hidden_act 'gelu' is not supported (only silu)"},
       {"config.json", "\"hidden_size\"", "\"hidden_sizes\"", "config.json is missing 'hidden_size'"},

@@ -12,6 +12,7 @@
 #include "byte_level_vocab.hpp"
 #include "dequant.hpp"
 #include "hf_config.hpp"
+#include "hf_families.hpp"
 #include "message_text.hpp"
 #include "file_map.hpp"
 #include "text/tokenizer.hpp"
@@ -44,115 +45,6 @@ bool read_json_file(const std::string &path, JsonValue *out, std::string *error)
     return false;
   }
   return true;
-}
-
-// ---- tensor names ----------------------------------------------------------------------------
-
-struct HfName {
-  const char *name;  // after the family's layer prefix ("model.layers.N.", "h.N.") for per-layer tensors
-  Role role;
-  bool per_layer;
-  bool transposed;  // GPT-2's Conv1D stores (in, out): the transpose of a Linear's (out, in)
-};
-const HfName kLlamaNames[] = {
-    {"model.embed_tokens.weight", Role::token_embedding, false, false},
-    {"model.norm.weight", Role::output_norm, false, false},
-    {"lm_head.weight", Role::output, false, false},
-    {"input_layernorm.weight", Role::attn_norm, true, false},
-    {"self_attn.q_proj.weight", Role::attn_q, true, false},
-    {"self_attn.k_proj.weight", Role::attn_k, true, false},
-    {"self_attn.v_proj.weight", Role::attn_v, true, false},
-    {"self_attn.o_proj.weight", Role::attn_output, true, false},
-    {"post_attention_layernorm.weight", Role::ffn_norm, true, false},
-    {"mlp.gate_proj.weight", Role::ffn_gate, true, false},
-    {"mlp.up_proj.weight", Role::ffn_up, true, false},
-    {"mlp.down_proj.weight", Role::ffn_down, true, false},
-};
-// GPT-2's names without the "transformer." prefix GPT2LMHeadModel adds (GPT2Model has none).
-const HfName kGpt2Names[] = {
-    {"wte.weight", Role::token_embedding, false, false},
-    {"wpe.weight", Role::pos_embd, false, false},
-    {"ln_f.weight", Role::output_norm, false, false},
-    {"ln_f.bias", Role::output_norm_bias, false, false},
-    {"lm_head.weight", Role::output, false, false},
-    {"ln_1.weight", Role::attn_norm, true, false},
-    {"ln_1.bias", Role::attn_norm_bias, true, false},
-    {"attn.c_attn.weight", Role::attn_qkv, true, true},
-    {"attn.c_attn.bias", Role::attn_qkv_bias, true, false},
-    {"attn.c_proj.weight", Role::attn_output, true, true},
-    {"attn.c_proj.bias", Role::attn_output_bias, true, false},
-    {"ln_2.weight", Role::ffn_norm, true, false},
-    {"ln_2.bias", Role::ffn_norm_bias, true, false},
-    {"mlp.c_fc.weight", Role::ffn_up, true, true},
-    {"mlp.c_fc.bias", Role::ffn_up_bias, true, false},
-    {"mlp.c_proj.weight", Role::ffn_down, true, true},
-    {"mlp.c_proj.bias", Role::ffn_down_bias, true, false},
-};
-
-// How one checkpoint family names its tensors.
-struct HfFamily {
-  const char *what;  // "a Llama model"
-  const HfName *names;
-  size_t n_names;
-  std::string layer_prefix;   // before the layer number
-  std::string strip_prefix;   // dropped from every name first, when present
-  const char *ignored[2];     // name suffixes that are derived data, not weights (null: unused)
-};
-
-HfFamily llama_family() {
-  return {"a Llama model", kLlamaNames, sizeof kLlamaNames / sizeof kLlamaNames[0], "model.layers.", "",
-          {".rotary_emb.inv_freq", nullptr}};
-}
-
-// attn.bias / attn.masked_bias: the causal mask buffers older GPT-2 checkpoints saved.
-HfFamily gpt2_family() {
-  return {"a GPT-2 model", kGpt2Names, sizeof kGpt2Names / sizeof kGpt2Names[0], "h.", "transformer.",
-          {".attn.bias", ".attn.masked_bias"}};
-}
-
-const HfName *find_hf_name(const HfFamily &family, Role role) {
-  for (size_t i = 0; i < family.n_names; ++i) {
-    if (family.names[i].role == role) return &family.names[i];
-  }
-  return nullptr;
-}
-
-std::string hf_name(const HfFamily &family, Role role, uint32_t layer) {
-  const HfName *h = find_hf_name(family, role);
-  if (h == nullptr) return "?";
-  const std::string prefix = family.strip_prefix + (h->per_layer ? family.layer_prefix + num(layer) + "." : "");
-  return (h->role == Role::output ? std::string() : prefix) + h->name;
-}
-
-bool parse_hf_name(const HfFamily &family, const std::string &full_name, Role *role, uint32_t *layer) {
-  std::string name = full_name;
-  if (!family.strip_prefix.empty() && name.compare(0, family.strip_prefix.size(), family.strip_prefix) == 0)
-    name = name.substr(family.strip_prefix.size());
-  std::string rest = name;
-  *layer = format::kNoLayer;
-  bool per_layer = false;
-  const std::string &prefix = family.layer_prefix;
-  if (name.compare(0, prefix.size(), prefix) == 0) {
-    size_t at = prefix.size(), digits = 0;
-    uint64_t value = 0;
-    while (at < name.size() && name[at] >= '0' && name[at] <= '9' && digits < 9) {
-      value = value * 10 + static_cast<uint64_t>(name[at] - '0');
-      ++at;
-      ++digits;
-    }
-    if (digits == 0 || at >= name.size() || name[at] != '.' || (digits > 1 && name[prefix.size()] == '0')) return false;
-    *layer = static_cast<uint32_t>(value);
-    rest = name.substr(at + 1);
-    per_layer = true;
-  }
-  for (size_t i = 0; i < family.n_names; ++i) {
-    const HfName &h = family.names[i];
-    if (h.per_layer == per_layer && rest == h.name) {
-      *role = h.role;
-      return true;
-    }
-  }
-  return false;
 }
 
 bool ends_with(const std::string &s, const std::string &suffix) {
@@ -257,81 +149,6 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
   return true;
 }
 
-bool hf_llama_config(const JsonValue &json, format::ModelConfig *out, bool *tied, std::string *error) {
-  if (json.kind != JsonValue::Kind::object) {
-    *error = "config.json is not a JSON object";
-    return false;
-  }
-  Config cfg{json, error};
-  if (const JsonValue *type = json.get("model_type")) {
-    if (!type->is_string() || type->text != "llama") {
-      *error = "config.json model_type '" + (type->is_string() ? printable(type->text) : std::string("?")) +
-               "' is not supported (only llama)";
-      return false;
-    }
-  }
-  if (const JsonValue *scaling = json.get("rope_scaling"); scaling != nullptr && !scaling->is_null()) {
-    *error = "config.json rope_scaling is set: scaled RoPE is not supported";
-    return false;
-  }
-  bool attention_bias = false, mlp_bias = false;
-  if (!cfg.boolean("attention_bias", false, &attention_bias) || !cfg.boolean("mlp_bias", false, &mlp_bias) ||
-      !cfg.boolean("tie_word_embeddings", false, tied))
-    return false;
-  if (attention_bias || mlp_bias) {
-    *error = std::string("config.json ") + (attention_bias ? "attention_bias" : "mlp_bias") +
-             " is true: biases are not supported for llama";
-    return false;
-  }
-  if (const JsonValue *act = json.get("hidden_act")) {
-    if (!act->is_string() || act->text != "silu") {
-      *error = "config.json hidden_act '" + (act->is_string() ? printable(act->text) : std::string("?")) +
-               "' is not supported (only silu)";
-      return false;
-    }
-  }
-  int64_t dim, layers, heads, kv_heads, ffn, vocab, context, head_dim, bos, eos;
-  double eps, theta;
-  if (!cfg.integer("hidden_size", true, 0, 1, 65536, &dim) ||
-      !cfg.integer("num_hidden_layers", true, 0, 1, 1024, &layers) ||
-      !cfg.integer("num_attention_heads", true, 0, 1, 1024, &heads) ||
-      !cfg.integer("num_key_value_heads", false, heads, 1, 1024, &kv_heads) ||
-      !cfg.integer("intermediate_size", true, 0, 1, 1 << 18, &ffn) ||
-      !cfg.integer("vocab_size", true, 0, 1, 1 << 24, &vocab) ||
-      !cfg.integer("max_position_embeddings", false, 2048, 1, 1 << 20, &context) ||
-      !cfg.real("rms_norm_eps", 1e-6, &eps) || !cfg.real("rope_theta", 10000.0, &theta) ||
-      !cfg.token_id("bos_token_id", &bos) || !cfg.token_id("eos_token_id", &eos))
-    return false;
-  if (dim % heads != 0 || heads % kv_heads != 0) {
-    *error = "config.json hidden_size " + num(dim) + ", num_attention_heads " + num(heads) +
-             " and num_key_value_heads " + num(kv_heads) + " do not divide evenly";
-    return false;
-  }
-  if (!cfg.integer("head_dim", false, dim / heads, 1, 4096, &head_dim)) return false;
-  if (head_dim != dim / heads || head_dim % 2 != 0) {
-    *error = "config.json head_dim " + num(head_dim) + " must be hidden_size / num_attention_heads (" +
-             num(dim / heads) + ") and even";
-    return false;
-  }
-  if (!(eps > 0 && eps < 1) || !std::isfinite(theta) || theta <= 1 || theta > 3.0e38) {
-    *error = "config.json rms_norm_eps must be in (0, 1) and rope_theta finite and > 1";
-    return false;
-  }
-  if (bos >= vocab || eos >= vocab) {
-    *error = "config.json bos_token_id/eos_token_id lie outside the vocabulary of " + num(vocab);
-    return false;
-  }
-  format::ModelConfig &c = *out;
-  c = llama_config({dim, layers, heads, kv_heads, head_dim, ffn, vocab, context});
-  c.norm_eps = static_cast<float>(eps);
-  c.rope_theta = static_cast<float>(theta);
-  c.rope_layout = format::RopeLayout::split_half;
-  c.flags = *tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
-  c.bos_id = static_cast<int32_t>(bos);
-  c.eos_id = static_cast<int32_t>(eos);
-  return true;
-}
-
 bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &options, ModelData *out, std::string *error) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -346,14 +163,15 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
   if (!read_json_file((dir / "config.json").string(), &config, error)) return false;
   ModelData &m = *out;
   m = ModelData{};
-  bool tied = false;
-  const JsonValue *model_type = config.get("model_type");
-  const bool gpt2 = model_type != nullptr && model_type->is_string() && model_type->text == "gpt2";
-  const HfFamily family = gpt2 ? gpt2_family() : llama_family();
-  if (!(gpt2 ? hf_gpt2_config(config, &m.config, &tied, error) : hf_llama_config(config, &m.config, &tied, error))) {
+  HfConfig hf;
+  if (!hf_config(config, &hf, error)) {
     *error = "'" + where + "': " + *error;
     return false;
   }
+  m.config = hf.config;
+  const bool tied = hf.tied;
+  const HfNames &family = hf_names(*hf.row);
+  const bool norm_adds_one = hf.row->hf_norm_adds_one;  // Gemma stores w of its (1 + w) norms
   format::ModelConfig &c = m.config;
 
   // The tokenizer, before the (slow) weights.
@@ -445,7 +263,7 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
     if ((family.ignored[0] != nullptr && ends_with(entry.first, family.ignored[0])) ||
         (family.ignored[1] != nullptr && ends_with(entry.first, family.ignored[1])))
       continue;  // derived data (RoPE frequencies, causal masks), not weights
-    if (!parse_hf_name(family, entry.first, &role, &layer)) {
+    if (!parse_hf_tensor_name(family, entry.first, &role, &layer)) {
       *error = "'" + where + "': tensor '" + printable(entry.first) + "' is not part of " + family.what +
                " as mote knows it";
       return false;
@@ -465,8 +283,8 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
 
   const std::vector<TensorSlot> wanted = tensor_slots(c);
   for (const TensorSlot &w : wanted) {
-    if (slot_of(w.role, w.layer) == nullptr) {
-      *error = "'" + where + "' is missing tensor '" + hf_name(family, w.role, w.layer) + "'" +
+    if (slot_of(w.role, w.layer) == nullptr && w.role != Role::rope_freqs) {
+      *error = "'" + where + "' is missing tensor '" + hf_tensor_name(family, w.role, w.layer) + "'" +
                (w.role == Role::output ? " (config.json says the embeddings are not tied)" : "");
       return false;
     }
@@ -474,6 +292,12 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
 
   for (size_t k = 0; k < wanted.size(); ++k) {
     const TensorSlot &w = wanted[k];
+    if (w.role == Role::rope_freqs) {  // computed from config.json's rope_scaling, as llama.cpp stores them
+      const SourceTensor factors = {reinterpret_cast<const uint8_t *>(hf.rope_factors.data()),
+                                    static_cast<uint32_t>(GgmlType::f32)};
+      if (!add_tensor(w, factors, options.dtype, options.layout, &m, error, options.mix)) return false;
+      continue;
+    }
     const Located &at = *slot_of(w.role, w.layer);
     const SafetensorsTensor &t = at.tensor;
     const bool vector = w.cols == 0;
@@ -492,7 +316,12 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
     const GgmlType type = t.dtype == "F32" ? GgmlType::f32 : t.dtype == "F16" ? GgmlType::f16 : GgmlType::bf16;
     SourceTensor source = {contents[at.file]->bytes() + t.offset, static_cast<uint32_t>(type)};
     std::vector<float> turned;  // a Conv1D weight as the (rows, cols) matrix it is used as
-    if (transposed) {
+    if (norm_adds_one && is_norm_weight(w.role)) {
+      turned.resize(w.rows);
+      dequantize_ggml(source.ggml_type, source.bytes, turned.size(), turned.data());
+      for (float &v : turned) v += 1.0f;
+      source = {reinterpret_cast<const uint8_t *>(turned.data()), static_cast<uint32_t>(GgmlType::f32)};
+    } else if (transposed) {
       std::vector<float> stored(w.rows * w.cols);
       dequantize_ggml(source.ggml_type, source.bytes, stored.size(), stored.data());
       turned.resize(stored.size());

@@ -1,5 +1,6 @@
-// Import of Hugging Face Llama and GPT-2 checkpoints (config.json's model_type picks the
-// family): a directory with config.json, model.safetensors (or
+// Import of Hugging Face checkpoints of every family families.hpp knows (config.json's model_type
+// picks the row: llama, gpt2, qwen2, qwen3, gemma3_text, phi3; hf_families.hpp reads the keys and
+// names the tensors): a directory with config.json, model.safetensors (or
 // shards listed in model.safetensors.index.json), tokenizer.json and optionally
 // tokenizer_config.json.
 //
@@ -8,8 +9,10 @@
 //   norm vectors as f32.
 // - GPT-2's Conv1D weights (c_attn, c_proj, c_fc) are stored (in, out): they are transposed
 //   into mote's (out, in) rows; c_attn stays one fused attn_qkv matrix (q, k, v rows).
-// - Hugging Face's Llama rotates split halves (rotate_half): rope_layout = split_half, and the
-//   Q/K weights are used as they are (no permutation).
+// - Hugging Face rotates split halves (rotate_half) in every family: rope_layout = split_half,
+//   and the Q/K weights are used as they are (no permutation).
+// - Llama 3's rope_scaling becomes a rope_freqs tensor computed as llama.cpp's converter does;
+//   Gemma's norm weights w are stored as the 1 + w its RMSNorm multiplies by (as GGUF holds them).
 // - A tensor name the mapping does not know is an error, except `*.rotary_emb.inv_freq` (derived
 //   from rope_theta), GPT-2's `*.attn.bias` / `*.attn.masked_bias` (causal mask buffers) and
 //   `lm_head.weight` of a model with tied embeddings (a copy of the embedding). A known tensor the
@@ -53,10 +56,6 @@ struct SafetensorsOptions {
 
 // path: the checkpoint directory, or its config.json or a .safetensors file inside it.
 bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &options, ModelData *out, std::string *error);
-
-// Maps a parsed config.json onto a llama config (hyperparameters only); false with a message for
-// a missing key or an unsupported feature (rope_scaling, attention biases, non-SiLU activations).
-bool hf_llama_config(const JsonValue &config, format::ModelConfig *out, bool *tied, std::string *error);
 
 // Maps a GPT-2 config.json (model_type "gpt2") onto a config: LayerNorm with bias, learned
 // positions, fused QKV, biases everywhere, pre-norm, tied unless tie_word_embeddings is false;
