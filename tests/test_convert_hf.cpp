@@ -1,6 +1,7 @@
 // The Hugging Face importer (models/convert/safetensors, json): tests/golden/tiny_hf against
 // transformers and tokenizers, malformed checkpoints and safetensors headers, the JSON parser,
 // and the extreme-value property (convert ok means open ok).
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "format/format.hpp"
 #include "json.hpp"
 #include "mote_writer.hpp"
+#include "hf_families.hpp"
 #include "safetensors.hpp"
 #include "test_support.hpp"
 #include "text/tokenizer.hpp"
@@ -417,4 +419,229 @@ TEST_CASE(
     tally.record(error, model, the_case.str());
   }
   tally.check();
+}
+
+// ---- the families (hf_families.cpp) ------------------------------------------------------------
+
+namespace {
+
+using mote::convert::HfConfig;
+namespace fmt = mote::format;
+
+// A config.json of model_type type: the shared sizes plus extra members ("\"k\": v, ...").
+std::string family_json(const std::string &type, const std::string &extra = "") {
+  return "{\"model_type\": \"" + type +
+         "\", \"hidden_size\": 32, \"num_hidden_layers\": 6, \"num_attention_heads\": 4, "
+         "\"num_key_value_heads\": 2, \"intermediate_size\": 64, \"vocab_size\": 304, "
+         "\"max_position_embeddings\": 128, \"rms_norm_eps\": 1e-06, \"rope_theta\": 20000.0" +
+         (extra.empty() ? "" : ", " + extra) + "}";
+}
+
+// hf_config on text: "" and *out filled, or the one-line error.
+std::string read_config(const std::string &text, HfConfig *out) {
+  mote::convert::JsonValue json;
+  std::string error;
+  REQUIRE(mote::convert::parse_json(text.data(), text.size(), &json, &error));
+  return mote::convert::hf_config(json, out, &error) ? "" : error;
+}
+
+HfConfig config_of(const std::string &text) {
+  HfConfig c;
+  const std::string error = read_config(text, &c);
+  INFO(text);
+  REQUIRE(error == "");
+  return c;
+}
+
+// Llama 3's published formula in float64 (Meta's apply_scaling; transformers' _compute_llama3_parameters),
+// as the divisor of each pair's frequency.
+double llama3_factor(uint32_t i, uint32_t head_dim, double theta, double factor, double low, double high,
+                     double context) {
+  const double inv_freq = 1.0 / std::pow(theta, 2.0 * i / head_dim);
+  const double wavelen = 2 * M_PI / inv_freq;
+  if (wavelen < context / high) return 1.0;
+  if (wavelen > context / low) return factor;
+  const double smooth = (context / wavelen - low) / (high - low);
+  const double scaled = (1 - smooth) * inv_freq / factor + smooth * inv_freq;
+  return inv_freq / scaled;
+}
+
+}  // namespace
+
+TEST_CASE("hf families: each model_type's keys become its row's flags and the file's fields") {
+  const uint32_t llama_flags = config_of(family_json("llama")).config.flags;
+  CHECK(llama_flags == 0);
+  const HfConfig llama = config_of(family_json("llama"));
+  CHECK(llama.config.family == fmt::Family::llama);
+  CHECK(llama.config.rope_layout == fmt::RopeLayout::split_half);
+  CHECK(llama.config.rope_theta == 20000.0f);
+  CHECK(llama.config.norm_eps == 1e-6f);
+  CHECK(llama.config.head_dim == 8);
+  CHECK(!llama.tied);
+  CHECK(llama.rope_factors.empty());
+
+  // Qwen2: q/k/v biases always; its sliding_window only counts with use_sliding_window.
+  const HfConfig qwen2 = config_of(family_json("qwen2", "\"sliding_window\": 16, \"use_sliding_window\": false"));
+  CHECK(qwen2.config.family == fmt::Family::qwen2);
+  CHECK(qwen2.config.flags == fmt::kFlagQkvBias);
+  CHECK(qwen2.config.rope_layout == fmt::RopeLayout::split_half);
+
+  // Qwen3: q/k norms, and a head size of its own (4 x 12 != 32).
+  const HfConfig qwen3 = config_of(family_json("qwen3", "\"head_dim\": 12"));
+  CHECK(qwen3.config.flags == fmt::kFlagQkNorm);
+  CHECK(qwen3.config.head_dim == 12);
+
+  // Gemma 3: sandwich norms, q/k norms, embedding scale, GeGLU, tied by default, 5 local : 1 global
+  // windows with their own base; query_pre_attn_scalar equal to head_dim is no override.
+  const std::string gemma_keys =
+      "\"head_dim\": 24, \"hidden_activation\": \"gelu_pytorch_tanh\", \"sliding_window\": 8, "
+      "\"rope_local_base_freq\": 12345.0, \"sliding_window_pattern\": 6, \"layer_types\": [\"sliding_attention\", "
+      "\"sliding_attention\", \"sliding_attention\", \"sliding_attention\", \"sliding_attention\", \"full_attention\"]";
+  const HfConfig gemma = config_of(family_json("gemma3_text", gemma_keys + ", \"query_pre_attn_scalar\": 24"));
+  CHECK(gemma.config.family == fmt::Family::gemma3);
+  CHECK(gemma.config.activation == fmt::Activation::geglu);
+  CHECK(gemma.config.flags == (fmt::kFlagQkNorm | fmt::kFlagSandwichNorm | fmt::kFlagEmbedScale |
+                               fmt::kFlagSlidingWindow | fmt::kFlagTiedEmbeddings));
+  CHECK(gemma.tied);
+  CHECK(gemma.config.head_dim == 24);
+  CHECK(gemma.config.sliding_window == 8);
+  CHECK(gemma.config.swa_global_every == 6);
+  CHECK(gemma.config.rope_theta_local == 12345.0f);
+  CHECK(gemma.config.rope_theta == 20000.0f);
+  // Gemma 3 27B's query_pre_attn_scalar (dim / heads, not head_dim): scores scaled by 1/sqrt(256).
+  const HfConfig scaled = config_of(family_json("gemma3_text", gemma_keys + ", \"query_pre_attn_scalar\": 256"));
+  CHECK((scaled.config.flags & fmt::kFlagAttentionScale) != 0);
+  CHECK(scaled.config.attention_scale == 1.0f / 16.0f);
+  CHECK(config_of(family_json("gemma3_text", gemma_keys + ", \"tie_word_embeddings\": false")).tied == false);
+
+  // Phi-3: fused q/k/v and gate/up; its window covers every layer.
+  const HfConfig phi3 = config_of(family_json("phi3", "\"sliding_window\": 12"));
+  CHECK(phi3.config.flags == (fmt::kFlagFusedQkv | fmt::kFlagFusedGateUp | fmt::kFlagSlidingWindow));
+  CHECK(phi3.config.sliding_window == 12);
+  CHECK(phi3.config.swa_global_every == 0);
+  CHECK(config_of(family_json("phi3", "\"sliding_window\": null")).config.flags ==
+        (fmt::kFlagFusedQkv | fmt::kFlagFusedGateUp));
+  // A window as wide as the context is no window.
+  CHECK(config_of(family_json("phi3", "\"sliding_window\": 128")).config.sliding_window == 0);
+}
+
+TEST_CASE("hf families: what a family's block cannot do is refused in one line") {
+  const std::string gemma_base = "\"head_dim\": 24, \"hidden_activation\": \"gelu_pytorch_tanh\", \"sliding_window\": 8";
+  const struct {
+    std::string text, error;
+  } cases[] = {
+      {family_json("mistral"),
+       "config.json model_type 'mistral' is not supported (mote knows llama, gpt2, qwen2, qwen3, gemma3_text, phi3)"},
+      {family_json("llama", "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0}"),
+       "config.json rope_scaling rope_type 'linear' is not supported (only llama3)"},
+      {family_json("phi3", "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1]}"),
+       "config.json rope_scaling rope_type 'longrope' is not supported (only llama3)"},
+      {family_json("llama", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"low_freq_factor\": 1.0, "
+                            "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}"),
+       "config.json rope_scaling (llama3) is missing 'factor'"},
+      {family_json("llama", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 4.0, "
+                            "\"high_freq_factor\": 1.0, \"original_max_position_embeddings\": 64}"),
+       "0 < low_freq_factor < high_freq_factor"},
+      {family_json("llama", "\"rope_scaling\": 2"), "config.json rope_scaling is a number, expected an object or null"},
+      {family_json("qwen2", "\"use_sliding_window\": true"), "config.json use_sliding_window is true"},
+      {family_json("qwen3", "\"attention_bias\": true"),
+       "config.json attention_bias is true: biases are not supported for qwen3"},
+      {family_json("llama", "\"mlp_bias\": true"), "config.json mlp_bias is true: biases are not supported for llama"},
+      {family_json("phi3", "\"partial_rotary_factor\": 0.5"), "config.json partial_rotary_factor 0.5 is not supported"},
+      {family_json("gemma3_text", gemma_base + ", \"final_logit_softcapping\": 30.0"),
+       "config.json final_logit_softcapping is set: logit soft-capping is not supported"},
+      {family_json("gemma3_text", gemma_base + ", \"sliding_window_pattern\": 4"),
+       "config.json sliding_window_pattern 4 is not gemma3's (every 6th layer full_attention"},
+      {family_json("gemma3_text", gemma_base + ", \"layer_types\": [\"sliding_attention\", \"full_attention\", "
+                                               "\"sliding_attention\", \"sliding_attention\", \"sliding_attention\", "
+                                               "\"full_attention\"]"),
+       "config.json layer_types is not gemma3's pattern"},
+      {family_json("gemma3_text", gemma_base + ", \"layer_types\": [\"sliding_attention\"]"),
+       "config.json layer_types is not gemma3's pattern"},
+      {family_json("gemma3_text", "\"head_dim\": 24"),
+       "config.json hidden_act 'silu' is not supported (only gelu_pytorch_tanh)"},
+      {family_json("gemma3_text", gemma_base + ", \"query_pre_attn_scalar\": 0"),
+       "config.json query_pre_attn_scalar 0 must be positive"},
+      {family_json("qwen3", "\"head_dim\": 7"), "config.json head_dim 7 is odd"},
+  };
+  for (const auto &c : cases) {
+    HfConfig out;
+    // gemma3_text's missing hidden_activation falls back to hidden_act: give one to be refused.
+    std::string text = c.text;
+    if (c.error.find("hidden_act 'silu'") != std::string::npos) text.insert(text.size() - 1, ", \"hidden_act\": \"silu\"");
+    const std::string error = read_config(text, &out);
+    INFO(text);
+    INFO("got: " << error);
+    CHECK(error.find(c.error) != std::string::npos);
+    CHECK(error.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("hf families: Llama 3's rope_scaling gives the published formula's divisors") {
+  // Llama 3.2 1B's numbers: head 64, base 500000, factor 32, low 1, high 4, original context 8192.
+  struct Scaling {
+    uint32_t head_dim;
+    double theta, factor, low, high, context;
+  };
+  for (const Scaling s : {Scaling{64, 500000, 32, 1, 4, 8192}, Scaling{128, 500000, 8, 1, 4, 8192},
+                          Scaling{8, 10000, 8, 1, 4, 64}}) {
+    const std::vector<float> got =
+        mote::convert::llama3_rope_factors(s.head_dim, s.theta, s.factor, s.low, s.high, s.context);
+    REQUIRE(got.size() == s.head_dim / 2);
+    size_t ones = 0, full = 0, smooth = 0;
+    for (uint32_t i = 0; i < s.head_dim / 2; ++i) {
+      const double want = llama3_factor(i, s.head_dim, s.theta, s.factor, s.low, s.high, s.context);
+      INFO("pair " << i << " of head " << s.head_dim);
+      CHECK(std::fabs(got[i] - want) <= 2e-6 * want);
+      ones += got[i] == 1.0f;
+      full += got[i] == static_cast<float>(s.factor);
+      smooth += got[i] != 1.0f && got[i] != static_cast<float>(s.factor);
+    }
+    CHECK(ones > 0);  // each regime is exercised
+    CHECK(full > 0);
+    CHECK(smooth > 0);
+  }
+  // Through config.json: the flag and the factors, for the head size the file states.
+  const HfConfig c = config_of(family_json(
+      "llama", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+               "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}"));
+  CHECK((c.config.flags & fmt::kFlagRopeFactors) != 0);
+  REQUIRE(c.rope_factors.size() == 4);
+  for (uint32_t i = 0; i < 4; ++i) CHECK(std::fabs(c.rope_factors[i] - llama3_factor(i, 8, 20000, 8, 1, 4, 64)) < 1e-5);
+  CHECK(config_of(family_json("llama", "\"rope_scaling\": {\"rope_type\": \"default\"}")).rope_factors.empty());
+}
+
+TEST_CASE("hf families: the tiny Llama checkpoint read as each family, its tensors named by that family") {
+  // model_type alone changes: each family names the first tensor its block needs and tiny_hf lacks.
+  const Edit edits[] = {
+      {"config.json", "\"llama\"", "\"qwen2\"", "is missing tensor 'model.layers.0.self_attn.q_proj.bias'"},
+      {"config.json", "\"llama\"", "\"qwen3\"", "is missing tensor 'model.layers.0.self_attn.q_norm.weight'"},
+      // Phi-3 fuses gate and up: a separate gate_proj has no place in its block.
+      {"config.json", "\"llama\"", "\"phi3\"",
+       "tensor 'model.layers.0.mlp.gate_proj.weight' has no place in the architecture config.json describes"},
+  };
+  expect_edit_errors("tiny_hf", edits);
+  {
+    HfCopy copy;
+    copy.edit("config.json", "\"llama\"", "\"gemma3_text\"");
+    copy.edit("config.json", "\"silu\"", "\"gelu_pytorch_tanh\"");
+    // Gemma's post_attention_layernorm is the sandwich's; its FFN input norm has its own name.
+    expect_hf_error(copy, "is missing tensor 'model.layers.0.pre_feedforward_layernorm.weight'");
+  }
+  {
+    // Llama 3 scaling adds the computed rope_freqs tensor; the weights are untouched.
+    HfCopy copy;
+    copy.edit("config.json", "\"rope_scaling\": null",
+              "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+              "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}");
+    ModelData m;
+    REQUIRE(copy.convert(&m) == "");
+    CHECK(open_error(m) == "");
+    const TensorData *freqs = nullptr;
+    for (const TensorData &t : m.tensors) freqs = t.role == Role::rope_freqs ? &t : freqs;
+    REQUIRE(freqs != nullptr);
+    const std::vector<float> values = floats_of(*freqs);
+    REQUIRE(values.size() == 4);
+    for (uint32_t i = 0; i < 4; ++i) CHECK(std::fabs(values[i] - llama3_factor(i, 8, 20000, 8, 1, 4, 64)) < 1e-5);
+  }
 }
