@@ -645,3 +645,73 @@ TEST_CASE("hf families: the tiny Llama checkpoint read as each family, its tenso
     for (uint32_t i = 0; i < 4; ++i) CHECK(std::fabs(values[i] - llama3_factor(i, 8, 20000, 8, 1, 4, 64)) < 1e-5);
   }
 }
+
+TEST_CASE("hf families: a tiny model of each family imports from safetensors as its GGUF twin does") {
+  // tests/golden/tiny_families (gen_tiny_families.py): the same random weights as a GGUF (llama.cpp's
+  // conventions: Gemma's 1 + w norms, llama's permuted q/k rows, Llama 3's rope_freqs) and as a
+  // Hugging Face folder. The two imports must agree value for value.
+  for (const char *family : {"qwen2", "qwen3", "gemma3", "phi3", "llama3"}) {
+    const std::string dir = mote_test::golden_path(std::string("tiny_families/") + family);
+    if (!mote_test::file_exists(dir + "/model.gguf")) {
+      MOTE_SKIP("no tests/golden/tiny_families/" << family);
+      continue;
+    }
+    INFO("family " << family);
+    ModelData hf, gguf;
+    std::string error;
+    mote::convert::SafetensorsOptions hf_options;
+    hf_options.dtype = DType::f32;
+    REQUIRE_MESSAGE(mote::convert::load_hf_checkpoint(dir + "/hf", hf_options, &hf, &error), error);
+    mote::convert::GgufOptions gguf_options;
+    gguf_options.dtype = DType::f32;
+    REQUIRE_MESSAGE(mote::convert::load_gguf(dir + "/model.gguf", gguf_options, &gguf, &error), error);
+    const fmt::ModelConfig &a = hf.config, &b = gguf.config;
+    const bool llama = std::string(family) == "llama3";
+    CHECK(a.family == b.family);
+    CHECK(a.flags == b.flags);
+    CHECK(a.activation == b.activation);
+    CHECK(a.dim == b.dim);
+    CHECK(a.n_layers == b.n_layers);
+    CHECK(a.n_heads == b.n_heads);
+    CHECK(a.n_kv_heads == b.n_kv_heads);
+    CHECK(a.head_dim == b.head_dim);
+    CHECK(a.ffn_dim == b.ffn_dim);
+    CHECK(a.vocab_size == b.vocab_size);
+    CHECK(a.max_seq_len == b.max_seq_len);
+    CHECK(a.norm_eps == b.norm_eps);
+    CHECK(a.rope_theta == b.rope_theta);
+    CHECK(a.sliding_window == b.sliding_window);
+    CHECK(a.swa_global_every == b.swa_global_every);
+    CHECK(a.rope_theta_local == b.rope_theta_local);
+    CHECK(a.attention_scale == b.attention_scale);
+    CHECK(a.rope_layout == fmt::RopeLayout::split_half);
+    CHECK(b.rope_layout == (llama ? fmt::RopeLayout::interleaved : fmt::RopeLayout::split_half));
+    REQUIRE(hf.tensors.size() == gguf.tensors.size());
+    for (size_t i = 0; i < hf.tensors.size(); ++i) {
+      const TensorData &h = hf.tensors[i], &g = gguf.tensors[i];
+      INFO("tensor " << gguf_name(g));
+      REQUIRE(h.role == g.role);
+      REQUIRE(h.layer == g.layer);
+      const std::vector<float> x = floats_of(h), y = floats_of(g);
+      REQUIRE(x.size() == y.size());
+      if (h.role == Role::rope_freqs) {
+        // llama.cpp's float32 steps against the generator's float64 formula rounded once.
+        for (size_t k = 0; k < x.size(); ++k) CHECK(std::fabs(x[k] - y[k]) <= 2e-7f * y[k]);
+        continue;
+      }
+      if (llama && (h.role == Role::attn_q || h.role == Role::attn_k)) {
+        // llama.cpp's permutation: GGUF row 2j + k of a head is Hugging Face row k * half + j.
+        const size_t hd = a.head_dim, half = hd / 2, cols = a.dim, rows = x.size() / cols;
+        size_t differ = 0;
+        for (size_t head = 0; head < rows / hd; ++head)
+          for (size_t j = 0; j < half; ++j)
+            for (size_t k = 0; k < 2; ++k)
+              differ += std::memcmp(&y[(head * hd + 2 * j + k) * cols], &x[(head * hd + k * half + j) * cols],
+                                    cols * sizeof(float)) != 0;
+        CHECK(differ == 0);
+        continue;
+      }
+      CHECK(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+    }
+  }
+}
