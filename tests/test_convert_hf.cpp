@@ -16,9 +16,9 @@
 
 #include "convert_support.hpp"
 #include "format/format.hpp"
+#include "hf_families.hpp"
 #include "json.hpp"
 #include "mote_writer.hpp"
-#include "hf_families.hpp"
 #include "safetensors.hpp"
 #include "test_support.hpp"
 #include "text/tokenizer.hpp"
@@ -526,7 +526,8 @@ TEST_CASE("hf families: each model_type's keys become its row's flags and the fi
 }
 
 TEST_CASE("hf families: what a family's block cannot do is refused in one line") {
-  const std::string gemma_base = "\"head_dim\": 24, \"hidden_activation\": \"gelu_pytorch_tanh\", \"sliding_window\": 8";
+  const std::string gemma_base =
+      "\"head_dim\": 24, \"hidden_activation\": \"gelu_pytorch_tanh\", \"sliding_window\": 8";
   const struct {
     std::string text, error;
   } cases[] = {
@@ -536,11 +537,13 @@ TEST_CASE("hf families: what a family's block cannot do is refused in one line")
        "config.json rope_scaling rope_type 'linear' is not supported (only llama3)"},
       {family_json("phi3", "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1]}"),
        "config.json rope_scaling rope_type 'longrope' is not supported (only llama3)"},
-      {family_json("llama", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"low_freq_factor\": 1.0, "
-                            "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}"),
+      {family_json("llama",
+                   "\"rope_scaling\": {\"rope_type\": \"llama3\", \"low_freq_factor\": 1.0, "
+                   "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}"),
        "config.json rope_scaling (llama3) is missing 'factor'"},
-      {family_json("llama", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 4.0, "
-                            "\"high_freq_factor\": 1.0, \"original_max_position_embeddings\": 64}"),
+      {family_json("llama",
+                   "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 4.0, "
+                   "\"high_freq_factor\": 1.0, \"original_max_position_embeddings\": 64}"),
        "0 < low_freq_factor < high_freq_factor"},
       {family_json("llama", "\"rope_scaling\": 2"), "config.json rope_scaling is a number, expected an object or null"},
       {family_json("qwen2", "\"use_sliding_window\": true"), "config.json use_sliding_window is true"},
@@ -568,7 +571,8 @@ TEST_CASE("hf families: what a family's block cannot do is refused in one line")
     HfConfig out;
     // gemma3_text's missing hidden_activation falls back to hidden_act: give one to be refused.
     std::string text = c.text;
-    if (c.error.find("hidden_act 'silu'") != std::string::npos) text.insert(text.size() - 1, ", \"hidden_act\": \"silu\"");
+    if (c.error.find("hidden_act 'silu'") != std::string::npos)
+      text.insert(text.size() - 1, ", \"hidden_act\": \"silu\"");
     const std::string error = read_config(text, &out);
     INFO(text);
     INFO("got: " << error);
@@ -583,8 +587,8 @@ TEST_CASE("hf families: Llama 3's rope_scaling gives the published formula's div
     uint32_t head_dim;
     double theta, factor, low, high, context;
   };
-  for (const Scaling s : {Scaling{64, 500000, 32, 1, 4, 8192}, Scaling{128, 500000, 8, 1, 4, 8192},
-                          Scaling{8, 10000, 8, 1, 4, 64}}) {
+  for (const Scaling s :
+       {Scaling{64, 500000, 32, 1, 4, 8192}, Scaling{128, 500000, 8, 1, 4, 8192}, Scaling{8, 10000, 8, 1, 4, 64}}) {
     const std::vector<float> got =
         mote::convert::llama3_rope_factors(s.head_dim, s.theta, s.factor, s.low, s.high, s.context);
     REQUIRE(got.size() == s.head_dim / 2);
@@ -602,9 +606,10 @@ TEST_CASE("hf families: Llama 3's rope_scaling gives the published formula's div
     CHECK(smooth > 0);
   }
   // Through config.json: the flag and the factors, for the head size the file states.
-  const HfConfig c = config_of(family_json(
-      "llama", "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
-               "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}"));
+  const HfConfig c =
+      config_of(family_json("llama",
+                            "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+                            "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}"));
   CHECK((c.config.flags & fmt::kFlagRopeFactors) != 0);
   REQUIRE(c.rope_factors.size() == 4);
   for (uint32_t i = 0; i < 4; ++i) CHECK(std::fabs(c.rope_factors[i] - llama3_factor(i, 8, 20000, 8, 1, 4, 64)) < 1e-5);

@@ -86,21 +86,38 @@ struct HfFamilyKeys {
   HfWindow window;
 };
 
+// A decoder family's names: the shared ones, preceded by its own (own wins), under model.layers.N.
+constexpr HfNames decoder_names(const char *what, const HfName *own = nullptr, size_t n_own = 0) {
+  return {what,
+          own,
+          n_own,
+          kDecoderNames,
+          count(kDecoderNames),
+          "model.layers.",
+          "",
+          {".rotary_emb.inv_freq", ".rotary_emb_local.inv_freq"}};
+}
+
 const HfFamilyKeys kHfFamilies[] = {
-    {"llama", {"a Llama model", nullptr, 0, kDecoderNames, count(kDecoderNames), "model.layers.", "",
-               {".rotary_emb.inv_freq", nullptr}}, false, false, HfWindow::none},
+    // hf_type, names, tied_by_default, fixed_bias, window
+    {"llama", decoder_names("a Llama model"), false, false, HfWindow::none},
     // attn.bias / attn.masked_bias: the causal mask buffers older GPT-2 checkpoints saved.
-    {"gpt2", {"a GPT-2 model", nullptr, 0, kGpt2Names, count(kGpt2Names), "h.", "transformer.",
-              {".attn.bias", ".attn.masked_bias"}}, true, false, HfWindow::none},
-    {"qwen2", {"a Qwen2 model", nullptr, 0, kDecoderNames, count(kDecoderNames), "model.layers.", "",
-               {".rotary_emb.inv_freq", nullptr}}, false, true, HfWindow::opt_in},
-    {"qwen3", {"a Qwen3 model", nullptr, 0, kDecoderNames, count(kDecoderNames), "model.layers.", "",
-               {".rotary_emb.inv_freq", nullptr}}, false, false, HfWindow::opt_in},
-    {"gemma3_text", {"a Gemma 3 model", kGemmaNames, count(kGemmaNames), kDecoderNames, count(kDecoderNames),
-                     "model.layers.", "", {".rotary_emb.inv_freq", ".rotary_emb_local.inv_freq"}},
-     true, false, HfWindow::pattern},
-    {"phi3", {"a Phi-3 model", nullptr, 0, kDecoderNames, count(kDecoderNames), "model.layers.", "",
-              {".rotary_emb.inv_freq", nullptr}}, false, false, HfWindow::every_layer},
+    {"gpt2",
+     {"a GPT-2 model",
+      nullptr,
+      0,
+      kGpt2Names,
+      count(kGpt2Names),
+      "h.",
+      "transformer.",
+      {".attn.bias", ".attn.masked_bias"}},
+     true,
+     false,
+     HfWindow::none},
+    {"qwen2", decoder_names("a Qwen2 model"), false, true, HfWindow::opt_in},
+    {"qwen3", decoder_names("a Qwen3 model"), false, false, HfWindow::opt_in},
+    {"gemma3_text", decoder_names("a Gemma 3 model", kGemmaNames, count(kGemmaNames)), true, false, HfWindow::pattern},
+    {"phi3", decoder_names("a Phi-3 model"), false, false, HfWindow::every_layer},
 };
 
 const HfFamilyKeys &hf_keys(const FamilyRow &row) {
@@ -125,8 +142,8 @@ const HfName *find_name(const HfNames &names, bool (*match)(const HfName &, cons
 const HfNames &hf_names(const FamilyRow &row) { return hf_keys(row).names; }
 
 const HfName *find_hf_name(const HfNames &names, Role role) {
-  return find_name(names, [](const HfName &h, const void *r) { return h.role == *static_cast<const Role *>(r); },
-                   &role);
+  return find_name(
+      names, [](const HfName &h, const void *r) { return h.role == *static_cast<const Role *>(r); }, &role);
 }
 
 std::string hf_tensor_name(const HfNames &names, Role role, uint32_t layer) {
@@ -201,8 +218,9 @@ std::vector<float> llama3_rope_factors(uint32_t head_dim, double theta, double f
     } else if (wavelen > low_wavelen) {
       factors.push_back(static_cast<float>(factor));
     } else {
-      const float smooth = ((1.0f / wavelen) * static_cast<float>(original_context) - static_cast<float>(low_freq_factor)) /
-                           static_cast<float>(high_freq_factor - low_freq_factor);
+      const float smooth =
+          ((1.0f / wavelen) * static_cast<float>(original_context) - static_cast<float>(low_freq_factor)) /
+          static_cast<float>(high_freq_factor - low_freq_factor);
       factors.push_back(1.0f / ((1.0f - smooth) / static_cast<float>(factor) + smooth));
     }
   }
@@ -217,7 +235,8 @@ bool read_rope_scaling(const JsonValue &json, uint32_t head_dim, double theta, H
   if (scaling == nullptr || scaling->is_null()) scaling = json.get("rope_parameters");
   if (scaling == nullptr || scaling->is_null()) return true;
   if (scaling->kind != JsonValue::Kind::object) {
-    *error = "config.json rope_scaling is " + std::string(json_kind_name(scaling->kind)) + ", expected an object or null";
+    *error =
+        "config.json rope_scaling is " + std::string(json_kind_name(scaling->kind)) + ", expected an object or null";
     return false;
   }
   const JsonValue *type = scaling->get("rope_type");
@@ -240,8 +259,9 @@ bool read_rope_scaling(const JsonValue &json, uint32_t head_dim, double theta, H
   }
   const double factor = values[0], low = values[1], high = values[2], context = values[3];
   if (!(factor >= 1 && factor < 1e6 && low > 0 && high > low && high < 1e6 && context >= 1 && context <= (1 << 30))) {
-    *error = "config.json rope_scaling (llama3) needs 1 <= factor, 0 < low_freq_factor < high_freq_factor and "
-             "original_max_position_embeddings >= 1";
+    *error =
+        "config.json rope_scaling (llama3) needs 1 <= factor, 0 < low_freq_factor < high_freq_factor and "
+        "original_max_position_embeddings >= 1";
     return false;
   }
   out->rope_factors = llama3_rope_factors(head_dim, theta, factor, low, high, context);
@@ -273,7 +293,8 @@ bool read_window(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys
   if (!cfg.integer("sliding_window_pattern", false, every, 1, 1024, &pattern)) return false;
   const std::string expected = "every " + num(every) + "th layer full_attention, the others sliding_attention";
   if (pattern != every) {
-    *error = "config.json sliding_window_pattern " + num(pattern) + " is not " + row.gguf_arch + "'s (" + expected + ")";
+    *error =
+        "config.json sliding_window_pattern " + num(pattern) + " is not " + row.gguf_arch + "'s (" + expected + ")";
     return false;
   }
   const JsonValue *types = json.get("layer_types");
@@ -327,8 +348,7 @@ bool refuse_features(const JsonValue &json, const FamilyRow &row, const HfFamily
 bool decoder_config(const JsonValue &json, const FamilyRow &row, HfConfig *out, std::string *error) {
   const HfFamilyKeys &keys = hf_keys(row);
   Config cfg{json, error};
-  if (!refuse_features(json, row, keys, error) ||
-      !cfg.boolean("tie_word_embeddings", keys.tied_by_default, &out->tied))
+  if (!refuse_features(json, row, keys, error) || !cfg.boolean("tie_word_embeddings", keys.tied_by_default, &out->tied))
     return false;
   int64_t dim, layers, heads, kv_heads, ffn, vocab, context, head_dim, bos, eos;
   double eps = 0, theta = 0, local_theta = 0, query_scalar = 0;
@@ -342,7 +362,8 @@ bool decoder_config(const JsonValue &json, const FamilyRow &row, HfConfig *out, 
       !cfg.real("rms_norm_eps", 1e-6, &eps) || !cfg.real("rope_theta", 10000.0, &theta) ||
       !cfg.token_id("bos_token_id", &bos) || !cfg.token_id("eos_token_id", &eos))
     return false;
-  if (const JsonValue *params = json.get("rope_parameters"); params != nullptr && params->get("rope_theta") != nullptr) {
+  if (const JsonValue *params = json.get("rope_parameters");
+      params != nullptr && params->get("rope_theta") != nullptr) {
     Config rope{*params, error};
     if (!rope.real("rope_theta", theta, &theta)) return false;
   }
@@ -351,8 +372,10 @@ bool decoder_config(const JsonValue &json, const FamilyRow &row, HfConfig *out, 
     return false;
   // The head size is its own key where it differs from hidden_size / heads (Qwen3, Gemma 3).
   const JsonValue *head_key = json.get("head_dim");
-  if ((head_key == nullptr || head_key->is_null()) && dim % heads != 0) head_dim = 0;
-  else if (!cfg.integer("head_dim", false, dim / heads, 1, 4096, &head_dim)) return false;
+  if ((head_key == nullptr || head_key->is_null()) && dim % heads != 0)
+    head_dim = 0;
+  else if (!cfg.integer("head_dim", false, dim / heads, 1, 4096, &head_dim))
+    return false;
   if (head_dim == 0 || heads % kv_heads != 0) {
     *error = "config.json hidden_size " + num(dim) + ", num_attention_heads " + num(heads) +
              " and num_key_value_heads " + num(kv_heads) + " do not divide evenly";

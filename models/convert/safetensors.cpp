@@ -11,10 +11,10 @@
 
 #include "byte_level_vocab.hpp"
 #include "dequant.hpp"
+#include "file_map.hpp"
 #include "hf_config.hpp"
 #include "hf_families.hpp"
 #include "message_text.hpp"
-#include "file_map.hpp"
 #include "text/tokenizer.hpp"
 
 namespace mote::convert {
@@ -25,7 +25,6 @@ using format::Role;
 
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the safetensors spec's own limit
 constexpr uint64_t kMaxElements = 1ull << 56;
-
 
 // JSON files are read whole, under these caps (real ones are far smaller: SmolLM2's tokenizer.json
 // is 2 MB, the largest common ones about 35 MB).
@@ -149,7 +148,8 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
   return true;
 }
 
-bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &options, ModelData *out, std::string *error) {
+bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &options, ModelData *out,
+                        std::string *error) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path dir = path;
@@ -275,7 +275,8 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
     }
     if (role == Role::output && tied) continue;  // a copy of the embedding
     if (!format::role_needed(format::block_spec(c), role)) {
-      *error = "'" + where + "': tensor '" + printable(entry.first) + "' has no place in the architecture config.json describes";
+      *error = "'" + where + "': tensor '" + printable(entry.first) +
+               "' has no place in the architecture config.json describes";
       return false;
     }
     slot_of(role, layer) = &entry.second;
