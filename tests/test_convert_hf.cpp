@@ -720,3 +720,27 @@ TEST_CASE("hf families: a tiny model of each family imports from safetensors as 
     }
   }
 }
+
+TEST_CASE("hf families: transformers 5's rope_parameters, flat and per attention kind") {
+  const HfConfig flat = config_of(
+      family_json("llama",
+                  "\"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 500000.0, \"factor\": 8.0, "
+                  "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}"));
+  CHECK(flat.config.rope_theta == 500000.0f);
+  REQUIRE(flat.rope_factors.size() == 4);
+  CHECK(std::fabs(flat.rope_factors[1] - llama3_factor(1, 8, 500000, 8, 1, 4, 64)) < 1e-5);
+  const HfConfig gemma = config_of(
+      family_json("gemma3_text",
+                  "\"head_dim\": 24, \"hidden_activation\": \"gelu_pytorch_tanh\", \"sliding_window\": 8, "
+                  "\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": 1000000.0}, "
+                  "\"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}}"));
+  CHECK(gemma.config.rope_theta == 1000000.0f);
+  CHECK(gemma.config.rope_theta_local == 10000.0f);
+  CHECK(gemma.rope_factors.empty());
+  HfConfig out;
+  CHECK(read_config(family_json("gemma3_text",
+                                "\"head_dim\": 24, \"hidden_activation\": \"gelu_pytorch_tanh\", "
+                                "\"use_bidirectional_attention\": true"),
+                    &out)
+            .find("use_bidirectional_attention is true") != std::string::npos);
+}

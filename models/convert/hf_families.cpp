@@ -229,10 +229,31 @@ std::vector<float> llama3_rope_factors(uint32_t head_dim, double theta, double f
 
 namespace {
 
+// transformers 5's rope_parameters for the layers of one attention kind: its member of that name
+// where it holds one per kind (Gemma 3: full_attention, sliding_attention), else the flat object
+// for the full-attention layers.
+const JsonValue *rope_parameters(const JsonValue &json, const char *kind) {
+  const JsonValue *params = json.get("rope_parameters");
+  if (params == nullptr || params->kind != JsonValue::Kind::object) return params;
+  const JsonValue *per_kind = params->get(kind);
+  if (per_kind != nullptr) return per_kind;
+  // A flat object holds the full-attention layers' parameters only.
+  return std::string(kind) == "full_attention" && params->get("sliding_attention") == nullptr ? params : nullptr;
+}
+
+// A RoPE base from rope_parameters' rope_theta when it has one, else fallback.
+bool rope_parameters_theta(const JsonValue &json, const char *kind, double fallback, double *theta,
+                           std::string *error) {
+  const JsonValue *params = rope_parameters(json, kind);
+  *theta = fallback;
+  if (params == nullptr || params->kind != JsonValue::Kind::object) return true;
+  return Config{*params, error}.real("rope_theta", fallback, theta);
+}
+
 // rope_scaling (or transformers 5's rope_parameters): null, rope_type "default", or Llama 3's.
 bool read_rope_scaling(const JsonValue &json, uint32_t head_dim, double theta, HfConfig *out, std::string *error) {
   const JsonValue *scaling = json.get("rope_scaling");
-  if (scaling == nullptr || scaling->is_null()) scaling = json.get("rope_parameters");
+  if (scaling == nullptr || scaling->is_null()) scaling = rope_parameters(json, "full_attention");
   if (scaling == nullptr || scaling->is_null()) return true;
   if (scaling->kind != JsonValue::Kind::object) {
     *error =
@@ -329,6 +350,12 @@ bool refuse_features(const JsonValue &json, const FamilyRow &row, const HfFamily
              " is true: biases are not supported for " + keys.hf_type;
     return false;
   }
+  bool bidirectional = false;  // EmbeddingGemma's encoder: no causal mask
+  if (!cfg.boolean("use_bidirectional_attention", false, &bidirectional)) return false;
+  if (bidirectional) {
+    *error = "config.json use_bidirectional_attention is true: mote runs causal decoders only";
+    return false;
+  }
   for (const char *key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
     if (const JsonValue *v = json.get(key); v != nullptr && !v->is_null()) {
       *error = std::string("config.json ") + key + " is set: logit soft-capping is not supported";
@@ -362,13 +389,10 @@ bool decoder_config(const JsonValue &json, const FamilyRow &row, HfConfig *out, 
       !cfg.real("rms_norm_eps", 1e-6, &eps) || !cfg.real("rope_theta", 10000.0, &theta) ||
       !cfg.token_id("bos_token_id", &bos) || !cfg.token_id("eos_token_id", &eos))
     return false;
-  if (const JsonValue *params = json.get("rope_parameters");
-      params != nullptr && params->get("rope_theta") != nullptr) {
-    Config rope{*params, error};
-    if (!rope.real("rope_theta", theta, &theta)) return false;
-  }
   // The windowed layers' base: Gemma 3's own key, else the row's fixed one, else the global base.
-  if (!cfg.real("rope_local_base_freq", row.rope_theta_local != 0 ? row.rope_theta_local : theta, &local_theta))
+  if (!rope_parameters_theta(json, "full_attention", theta, &theta, error) ||
+      !cfg.real("rope_local_base_freq", row.rope_theta_local != 0 ? row.rope_theta_local : theta, &local_theta) ||
+      !rope_parameters_theta(json, "sliding_attention", local_theta, &local_theta, error))
     return false;
   // The head size is its own key where it differs from hidden_size / heads (Qwen3, Gemma 3).
   const JsonValue *head_key = json.get("head_dim");
