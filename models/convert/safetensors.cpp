@@ -46,6 +46,25 @@ bool read_json_file(const std::string &path, JsonValue *out, std::string *error)
   return true;
 }
 
+// The values of slot w as the model uses them: a Gemma norm's w as 1 + w, a Conv1D weight (in,
+// out) as its (out, in) rows; otherwise stored as they are. *scratch holds any values made here.
+SourceTensor as_used(const TensorSlot &w, const SourceTensor &stored, bool adds_one, bool transposed,
+                     std::vector<float> *scratch) {
+  if (!adds_one && !transposed) return stored;
+  std::vector<float> values(w.cols == 0 ? w.rows : w.rows * w.cols);
+  dequantize_ggml(stored.ggml_type, stored.bytes, values.size(), values.data());
+  if (adds_one) {
+    for (float &v : values) v += 1.0f;
+    *scratch = std::move(values);
+  } else {
+    scratch->resize(values.size());
+    for (uint64_t r = 0; r < w.rows; ++r) {
+      for (uint64_t col = 0; col < w.cols; ++col) (*scratch)[r * w.cols + col] = values[col * w.rows + r];
+    }
+  }
+  return {reinterpret_cast<const uint8_t *>(scratch->data()), static_cast<uint32_t>(GgmlType::f32)};
+}
+
 bool ends_with(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -315,22 +334,9 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
       return false;
     }
     const GgmlType type = t.dtype == "F32" ? GgmlType::f32 : t.dtype == "F16" ? GgmlType::f16 : GgmlType::bf16;
-    SourceTensor source = {contents[at.file]->bytes() + t.offset, static_cast<uint32_t>(type)};
-    std::vector<float> turned;  // a Conv1D weight as the (rows, cols) matrix it is used as
-    if (norm_adds_one && is_norm_weight(w.role)) {
-      turned.resize(w.rows);
-      dequantize_ggml(source.ggml_type, source.bytes, turned.size(), turned.data());
-      for (float &v : turned) v += 1.0f;
-      source = {reinterpret_cast<const uint8_t *>(turned.data()), static_cast<uint32_t>(GgmlType::f32)};
-    } else if (transposed) {
-      std::vector<float> stored(w.rows * w.cols);
-      dequantize_ggml(source.ggml_type, source.bytes, stored.size(), stored.data());
-      turned.resize(stored.size());
-      for (uint64_t r = 0; r < w.rows; ++r) {
-        for (uint64_t col = 0; col < w.cols; ++col) turned[r * w.cols + col] = stored[col * w.rows + r];
-      }
-      source = {reinterpret_cast<const uint8_t *>(turned.data()), static_cast<uint32_t>(GgmlType::f32)};
-    }
+    std::vector<float> scratch;
+    const SourceTensor source = as_used(w, {contents[at.file]->bytes() + t.offset, static_cast<uint32_t>(type)},
+                                        norm_adds_one && is_norm_weight(w.role), transposed, &scratch);
     if (!add_tensor(w, source, options.dtype, options.layout, &m, error, options.mix)) {
       *error = "'" + where + "': " + *error;
       return false;
