@@ -60,7 +60,7 @@ inline std::string shared_model(const std::string &name) {
 // overrides), or "" when it was never fetched: the caller then skips, saying so. With
 // MOTE_REQUIRE_SMOLLM2=1 (set by .ci/run after fetching it) absence is a failure.
 inline std::string smollm2_gguf() {
-  if (const char *skip = std::getenv("MOTE_SKIP_SMOLLM2")) {  // set by the emulated test presets
+  if (const char *skip = std::getenv("MOTE_SKIP_REAL_MODELS")) {  // set by the emulated test presets
     MOTE_SKIP("SmolLM2-135M-Instruct: " << std::string(skip));
     return "";
   }
