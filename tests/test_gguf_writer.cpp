@@ -80,11 +80,22 @@ const TensorData *find_tensor(const ModelData &model, Role role, uint32_t layer)
 
 bool is_rope_rows(Role role) { return role == Role::attn_q || role == Role::attn_k; }
 
+// llama.cpp's architecture (and key prefix) for a family: the family's own name.
+std::string arch_of(const mote::format::ModelConfig &c) {
+  static const char *const kArch[] = {"?", "llama", "gpt2", "qwen2", "gemma3", "qwen3", "phi3"};
+  return kArch[static_cast<uint32_t>(c.family)];
+}
+
+// Only llama's q/k rows are permuted into adjacent RoPE pairs in GGUF; the other families keep halves.
+bool permuted_rope_rows(const mote::format::ModelConfig &c) {
+  return c.family == mote::format::Family::llama && c.rope_layout == RopeLayout::split_half;
+}
+
 // What mote imports back equals what was written: config (but the RoPE pair layout when the
 // source's q/k rows were permuted into GGUF's), tokenizer, and every tensor (those permuted rows
 // apart) bit for bit.
 void check_same_model(const ModelData &source, const ModelData &back) {
-  const bool permuted = source.config.rope_layout == RopeLayout::split_half;
+  const bool permuted = permuted_rope_rows(source.config);
   mote::format::ModelConfig config = source.config;
   if (permuted) config.rope_layout = RopeLayout::interleaved;
   CHECK(std::memcmp(&config, &back.config, sizeof config) == 0);
@@ -141,7 +152,7 @@ void check_with_gguf_package(const std::string &what, const ModelData &model, co
   std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char *>(gguf.data()), gguf.size());
   const mote::format::ModelConfig &c = model.config;
   const bool gpt2 = c.family == mote::format::Family::gpt2;
-  const std::string arch = gpt2 ? "gpt2" : "llama";
+  const std::string arch = arch_of(c);
   std::ostringstream keys;
   keys << "general.architecture\tstr\t" << arch << "\n";
   keys << arch << ".context_length\tint\t" << c.max_seq_len << "\n";
@@ -154,9 +165,10 @@ void check_with_gguf_package(const std::string &what, const ModelData &model, co
   if (gpt2) {
     keys << "gpt2.attention.layer_norm_epsilon\tfloat\t" << c.norm_eps << "\n";
   } else {
-    keys << "llama.attention.layer_norm_rms_epsilon\tfloat\t" << c.norm_eps << "\n";
-    keys << "llama.rope.freq_base\tfloat\t" << c.rope_theta << "\n";
-    keys << "llama.rope.dimension_count\tint\t" << c.head_dim << "\n";
+    keys << arch << ".attention.layer_norm_rms_epsilon\tfloat\t" << c.norm_eps << "\n";
+    keys << arch << ".rope.freq_base\tfloat\t" << c.rope_theta << "\n";
+    keys << arch << ".rope.dimension_count\tint\t" << c.head_dim << "\n";
+    if (c.sliding_window != 0) keys << arch << ".attention.sliding_window\tint\t" << c.sliding_window << "\n";
   }
   const auto &tok = model.tokenizer;
   const bool byte_level = tok.kind == mote::format::TokenizerKind::byte_level_bpe;
@@ -183,7 +195,7 @@ void check_with_gguf_package(const std::string &what, const ModelData &model, co
         .write(reinterpret_cast<const char *>(blocks.data()), blocks.size());
   }
   mote_cli_test::write_text(dir + "/tensors.txt", tensors.str());
-  if (c.rope_layout == RopeLayout::split_half) {
+  if (permuted_rope_rows(c)) {
     mote_cli_test::write_text(dir + "/rope.txt", std::to_string(c.n_heads) + " " + std::to_string(c.n_kv_heads));
   }
   const std::string script = mote_test::golden_path("../gguf_writer_check.py");
@@ -204,7 +216,7 @@ void check_round_trip(const std::string &what, const ModelData &source) {
   check_same_model(source, back);
   const std::vector<float> want = logits_of(source), got = logits_of(back);
   REQUIRE(want.size() == got.size());
-  if (source.config.rope_layout == RopeLayout::split_half) {
+  if (permuted_rope_rows(source.config)) {
     float worst = 0;
     for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(want[i] - got[i]));
     CHECK(worst < 1e-5f);
@@ -247,6 +259,17 @@ TEST_CASE("a GGUF source comes back with its own tensor bytes, and through mote 
     const std::string path = mote_test::golden_path(name);
     const ModelData source = load_file_gguf(path);  // quantized matrices interleaved (x8 types)
     check_round_trip(name.substr(0, name.find('.')), source);
+    check_tensors_as_source(path, write_gguf(source));
+  }
+}
+
+TEST_CASE("every family's GGUF comes back with its architecture, keys and tensor bytes") {
+  // The tiny random models of tests/golden/tiny_families (llama.cpp's names and keys for each).
+  for (const std::string family : {"qwen2", "qwen3", "gemma3", "phi3", "llama3"}) {
+    INFO(family);
+    const std::string path = mote_test::golden_path("tiny_families/" + family + "/model.gguf");
+    const ModelData source = load_file_gguf(path);
+    check_round_trip(family, source);
     check_tensors_as_source(path, write_gguf(source));
   }
 }

@@ -1,6 +1,8 @@
-// The GGUF writer: header, metadata (llama.cpp's keys for the llama and gpt2 architectures),
+// The GGUF writer: header, metadata (llama.cpp's keys for each family's architecture),
 // tensor infos and 32-byte aligned data (gguf_writer.hpp lists the decisions).
 #include "gguf_writer.hpp"
+
+#include "families.hpp"
 
 #include <cstring>
 #include <map>
@@ -74,26 +76,36 @@ class Metadata {
   uint64_t count_ = 0;
 };
 
-// llama.cpp's architecture name for config, or "" with *error when its blocks are neither
-// llama's nor GPT-2's as llama.cpp runs them.
-std::string architecture(const format::ModelConfig &c, std::string *error) {
-  const uint32_t optional = format::kFlagTiedEmbeddings;
-  const uint32_t gpt2_flags =
-      format::kFlagAttentionBias | format::kFlagFfnBias | format::kFlagFusedQkv | format::kFlagNormBias;
-  if (c.family == format::Family::llama && c.norm_kind == format::NormKind::rmsnorm &&
-      c.position_kind == format::PositionKind::rope && c.activation == format::Activation::swiglu &&
-      (c.flags & ~optional) == 0 && c.head_dim % 2 == 0) {
-    return "llama";
+// llama.cpp's architecture for config (the family's row), or null with *error when the blocks are
+// not that family's as llama.cpp runs them: the row's flags plus what a file may add (tied
+// embeddings; RoPE factors for llama; a window where the family has one, in llama.cpp's fixed
+// pattern), and llama.cpp's RoPE pairing (llama's q/k rows are permuted to it on the way out).
+const FamilyRow *architecture(const format::ModelConfig &c, std::string *error) {
+  const FamilyRow *row = nullptr;
+  for (const char *arch : {"llama", "gpt2", "qwen2", "qwen3", "gemma3", "phi3"}) {
+    const FamilyRow *candidate = family_by_gguf_arch(arch);
+    if (candidate->family == c.family) row = candidate;
   }
-  if (c.family == format::Family::gpt2 && c.norm_kind == format::NormKind::layernorm &&
-      c.position_kind == format::PositionKind::learned && c.activation == format::Activation::gelu &&
-      (c.flags & ~optional) == gpt2_flags && c.n_kv_heads == c.n_heads && c.n_heads * c.head_dim == c.dim) {
-    return "gpt2";
+  uint32_t optional = format::kFlagTiedEmbeddings;
+  if (row != nullptr && row->family == format::Family::llama) optional |= format::kFlagRopeFactors;
+  if (row != nullptr && (row->family == format::Family::gemma3 || row->family == format::Family::phi3)) {
+    optional |= format::kFlagSlidingWindow;
   }
-  *error =
-      "this model's blocks are neither llama.cpp's llama (RMSNorm, RoPE, SwiGLU, no biases) nor its gpt2 "
-      "(pre-LayerNorm, learned positions, GELU-tanh, fused QKV, biases): write a .mote file instead";
-  return "";
+  const bool window_as_llama_cpp =
+      (c.flags & format::kFlagSlidingWindow) == 0 ||
+      (row != nullptr && c.swa_global_every == row->swa_global_every &&
+       c.rope_theta_local == (row->rope_theta_local != 0.0f ? row->rope_theta_local : c.rope_theta));
+  const bool rope_as_llama_cpp = row != nullptr && (c.position_kind != format::PositionKind::rope ||
+                                                    c.rope_layout == row->gguf_rope_layout ||
+                                                    row->family == format::Family::llama);  // permuted below
+  if (row != nullptr && c.norm_kind == row->norm && c.position_kind == row->positions &&
+      c.activation == row->activation && (c.flags & ~optional) == row->flags && window_as_llama_cpp &&
+      rope_as_llama_cpp && (row->family != format::Family::gpt2 || c.n_heads * c.head_dim == c.dim)) {
+    return row;
+  }
+  *error = "this model's blocks are not those of llama.cpp's architecture for its family (" + known_gguf_archs() +
+           "): write a .mote file instead";
+  return nullptr;
 }
 
 void add_hyperparameters(const std::string &arch, const format::ModelConfig &c, Metadata *meta) {
@@ -111,6 +123,7 @@ void add_hyperparameters(const std::string &arch, const format::ModelConfig &c, 
   meta->f32(arch + ".rope.freq_base", c.rope_theta);
   meta->u32(arch + ".rope.dimension_count", c.head_dim);
   meta->u32(arch + ".vocab_size", c.vocab_size);
+  if ((c.flags & format::kFlagSlidingWindow) != 0) meta->u32(arch + ".attention.sliding_window", c.sliding_window);
   if (c.head_dim * c.n_heads != c.dim) {  // llama.cpp's default is embedding_length / head_count
     meta->u32(arch + ".attention.key_length", c.head_dim);
     meta->u32(arch + ".attention.value_length", c.head_dim);
@@ -194,7 +207,8 @@ std::vector<uint8_t> interleave_rope_rows(const std::vector<uint8_t> &bytes, siz
   return out;
 }
 
-bool to_gguf_tensor(const TensorData &t, const format::ModelConfig &c, GgufTensor *out, std::string *error) {
+bool to_gguf_tensor(const TensorData &t, const format::ModelConfig &c, const FamilyRow &row, GgufTensor *out,
+                    std::string *error) {
   out->name = gguf_tensor_name(t.role, t.layer);
   const format::DTypeTraits &traits = format::traits_of(t.dtype);
   const format::DType plain = plain_dtype(t.dtype);
@@ -215,7 +229,7 @@ bool to_gguf_tensor(const TensorData &t, const format::ModelConfig &c, GgufTenso
   out->dims[1] = rows;
   out->bytes = plain == t.dtype ? t.bytes : deinterleave_rows(t.bytes, plain, rows, cols);
   const bool rope_rows = t.role == format::Role::attn_q || t.role == format::Role::attn_k;
-  if (rope_rows && c.rope_layout == format::RopeLayout::split_half) {
+  if (rope_rows && c.rope_layout == format::RopeLayout::split_half && row.gguf_rope_layout == format::RopeLayout::interleaved) {
     if (rows % c.head_dim != 0) {
       *error = "tensor '" + out->name + "' has " + num(rows) + " rows, not whole heads of " + num(c.head_dim);
       return false;
@@ -282,8 +296,9 @@ std::vector<uint8_t> layout(const Metadata &meta, const std::vector<GgufTensor> 
 }  // namespace
 
 bool serialize_gguf(const ModelData &model, std::vector<uint8_t> *out, std::string *error) {
-  const std::string arch = architecture(model.config, error);
-  if (arch.empty()) return false;
+  const FamilyRow *row = architecture(model.config, error);
+  if (row == nullptr) return false;
+  const std::string arch = row->gguf_arch;
   // In the order of the config's slots, whatever order the importer added them in, so a GGUF
   // written from a GGUF import is the same file again.
   const std::vector<TensorSlot> slots = tensor_slots(model.config);
@@ -301,7 +316,7 @@ bool serialize_gguf(const ModelData &model, std::vector<uint8_t> *out, std::stri
       *error = "the model has no tensor '" + gguf_tensor_name(slots[i].role, slots[i].layer) + "'";
       return false;
     }
-    if (!to_gguf_tensor(*found, model.config, &tensors[i], error)) return false;
+    if (!to_gguf_tensor(*found, model.config, *row, &tensors[i], error)) return false;
   }
   Metadata meta;
   meta.string("general.architecture", arch);
