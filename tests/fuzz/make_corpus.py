@@ -195,6 +195,10 @@ def main():
         ("tiny_llama_iq4_nl", ["tiny_llama.gguf", "--dtype", "iq4_nl"]),
         ("tiny_llama_q6_k", ["tiny_llama.gguf", "--dtype", "q6_k"]),
     ]
+    # Every family's block (q/k/v biases, q/k norms, sandwich norms, windows, RoPE factors, fused
+    # gate/up), so model_open mutates their config flags, fields and roles too.
+    families = ["qwen2", "qwen3", "gemma3", "phi3", "llama3"]
+    conversions += [("tiny_" + f, ["tiny_families/%s/model.gguf" % f]) for f in families]
     for name, args in conversions:
         out = os.path.join(scratch, name + ".mote")
         args = [a if a.startswith("-") or a in ("q8_0", "f16", "split", "q4_1", "gguf", "q4_k_m", "q5_k_m", "q2_k",
@@ -242,6 +246,11 @@ def main():
     write(out_dir, "llama2c", "small_gqa", pack(small["small_gqa.bin"], read("tiny_tok70.bin")))
 
     write(out_dir, "gguf", "tiny_llama", read("tiny_llama.gguf"))
+    for family in families:
+        write(out_dir, "gguf", "tiny_" + family, read("tiny_families/%s/model.gguf" % family))
+        hf = "tiny_families/%s/hf/" % family
+        write(out_dir, "hf", "tiny_" + family,
+              pack(read(hf + "config.json"), read(hf + "tokenizer.json"), read(hf + "model.safetensors")))
     write(out_dir, "hf", "tiny_hf", pack(read("tiny_hf/config.json"), read("tiny_hf/tokenizer.json"),
                                          read("tiny_hf/model.safetensors")))
     write(out_dir, "llama2c", "tiny_mha", pack(read("tiny_mha.bin"), read("tiny_tok64.bin")))
