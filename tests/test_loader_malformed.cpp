@@ -452,6 +452,76 @@ TEST_CASE("loader: tensor table") {
                   "tensor 'blk.1.ffn_up' is missing");
 }
 
+// The valid model with every revision-5 option a family brings: q/k norms, sandwich norms, RoPE
+// factors, a fused gate/up matrix and sliding windows (every 2nd layer global).
+Bytes family_file(const std::function<void(mote::convert::ModelData &)> &change = nullptr) {
+  mote::convert::ModelData m = valid_model_data();
+  ModelConfig &c = m.config;
+  c.flags |= mote::format::kFlagQkNorm | mote::format::kFlagSandwichNorm | mote::format::kFlagRopeFactors |
+             mote::format::kFlagFusedGateUp | mote::format::kFlagSlidingWindow;
+  c.sliding_window = 4;
+  c.swa_global_every = 2;
+  c.rope_theta_local = 1e4f;
+  std::vector<mote::convert::TensorData> kept;
+  for (auto &t : m.tensors) {
+    if (t.role != Role::ffn_gate && t.role != Role::ffn_up) kept.push_back(std::move(t));
+  }
+  m.tensors = std::move(kept);
+  std::mt19937 rng(7);
+  const auto vector = [&](Role role, uint32_t layer, uint32_t n) {
+    mote::convert::TensorData t = make_tensor(role, layer, DType::f32, n, 1, rng, true);
+    t.n_dims = 1;
+    m.tensors.push_back(t);
+  };
+  for (uint32_t l = 0; l < kLayers; ++l) {
+    m.tensors.push_back(make_tensor(Role::ffn_gate_up, l, DType::f32, 2 * kFfn, kDim, rng));
+    vector(Role::attn_q_norm, l, kHeadDim);
+    vector(Role::attn_k_norm, l, kHeadDim);
+    vector(Role::post_attn_norm, l, kDim);
+    vector(Role::post_ffn_norm, l, kDim);
+  }
+  vector(Role::rope_freqs, mote::format::kNoLayer, kHeadDim / 2);
+  if (change) change(m);
+  return mote::convert::serialize(m);
+}
+
+// family_file() with one tensor entry changed (checksum refreshed).
+Bytes family_with_entry(Role role, uint32_t layer, const std::function<void(TensorEntry &)> &f) {
+  Bytes b = family_file();
+  const size_t at = entry_offset(b, role, layer);
+  TensorEntry e = get<TensorEntry>(b, at);
+  f(e);
+  set(b, at, e);
+  refresh_checksum(b);
+  return b;
+}
+
+TEST_CASE("loader: the families' roles and values") {
+  const Opened ok = open_bytes(family_file());
+  INFO(ok.message);
+  REQUIRE(ok.status == MOTE_OK);
+  expect_rejected("a q norm of the wrong length",
+                  family_with_entry(Role::attn_q_norm, 1, [](TensorEntry &e) { e.shape[0] = kHeadDim - 2; }),
+                  "tensor 'blk.1.attn_q_norm' has shape (");
+  expect_rejected("a fused gate/up of the wrong size",
+                  family_with_entry(Role::ffn_gate_up, 0, [](TensorEntry &e) { e.shape[0] = kFfn; }),
+                  "tensor 'blk.0.ffn_gate_up' has shape (");
+  expect_rejected("a post-FFN norm missing", family_with_entry(Role::post_ffn_norm, 1, [](TensorEntry &e) {
+                    e.role = static_cast<uint32_t>(Role::attn_norm_bias);  // a (dim) vector RMSNorm has no use for
+                  }),
+                  "tensor 'blk.1.post_ffw_norm' is missing");
+  const auto factor = [](float value) {
+    return family_file([value](mote::convert::ModelData &m) {
+      for (auto &t : m.tensors) {
+        if (t.role == Role::rope_freqs) std::memcpy(t.bytes.data() + 4, &value, sizeof value);
+      }
+    });
+  };
+  expect_rejected("a zero RoPE factor", factor(0.0f), "tensor 'rope_freqs' holds 0 at index 1");
+  expect_rejected("a NaN RoPE factor", factor(std::nanf("")), "tensor 'rope_freqs' holds nan at index 1");
+  expect_rejected("a negative RoPE factor", factor(-2.0f), "tensor 'rope_freqs' holds -2 at index 1");
+}
+
 TEST_CASE("loader: tokenizer section") {
   const Bytes &file = valid_file();
   const FileHeader h = header_of(file);
