@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark: mote against llama.cpp on SmolLM2-135M-Instruct.
+"""Side-by-side benchmark: mote against llama.cpp on SmolLM2-135M-Instruct, or on any GGUF.
 
 Both runtimes read the same weights in the same storage type: the fetched Q4_1 GGUF is turned
 into F32, F16, Q8_0, Q4_0 and Q4_1 GGUFs (--types adds Q5_0, Q5_1, IQ4_NL, Q6_K and the K mixes
-Q5_K_M ... Q2_K) with llama.cpp's llama-quantize, and each GGUF is
+Q5_K_M ... Q2_K) with llama.cpp's llama-quantize; --model FILE.gguf adds a GGUF as it is
+(labelled by its stem; alone it replaces the default types). Each GGUF is
 converted for mote as stored (`mote convert X.gguf`: the GGUF's own blocks, quantized ones
 interleaved 8 rows at a time, so both runtimes read the very same numbers, Q8_0 embeddings
 included). `mote bench` and `llama-bench` then run
@@ -159,8 +160,10 @@ def gguf_for_type(tools, dtype):
 
 def mote_model_for(tools, source, dtype, extra=()):
     """`source` converted for mote with --dtype `dtype`, or as stored when dtype is None (cached
-    next to it; redone when this build cannot open the cached file)."""
-    out = PEERS / "models" / f"{Path(source).stem}.{dtype or 'stored'}.mote"
+    in PEERS/models under the source's stem, size and mtime, so a replaced source is converted
+    again; redone when this build cannot open the cached file)."""
+    stat = Path(source).stat()
+    out = PEERS / "models" / f"{Path(source).stem}.{stat.st_size}-{stat.st_mtime_ns}.{dtype or 'stored'}.mote"
     if out.exists():
         try:
             run_command([str(tools.mote), "inspect", str(out)])
@@ -193,20 +196,25 @@ def inspect_model(tools, model, context=None):
             "arena_bytes": int(arena.group(1)), "arena_context": int(arena.group(2))}
 
 
+# Tables a decode step reads one row of (the token's, the position's), not the whole matrix.
+LOOKUP_TABLES = ("token_embd", "pos_embd")
+
+
 def decode_bytes_per_token(tools, mote_model, gguf):
-    """Weight bytes one decode step reads: every weight matrix once (the embedding matrix too,
-    when it is tied and doubles as the classifier), the norm vectors and one embedding row.
+    """Weight bytes one decode step reads: every tensor once (the classifier: `output`, or the
+    embedding matrix when it is tied and doubles as the classifier) plus one row of each lookup
+    table (token and learned position embeddings).
 
     Exact from `mote inspect` when the mote model exists; else the GGUF file size (which adds
     the tokenizer and metadata, ~3%: an approximation)."""
     if mote_model is not None:
         info = inspect_model(tools, mote_model)
-        embd = info["tensors"]["token_embd"]
-        row = embd["bytes"] // embd["shape"][0]
-        total = sum(t["bytes"] for t in info["tensors"].values())
-        if not info["tied"]:
-            total -= embd["bytes"]
-        return total + row, "mote inspect"
+        total = 0
+        for name, tensor in info["tensors"].items():
+            read_whole = name not in LOOKUP_TABLES or (name == "token_embd" and info["tied"])
+            row = tensor["bytes"] // tensor["shape"][0] if name in LOOKUP_TABLES else 0
+            total += (tensor["bytes"] if read_whole else 0) + row
+        return total, "mote inspect"
     return Path(gguf).stat().st_size, "GGUF file size (approx.)"
 
 
@@ -314,15 +322,15 @@ def load_summary(entries):
             f"of {os.cpu_count()}")
 
 
-def comparison_table(runs, types, threads, prompts, gen, bandwidth, decode_bytes):
-    """Rows type x threads; per prompt length and for decode: mote, llama.cpp, ratio; then the
+def comparison_table(runs, labels, threads, prompts, gen, bandwidth, decode_bytes):
+    """Rows weights (type or model) x threads; per prompt length and for decode: mote, llama.cpp, ratio; then the
     roofline fractions of both decode figures."""
-    header = ["type", "threads"]
+    header = ["weights", "threads"]
     for p in prompts:
         header += [f"pp{p} mote", f"pp{p} llama.cpp", f"pp{p} ratio"]
     header += [f"tg{gen} mote", f"tg{gen} llama.cpp", f"tg{gen} ratio", "tg roofline mote", "tg roofline llama.cpp"]
     rows = []
-    for dtype in types:
+    for dtype in labels:
         for t in threads:
             def pick(runtime, prompt):
                 return [r for r in runs if r["type"] == dtype and r["threads"] == t and r["runtime"] == runtime
@@ -347,11 +355,16 @@ def comparison_table(runs, types, threads, prompts, gen, bandwidth, decode_bytes
 # Modes
 
 
+def label_of(subject):
+    """A benchmarked subject is a type name (SmolLM2 requantized) or a GGUF path (--model)."""
+    return subject.stem if isinstance(subject, Path) else subject
+
+
 @functools.lru_cache(maxsize=None)
-def prepare_models(tools, dtype):
-    """(gguf, mote model) for one type; either may be a Failure to report in place of figures."""
+def prepare_models(tools, subject):
+    """(gguf, mote model) for one subject; either may be a Failure to report in place of figures."""
     try:
-        gguf = gguf_for_type(tools, dtype)
+        gguf = subject if isinstance(subject, Path) else gguf_for_type(tools, subject)
     except Failure as e:
         return e, e
     try:
@@ -362,7 +375,7 @@ def prepare_models(tools, dtype):
 
 def run_comparison(args, tools, report):
     prompts, gen = args.prompts, args.gen
-    models = {dtype: prepare_models(tools, dtype) for dtype in args.types}
+    models = {label_of(subject): prepare_models(tools, subject) for subject in args.subjects}
     decode_bytes = {}
     for dtype, (gguf, mote_model) in models.items():
         if isinstance(gguf, Failure):
@@ -379,8 +392,7 @@ def run_comparison(args, tools, report):
         for t, gb_s in sample.items():
             bw_samples.setdefault(t, []).append(gb_s)
         bw_loads.append(load)
-        for dtype in args.types:
-            gguf, mote_model = models[dtype]
+        for dtype, (gguf, mote_model) in models.items():
             for t in args.threads:
                 for p in prompts:
                     for runtime in RUNTIMES:  # interleaved: mote, llama.cpp, mote, llama.cpp, ...
@@ -391,7 +403,7 @@ def run_comparison(args, tools, report):
     bw_text = ", ".join(f"{t} thread(s) {bandwidth[t]:.1f} GB/s (samples {min(v):.1f}-{max(v):.1f})"
                         for t, v in sorted(bw_samples.items()))
     report.section("Comparison: tokens per second, medians of %d run(s)" % args.reps, [
-        comparison_table(runs, args.types, args.threads, prompts, gen, bandwidth, decode_bytes),
+        comparison_table(runs, list(models), args.threads, prompts, gen, bandwidth, decode_bytes),
         "ratio = mote / llama.cpp (above 1: mote is faster). Decode (tg) comes from the "
         f"-p {prompts[0]} runs; mote decodes after that prompt, llama-bench's tg test from an empty context.",
         "Roofline = weight bytes read per decode token x tok/s / measured read bandwidth at that "
@@ -422,8 +434,8 @@ class CompetingProcess:
 
 
 def run_contention(args, tools, report):
-    dtype = args.types[0]
-    gguf, mote_model = prepare_models(tools, dtype)
+    dtype = label_of(args.subjects[0])
+    gguf, mote_model = prepare_models(tools, args.subjects[0])
     prompt, gen = args.prompts[0], args.gen
     runs = []
     with CompetingProcess():
@@ -504,8 +516,9 @@ def peak_rss_of(argv):
 def run_rss(args, tools, report):
     gen, context = 128, 256
     rows, records = [], []
-    for dtype in args.types:
-        gguf, mote_model = prepare_models(tools, dtype)
+    for subject in args.subjects:
+        dtype = label_of(subject)
+        gguf, mote_model = prepare_models(tools, subject)
         cases = [
             ("mote run", mote_model, f"--ctx {context}",
              lambda m: [str(tools.mote), "run", "-m", str(m), "-p", "Once upon a time", "-n", str(gen), "-t", "1",
@@ -538,7 +551,7 @@ def run_rss(args, tools, report):
             records.append(record)
             rows.append([dtype, tool, setting, size, arena, rss])
     report.section(f"Peak resident memory of a {gen}-token generation, one thread", [
-        markdown_table(["type", "program", "setting", "file MiB", "mote arena MiB", "peak RSS MiB"], rows),
+        markdown_table(["weights", "program", "setting", "file MiB", "mote arena MiB", "peak RSS MiB"], rows),
         "mote: `mote run` (greedy; may stop early at end-of-text); llama.cpp: `llama-bench -p 0 -n 128 -r 1` "
         "(llama-cli is not built), which includes llama-bench's own warm-up run and a 128-token context. "
         "Peak RSS is the child's ru_maxrss (wait4); mapped weight pages count once touched.",
@@ -576,15 +589,30 @@ class Report:
                 f"{self.data['cpu_count']} CPUs ({self.data['uname']}).\n")
 
 
+def gguf_argument(parser, name):
+    """--model's file as an absolute path, or a one-line usage error when it is not a GGUF."""
+    path = Path(name).expanduser().resolve()
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        parser.error(f"--model {name}: {e.strerror}")
+    if magic != b"GGUF":
+        parser.error(f"--model {name}: not a GGUF file (it does not start with 'GGUF')")
+    return path
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--types", default=",".join(DEFAULT_TYPES),
-                        help="comma-separated storage types to compare (default: %(default)s)")
+    parser.add_argument("--types", help="comma-separated storage types of SmolLM2 to compare (default: "
+                                         f"{','.join(DEFAULT_TYPES)}, or none when --model is given)")
+    parser.add_argument("--model", action="append", default=[], metavar="FILE.gguf",
+                        help="a GGUF to compare as stored, labelled by its stem (repeatable or comma-separated)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of every run (default 3)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 rep, 1 thread, a 64-token prompt, "
                                                              "32 decoded tokens")
     parser.add_argument("--contention", action="store_true",
-                        help="decode at -t 1 and -t 2 next to one busy process (first of --types)")
+                        help="decode at -t 1 and -t 2 next to one busy process (first of --types, else of --model)")
     parser.add_argument("--tiny", action="store_true", help="mote on aidreams260K and stories260K")
     parser.add_argument("--rss", action="store_true", help="peak resident memory of a 128-token generation")
     parser.add_argument("--no-compare", dest="compare", action="store_false",
@@ -599,10 +627,18 @@ def parse_args(argv):
                                             "(default: what bench/peers/build_llama_cpp.sh prints)")
     parser.add_argument("--out", help="folder for compare.json (all raw runs) and compare.md")
     args = parser.parse_args(argv)
+    models = [gguf_argument(parser, name.strip()) for arg in args.model for name in arg.split(",") if name.strip()]
+    if args.types is None:
+        args.types = "" if models else ",".join(DEFAULT_TYPES)
     args.types = [t.strip() for t in args.types.split(",") if t.strip()]
     unknown = [t for t in args.types if t not in ALL_TYPES]
-    if unknown or not args.types:
+    if unknown or not (args.types or models):
         parser.error(f"unknown type(s) {unknown}: choose from {','.join(ALL_TYPES)}")
+    args.subjects = args.types + models
+    labels = [label_of(subject) for subject in args.subjects]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        parser.error(f"two subjects share the label {repeated[0]} (a --model's stem names its rows)")
     if args.quick:
         args.reps, args.threads, args.prompts, args.gen = 1, [1], [64], 32
     else:
