@@ -49,6 +49,15 @@ struct Rows8 {
   static Ints zero() { return _mm256_setzero_si256(); }
   static Ints and_(Ints a, Ints b) { return _mm256_and_si256(a, b); }
   static Ints high_nibbles(Ints v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), bytes(0x0F)); }
+  static Ints or_(Ints a, Ints b) { return _mm256_or_si256(a, b); }
+  static Ints shift_left16(Ints v, int n) { return _mm256_slli_epi16(v, n); }
+  static Ints shift_right16(Ints v, int n) { return _mm256_srli_epi16(v, n); }
+  static Ints shift_right32(Ints v, int n) { return _mm256_srli_epi32(v, n); }
+  // Byte j of every 32-bit lane, sign-extended.
+  static Ints signed_byte(Ints v, size_t j) {
+    return _mm256_srai_epi32(_mm256_sllv_epi32(v, words(static_cast<int>(24 - 8 * j))), 24);
+  }
+  static Ints mul32(Ints a, Ints b) { return _mm256_mullo_epi32(a, b); }
   static Ints add32(Ints a, Ints b) { return _mm256_add_epi32(a, b); }
   static Ints sub32(Ints a, Ints b) { return _mm256_sub_epi32(a, b); }
   static Ints add16(Ints a, Ints b) { return _mm256_add_epi16(a, b); }
@@ -75,6 +84,8 @@ struct Rows8 {
   static Floats splat(float v) { return _mm256_set1_ps(v); }
   static Floats to_float(Ints v) { return _mm256_cvtepi32_ps(v); }
   static Floats mul(Floats a, Floats b) { return _mm256_mul_ps(a, b); }
+  static Floats add(Floats a, Floats b) { return _mm256_add_ps(a, b); }
+  static Floats negate(Floats a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
   static Floats fma(Floats a, Floats b, Floats c) { return _mm256_fmadd_ps(a, b, c); }
   static void store(float *out, Floats v) { _mm256_storeu_ps(out, v); }
 };
@@ -109,6 +120,14 @@ struct Rows16 {
   static Ints zero() { return _mm512_setzero_si512(); }
   static Ints and_(Ints a, Ints b) { return _mm512_and_si512(a, b); }
   static Ints high_nibbles(Ints v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), bytes(0x0F)); }
+  static Ints or_(Ints a, Ints b) { return _mm512_or_si512(a, b); }
+  static Ints shift_left16(Ints v, int n) { return _mm512_slli_epi16(v, static_cast<unsigned>(n)); }
+  static Ints shift_right16(Ints v, int n) { return _mm512_srli_epi16(v, static_cast<unsigned>(n)); }
+  static Ints shift_right32(Ints v, int n) { return _mm512_srli_epi32(v, static_cast<unsigned>(n)); }
+  static Ints signed_byte(Ints v, size_t j) {
+    return _mm512_srai_epi32(_mm512_sllv_epi32(v, words(static_cast<int>(24 - 8 * j))), 24);
+  }
+  static Ints mul32(Ints a, Ints b) { return _mm512_mullo_epi32(a, b); }
   static Ints add32(Ints a, Ints b) { return _mm512_add_epi32(a, b); }
   static Ints sub32(Ints a, Ints b) { return _mm512_sub_epi32(a, b); }
   static Ints add16(Ints a, Ints b) { return _mm512_add_epi16(a, b); }
@@ -138,6 +157,8 @@ struct Rows16 {
   static Floats splat(float v) { return _mm512_set1_ps(v); }
   static Floats to_float(Ints v) { return _mm512_cvtepi32_ps(v); }
   static Floats mul(Floats a, Floats b) { return _mm512_mul_ps(a, b); }
+  static Floats add(Floats a, Floats b) { return _mm512_add_ps(a, b); }
+  static Floats negate(Floats a) { return _mm512_xor_ps(a, _mm512_set1_ps(-0.0f)); }
   static Floats fma(Floats a, Floats b, Floats c) { return _mm512_fmadd_ps(a, b, c); }
   static void store(float *out, Floats v) { _mm512_storeu_ps(out, v); }
 };
