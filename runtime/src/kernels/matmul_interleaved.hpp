@@ -13,6 +13,26 @@
 
 namespace mote::kernels::simd {
 
+// How far ahead of its reads a tile asks for weights, in each group it reads (a prefetch never
+// faults, even past a matrix's end).
+constexpr size_t kPrefetchBytes = 2048;
+
+// The weights stream from memory once per pass: ask for the bytes kPrefetchBytes past byte `at`
+// of each of the W::kGroups groups a tile reads side by side (`next` bytes apart). Past a
+// group's end they are the next tile's: W::kGroups groups on, so that two streams read side by
+// side do not fetch each other's bytes. The hardware prefetcher alone left a decoding core
+// waiting on these loads at under half its bandwidth (perf: most samples on the first use of
+// each block).
+template <class W, size_t kBytes>
+inline void prefetch_ahead(const void *groups, size_t next, size_t at) {
+  const size_t ahead = at + kPrefetchBytes;
+  const char *base = static_cast<const char *>(groups) + ahead + (ahead >= next ? (W::kGroups - 1) * next : 0);
+#pragma GCC unroll 2
+  for (size_t g = 0; g < W::kGroups; ++g) {
+    for (size_t line = 0; line < kBytes; line += 64) __builtin_prefetch(base + g * next + line);
+  }
+}
+
 #if defined(__AVX2__)
 // The activation block of one token: its quants, d and the sum of its quants.
 struct TokenBlock {
@@ -280,10 +300,6 @@ struct InterleavedBlock<Arch, BlockQ8_0x8, W> {
   }
 };
 
-// How far ahead of its reads a tile asks for weights (a prefetch never faults, even past a
-// matrix's end).
-constexpr size_t kPrefetchBytes = 2048;
-
 // W::kGroups groups of 8 rows from `group` (each n_blocks blocks) against K tokens from token0,
 // every block.
 template <class Arch, class Block, class W, size_t K>
@@ -295,15 +311,7 @@ inline void interleaved_tile(float *out, size_t out_stride, const Block *group, 
 #pragma GCC unroll 8
   for (size_t t = 0; t < K; ++t) acc[t] = W::fzero();
   for (size_t b = 0; b < n_blocks; ++b) {
-    // The weights stream from memory once per pass: ask for them kPrefetchBytes ahead (past
-    // this group's end that is the next group's start). The hardware prefetcher alone left a
-    // decoding core waiting on these loads at under half its bandwidth (perf: most samples on
-    // the first use of each block).
-#pragma GCC unroll 2
-    for (size_t g = 0; g < W::kGroups; ++g) {
-      const char *ahead = reinterpret_cast<const char *>(group + b) + g * next + kPrefetchBytes;
-      for (size_t line = 0; line < sizeof(Block); line += 64) __builtin_prefetch(ahead + line);
-    }
+    prefetch_ahead<W, sizeof(Block)>(group, next, b * sizeof(Block));
     const typename Ops::Prepared w = Ops::prepare(group[b], next);
 #pragma GCC unroll 8
     for (size_t t = 0; t < K; ++t) {
@@ -326,15 +334,24 @@ inline void interleaved_rest(float *out, size_t out_stride, const Block *group, 
   }
 }
 
+// Whether a tile of n tokens reads two groups side by side (Rows16, where AVX-512 has it). Not
+// when decoding: one token's pass streams the weights from memory, and two streams side by side
+// decoded slower than one (SmolLM2 Q4_K_M, mote bench -t 1 -n 64: 58 vs 83 tok/s, interleaved
+// runs) although the kernel is 1.5x faster on weights in L2; prefill reuses each block n times.
+template <class Arch>
+inline bool two_groups_per_tile(size_t n) {
+  return n > 1;
+}
+
 // Groups g0 .. g_end - 1 against tokens t0 .. t0 + n - 1 (n <= T; n == T takes the full tile),
-// two groups at a time in Rows16 where AVX-512 has it.
+// two groups at a time where two_groups_per_tile says so.
 template <class Arch, class Block>
 inline void interleaved_groups(float *out, size_t out_stride, const Block *w, size_t n_blocks, const Q8Activations &x,
                                size_t g0, size_t g_end, size_t t0, size_t n) {
   constexpr size_t T = InterleavedBlock<Arch, Block, Rows8<Arch>>::kTokens;
   size_t g = g0;
 #if defined(__AVX512BW__)
-  for (; g + 2 <= g_end; g += 2)
+  for (; two_groups_per_tile<Arch>(n) && g + 2 <= g_end; g += 2)
     interleaved_rest<Arch, Block, Rows16<Arch>, T>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t0,
                                                    n);
 #endif

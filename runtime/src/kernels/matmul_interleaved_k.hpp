@@ -295,9 +295,6 @@ struct KGroupOps<Arch, BlockQ4_Kx8, W> : KMinGroupOps<Arch, BlockQ4_Kx8, W> {};
 template <class Arch, class W>
 struct KGroupOps<Arch, BlockQ5_Kx8, W> : KMinGroupOps<Arch, BlockQ5_Kx8, W> {};
 
-// How far ahead of its reads a tile asks for weights (a prefetch never faults, even past the end).
-constexpr size_t kKPrefetchBytes = 2048;
-
 // W::kGroups groups of 8 rows from `group` (each n_super blocks) against K tokens from token0,
 // every super-block.
 template <class Arch, class Group, class W, size_t K>
@@ -308,12 +305,7 @@ inline void k_group_tile(float *out, size_t out_stride, const Group *group, size
 #pragma GCC unroll 8
   for (size_t t = 0; t < K; ++t) acc[t] = mins[t] = W::fzero();
   for (size_t sb = 0; sb < n_super; ++sb) {
-    // As interleaved_tile: the weights stream once per pass, so ask for them ahead.
-#pragma GCC unroll 2
-    for (size_t g = 0; g < W::kGroups; ++g) {
-      const char *ahead = reinterpret_cast<const char *>(group + sb) + g * next + kKPrefetchBytes;
-      for (size_t line = 0; line < sizeof(Group); line += 64) __builtin_prefetch(ahead + line);
-    }
+    prefetch_ahead<W, sizeof(Group)>(group, next, sb * sizeof(Group));
     size_t xb0[K];
     for (size_t t = 0; t < K; ++t) xb0[t] = ((token0 + t) * n_super + sb) * kSubBlocks;
     KGroupOps<Arch, Group, W>::template super_block<K>(acc, mins, group[sb], next, x, xb0);
@@ -341,14 +333,14 @@ inline void k_group_rest(float *out, size_t out_stride, const Group *group, size
 }
 
 // Groups g0 .. g_end - 1 against tokens t0 .. t0 + n - 1 (n <= kKGroupTokens), two groups at a
-// time in Rows16 where AVX-512 has it.
+// time where two_groups_per_tile says so.
 template <class Arch, class Group>
 inline void k_group_run(float *out, size_t out_stride, const Group *w, size_t n_super, const Q8Activations &x,
                         size_t g0, size_t g_end, size_t t0, size_t n) {
   constexpr size_t T = kKGroupTokens;
   size_t g = g0;
 #if defined(__AVX512BW__)
-  for (; g + 2 <= g_end; g += 2)
+  for (; two_groups_per_tile<Arch>(n) && g + 2 <= g_end; g += 2)
     k_group_rest<Arch, Group, Rows16<Arch>, T>(out + g * kInterleave, out_stride, w + g * n_super, n_super, x, t0, n);
 #endif
 #if defined(__AVX2__)
