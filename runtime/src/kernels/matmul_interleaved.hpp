@@ -70,6 +70,7 @@ struct Rows8 {
   static Ints and_(Ints a, Ints b) { return _mm256_and_si256(a, b); }
   static Ints high_nibbles(Ints v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), bytes(0x0F)); }
   static Ints or_(Ints a, Ints b) { return _mm256_or_si256(a, b); }
+  static Ints xor_(Ints a, Ints b) { return _mm256_xor_si256(a, b); }
   static Ints shift_left16(Ints v, int n) { return _mm256_slli_epi16(v, n); }
   static Ints shift_right16(Ints v, int n) { return _mm256_srli_epi16(v, n); }
   static Ints shift_right32(Ints v, int n) { return _mm256_srli_epi32(v, n); }
@@ -141,6 +142,7 @@ struct Rows16 {
   static Ints and_(Ints a, Ints b) { return _mm512_and_si512(a, b); }
   static Ints high_nibbles(Ints v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), bytes(0x0F)); }
   static Ints or_(Ints a, Ints b) { return _mm512_or_si512(a, b); }
+  static Ints xor_(Ints a, Ints b) { return _mm512_xor_si512(a, b); }
   static Ints shift_left16(Ints v, int n) { return _mm512_slli_epi16(v, static_cast<unsigned>(n)); }
   static Ints shift_right16(Ints v, int n) { return _mm512_srli_epi16(v, static_cast<unsigned>(n)); }
   static Ints shift_right32(Ints v, int n) { return _mm512_srli_epi32(v, static_cast<unsigned>(n)); }
@@ -274,28 +276,43 @@ struct InterleavedBlock<Arch, BlockQ4_1x8, W> : MinimumQuants<Arch, BlockQ4_1x8,
 template <class Arch, class W>
 struct InterleavedBlock<Arch, BlockQ5_1x8, W> : MinimumQuants<Arch, BlockQ5_1x8, W> {};
 
-// q8_0x8: signed weights, so each 4-byte step is |w| times x with w's sign (vpmaddubsw wants
-// one unsigned operand), widened to int32 at once (int16 sums of these could overflow).
+// q8_0x8: signed weights, and the 8-bit products want one unsigned operand. With vpdpbusd the
+// weights become w + 128 (unsigned, once per block) and sum w x = sum (w + 128) x - 128 sum x,
+// exact in int32: one instruction per 4-byte step and token. vpmaddubsw's int16 pair sums of
+// (w + 128) x could saturate, so there each step is |w| times x with w's sign.
 template <class Arch, class W>
 struct InterleavedBlock<Arch, BlockQ8_0x8, W> {
   using Ints = typename W::Ints;
   static constexpr size_t kTokens = 2;
+#if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
+  static constexpr bool kOffsetWeights = true;
+#else
+  static constexpr bool kOffsetWeights = false;
+#endif
   struct Prepared {
-    Ints q[8];
+    Ints q[8];  // w + 128 where kOffsetWeights, else w
     typename W::Floats d;
   };
   static Prepared prepare(const BlockQ8_0x8 &b, size_t next) {
     Prepared p;
-    for (size_t k = 0; k < 8; ++k) p.q[k] = W::load(&b, next, offsetof(BlockQ8_0x8, qs) + 32 * k);
+    for (size_t k = 0; k < 8; ++k) {
+      p.q[k] = W::load(&b, next, offsetof(BlockQ8_0x8, qs) + 32 * k);
+      if constexpr (kOffsetWeights) p.q[k] = W::xor_(p.q[k], W::bytes(0x80));
+    }
     p.d = W::halves(b.d, next);
     return p;
   }
   static typename W::Floats accumulate(typename W::Floats acc, const Prepared &w, const TokenBlock &x) {
     Ints chains[4] = {W::zero(), W::zero(), W::zero(), W::zero()};  // independent chains hide vpdpbusd's latency
     for (size_t k = 0; k < 8; ++k) {
-      chains[k % 4] = W::dot_add(chains[k % 4], W::magnitude(w.q[k]), W::with_sign_of(W::quad(x.q + 4 * k), w.q[k]));
+      if constexpr (kOffsetWeights) {
+        chains[k % 4] = W::dot_add(chains[k % 4], w.q[k], W::quad(x.q + 4 * k));
+      } else {
+        chains[k % 4] = W::dot_add(chains[k % 4], W::magnitude(w.q[k]), W::with_sign_of(W::quad(x.q + 4 * k), w.q[k]));
+      }
     }
-    const Ints sums = W::add32(W::add32(chains[0], chains[1]), W::add32(chains[2], chains[3]));
+    Ints sums = W::add32(W::add32(chains[0], chains[1]), W::add32(chains[2], chains[3]));
+    if constexpr (kOffsetWeights) sums = W::sub32(sums, W::words(128 * x.sum));
     return W::fma(W::to_float(sums), W::mul(w.d, W::splat(x.scale)), acc);
   }
 };
