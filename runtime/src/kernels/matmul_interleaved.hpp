@@ -37,8 +37,8 @@ inline void prefetch_ahead(const void *groups, size_t next, size_t at) {
 // The activation block of one token: its quants, d and the sum of its quants.
 struct TokenBlock {
   const int8_t *q;
-  float scale;
-  int32_t sum;
+  const float *scale;  // this block's (BlockPairs: and the next one's)
+  const int32_t *sum;
 };
 
 // Four activation bytes x[4k .. 4k + 3] in every 32-bit lane.
@@ -105,6 +105,12 @@ struct Rows8 {
   static Floats negate(Floats a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
   static Floats fma(Floats a, Floats b, Floats c) { return _mm256_fmadd_ps(a, b, c); }
   static void store(float *out, Floats v) { _mm256_storeu_ps(out, v); }
+  // A token block's factor * sum x and d_x in every lane, and acc + sums * scales.
+  using Acc = Floats;
+  static constexpr size_t kBlocks = 1;
+  static Ints token_words(const int32_t *sum, int32_t factor) { return words(factor * sum[0]); }
+  static Floats token_floats(const float *v) { return splat(v[0]); }
+  static Acc add_rows(Acc acc, Floats sums, Floats scales) { return fma(sums, scales, acc); }
 };
 
 #if defined(__AVX512BW__)
@@ -179,6 +185,40 @@ struct Rows16 {
   static Floats negate(Floats a) { return _mm512_xor_ps(a, _mm512_set1_ps(-0.0f)); }
   static Floats fma(Floats a, Floats b, Floats c) { return _mm512_fmadd_ps(a, b, c); }
   static void store(float *out, Floats v) { _mm512_storeu_ps(out, v); }
+  using Acc = Floats;
+  static constexpr size_t kBlocks = 1;
+  static Ints token_words(const int32_t *sum, int32_t factor) { return words(factor * sum[0]); }
+  static Floats token_floats(const float *v) { return splat(v[0]); }
+  static Acc add_rows(Acc acc, Floats sums, Floats scales) { return fma(sums, scales, acc); }
+};
+
+// BlockPairs: blocks b and b + 1 of one group side by side in a zmm (rows 0-7 of block b, then
+// of block b + 1), for decoding: one weight stream as Rows8, but each unpack and dot instruction
+// serves two blocks. The two halves meet activation blocks b and b + 1, and their float steps
+// are applied to the 8 rows' sums in block order: each row sums as Rows8 does, bit for bit.
+template <class Arch>
+struct BlockPairs : Rows16<Arch> {
+  using Ints = __m512i;
+  using Floats = __m512;
+  using Acc = __m256;
+  static constexpr size_t kBlocks = 2;
+  // Quad k of activation blocks b and b + 1 (32 bytes on): the 4 bytes at q and at q + 32.
+  static Ints quad(const int8_t *q) {
+    const Ints pair = _mm512_maskz_loadu_epi32(0x0101, q);
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8), pair);
+  }
+  static Ints token_words(const int32_t *sum, int32_t factor) {
+    return _mm512_inserti64x4(_mm512_set1_epi32(factor * sum[0]), _mm256_set1_epi32(factor * sum[1]), 1);
+  }
+  static Floats token_floats(const float *v) {
+    return _mm512_insertf32x8(_mm512_set1_ps(v[0]), _mm256_set1_ps(v[1]), 1);
+  }
+  static Acc add_rows(Acc acc, Floats sums, Floats scales) {
+    acc = _mm256_fmadd_ps(_mm512_castps512_ps256(sums), _mm512_castps512_ps256(scales), acc);
+    return _mm256_fmadd_ps(_mm512_extractf32x8_ps(sums, 1), _mm512_extractf32x8_ps(scales, 1), acc);
+  }
+  static Acc fzero() { return _mm256_setzero_ps(); }
+  static void store(float *out, Acc v) { _mm256_storeu_ps(out, v); }
 };
 #endif
 
@@ -240,9 +280,10 @@ struct OffsetQuants {
   static constexpr size_t kTokens = 4;
   using Prepared = Nibbles<Arch, Block, W>;
   static Prepared prepare(const Block &b, size_t next) { return Prepared::unpack(b, next); }
-  static typename W::Floats accumulate(typename W::Floats acc, const Prepared &w, const TokenBlock &x) {
-    const typename W::Ints sums = W::sub32(w.dot(x.q), W::words(kOffset * x.sum));
-    return W::fma(W::to_float(sums), W::mul(w.d, W::splat(x.scale)), acc);
+  static constexpr bool kBlockPairs = true;  // one float step per block: BlockPairs can take it
+  static typename W::Acc accumulate(typename W::Acc acc, const Prepared &w, const TokenBlock &x) {
+    const typename W::Ints sums = W::sub32(w.dot(x.q), W::token_words(x.sum, kOffset));
+    return W::add_rows(acc, W::to_float(sums), W::mul(w.d, W::token_floats(x.scale)));
   }
 };
 
@@ -257,9 +298,10 @@ struct MinimumQuants {
   static Prepared prepare(const Block &b, size_t next) {
     return {Nibbles<Arch, Block, W>::unpack(b, next), W::halves(b.m, next)};
   }
+  static constexpr bool kBlockPairs = false;  // two float steps per block, in order: Rows8 only
   static typename W::Floats accumulate(typename W::Floats acc, const Prepared &w, const TokenBlock &x) {
-    acc = W::fma(W::to_float(w.nibbles.dot(x.q)), W::mul(w.nibbles.d, W::splat(x.scale)), acc);
-    return W::fma(w.m, W::splat(x.scale * static_cast<float>(x.sum)), acc);
+    acc = W::fma(W::to_float(w.nibbles.dot(x.q)), W::mul(w.nibbles.d, W::splat(x.scale[0])), acc);
+    return W::fma(w.m, W::splat(x.scale[0] * static_cast<float>(x.sum[0])), acc);
   }
 };
 
@@ -298,7 +340,8 @@ struct InterleavedBlock<Arch, BlockQ8_0x8, W> {
     p.d = W::halves(b.d, next);
     return p;
   }
-  static typename W::Floats accumulate(typename W::Floats acc, const Prepared &w, const TokenBlock &x) {
+  static constexpr bool kBlockPairs = true;
+  static typename W::Acc accumulate(typename W::Acc acc, const Prepared &w, const TokenBlock &x) {
     Ints chains[4] = {W::zero(), W::zero(), W::zero(), W::zero()};  // independent chains hide vpdpbusd's latency
     for (size_t k = 0; k < 8; ++k) {
       if constexpr (kOffsetWeights) {
@@ -308,29 +351,41 @@ struct InterleavedBlock<Arch, BlockQ8_0x8, W> {
       }
     }
     Ints sums = W::add32(W::add32(chains[0], chains[1]), W::add32(chains[2], chains[3]));
-    if constexpr (kOffsetWeights) sums = W::sub32(sums, W::words(128 * x.sum));
-    return W::fma(W::to_float(sums), W::mul(w.d, W::splat(x.scale)), acc);
+    if constexpr (kOffsetWeights) sums = W::sub32(sums, W::token_words(x.sum, 128));
+    return W::add_rows(acc, W::to_float(sums), W::mul(w.d, W::token_floats(x.scale)));
   }
 };
 
 // W::kGroups groups of 8 rows from `group` (each n_blocks blocks) against K tokens from token0,
 // every block.
+// Blocks b .. b + W::kBlocks - 1 of W::kGroups groups from `group` folded into acc, K tokens.
+template <class Arch, class Block, class W, size_t K>
+inline void interleaved_step(typename W::Acc *acc, const Block *group, size_t n_blocks, const Q8Activations &x,
+                             size_t token0, size_t b) {
+  using Ops = InterleavedBlock<Arch, Block, W>;
+  const size_t group_bytes = n_blocks * sizeof(Block);
+  prefetch_ahead<W, W::kBlocks * sizeof(Block)>(group, group_bytes, b * sizeof(Block));
+  const typename Ops::Prepared w = Ops::prepare(group[b], W::kBlocks == 2 ? sizeof(Block) : group_bytes);
+#pragma GCC unroll 8
+  for (size_t t = 0; t < K; ++t) {
+    const size_t xb = (token0 + t) * n_blocks + b;
+    acc[t] = Ops::accumulate(acc[t], w, TokenBlock{x.q + xb * kQuantBlock, x.scale + xb, x.block_sum + xb});
+  }
+}
+
+// W::kGroups groups of 8 rows from `group` (each n_blocks blocks) against K tokens from token0,
+// every block (W::kBlocks at a time; a last odd one as Rows8).
 template <class Arch, class Block, class W, size_t K>
 inline void interleaved_tile(float *out, size_t out_stride, const Block *group, size_t n_blocks, const Q8Activations &x,
                              size_t token0) {
-  using Ops = InterleavedBlock<Arch, Block, W>;
-  const size_t next = n_blocks * sizeof(Block);
-  typename W::Floats acc[K];
+  typename W::Acc acc[K];
 #pragma GCC unroll 8
   for (size_t t = 0; t < K; ++t) acc[t] = W::fzero();
-  for (size_t b = 0; b < n_blocks; ++b) {
-    prefetch_ahead<W, sizeof(Block)>(group, next, b * sizeof(Block));
-    const typename Ops::Prepared w = Ops::prepare(group[b], next);
-#pragma GCC unroll 8
-    for (size_t t = 0; t < K; ++t) {
-      const size_t xb = (token0 + t) * n_blocks + b;
-      acc[t] = Ops::accumulate(acc[t], w, TokenBlock{x.q + xb * kQuantBlock, x.scale[xb], x.block_sum[xb]});
-    }
+  size_t b = 0;
+  for (; b + W::kBlocks <= n_blocks; b += W::kBlocks)
+    interleaved_step<Arch, Block, W, K>(acc, group, n_blocks, x, token0, b);
+  if constexpr (W::kBlocks == 2) {
+    if (b < n_blocks) interleaved_step<Arch, Block, Rows8<Arch>, K>(acc, group, n_blocks, x, token0, b);
   }
 #pragma GCC unroll 8
   for (size_t t = 0; t < K; ++t) W::store(out + (token0 + t) * out_stride, acc[t]);
@@ -367,6 +422,11 @@ inline void interleaved_groups(float *out, size_t out_stride, const Block *w, si
   for (; two_groups_per_tile<Arch>(n) && g + 2 <= g_end; g += 2)
     interleaved_rest<Arch, Block, Rows16<Arch>, T>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t0,
                                                    n);
+  if constexpr (InterleavedBlock<Arch, Block, Rows8<Arch>>::kBlockPairs) {
+    for (; n == 1 && g < g_end; ++g)
+      interleaved_tile<Arch, Block, BlockPairs<Arch>, 1>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks,
+                                                         x, t0);
+  }
 #endif
   for (; g < g_end; ++g)
     interleaved_rest<Arch, Block, Rows8<Arch>, T>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t0,
