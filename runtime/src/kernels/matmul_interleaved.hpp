@@ -4,6 +4,7 @@
 // d_w * d_x, add) is one instruction each for all 8 rows instead of once per row.
 #pragma once
 
+#include <cstddef>
 #include <type_traits>
 
 #include "kernels/matmul_quant.hpp"
@@ -12,12 +13,32 @@
 
 namespace mote::kernels::simd {
 
+// How far ahead of its reads a tile asks for weights, in each group it reads (a prefetch never
+// faults, even past a matrix's end).
+constexpr size_t kPrefetchBytes = 2048;
+
+// The weights stream from memory once per pass: ask for the bytes kPrefetchBytes past byte `at`
+// of each of the W::kGroups groups a tile reads side by side (`next` bytes apart). Past a
+// group's end they are the next tile's: W::kGroups groups on, so that two streams read side by
+// side do not fetch each other's bytes. The hardware prefetcher alone left a decoding core
+// waiting on these loads at under half its bandwidth (perf: most samples on the first use of
+// each block).
+template <class W, size_t kBytes>
+inline void prefetch_ahead(const void *groups, size_t next, size_t at) {
+  const size_t ahead = at + kPrefetchBytes;
+  const char *base = static_cast<const char *>(groups) + ahead + (ahead >= next ? (W::kGroups - 1) * next : 0);
+#pragma GCC unroll 2
+  for (size_t g = 0; g < W::kGroups; ++g) {
+    for (size_t line = 0; line < kBytes; line += 64) __builtin_prefetch(base + g * next + line);
+  }
+}
+
 #if defined(__AVX2__)
 // The activation block of one token: its quants, d and the sum of its quants.
 struct TokenBlock {
   const int8_t *q;
-  float scale;
-  int32_t sum;
+  const float *scale;  // this block's (BlockPairs: and the next one's)
+  const int32_t *sum;
 };
 
 // Four activation bytes x[4k .. 4k + 3] in every 32-bit lane.
@@ -28,203 +49,407 @@ inline __m256i broadcast_quad(const int8_t *q) {
   return _mm256_set1_epi32(quad);
 }
 
-template <class Arch, class Block>
+// The registers a tile works in. Rows8: one group block's 8 rows, one per 32-bit lane of a ymm.
+// Each helper takes the group block and `next`, the bytes from it to the same block of the next
+// group, which Rows16 (below) reads too.
+template <class Arch>
+struct Rows8 {
+  using Ints = __m256i;
+  using Floats = __m256;
+  static constexpr size_t kGroups = 1;
+  static Ints load(const void *block, size_t /*next*/, size_t at) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(static_cast<const char *>(block) + at));
+  }
+  static Floats halves(const uint16_t *h, size_t /*next*/) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(h)));
+  }
+  static Ints bytes(int c) { return _mm256_set1_epi8(static_cast<char>(c)); }
+  static Ints quad(const int8_t *q) { return broadcast_quad<Arch>(q); }
+  static Ints words(int32_t c) { return _mm256_set1_epi32(c); }
+  static Ints zero() { return _mm256_setzero_si256(); }
+  static Ints and_(Ints a, Ints b) { return _mm256_and_si256(a, b); }
+  static Ints high_nibbles(Ints v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), bytes(0x0F)); }
+  static Ints or_(Ints a, Ints b) { return _mm256_or_si256(a, b); }
+  static Ints xor_(Ints a, Ints b) { return _mm256_xor_si256(a, b); }
+  static Ints shift_left16(Ints v, int n) { return _mm256_slli_epi16(v, n); }
+  static Ints shift_right16(Ints v, int n) { return _mm256_srli_epi16(v, n); }
+  static Ints shift_right32(Ints v, int n) { return _mm256_srli_epi32(v, n); }
+  // Byte j of every 32-bit lane, sign-extended.
+  static Ints signed_byte(Ints v, size_t j) {
+    return _mm256_srai_epi32(_mm256_sllv_epi32(v, words(static_cast<int>(24 - 8 * j))), 24);
+  }
+  static Ints mul32(Ints a, Ints b) { return _mm256_mullo_epi32(a, b); }
+  static Ints add32(Ints a, Ints b) { return _mm256_add_epi32(a, b); }
+  static Ints sub32(Ints a, Ints b) { return _mm256_sub_epi32(a, b); }
+  static Ints add16(Ints a, Ints b) { return _mm256_add_epi16(a, b); }
+  static Ints pair_sums(Ints u, Ints x) { return _mm256_maddubs_epi16(u, x); }
+  static Ints widen(Ints pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
+  static Ints dot_add(Ints acc, Ints u, Ints x) { return QuantIsa<Arch>::dot_add(acc, u, x); }
+  static Ints magnitude(Ints w) { return _mm256_abs_epi8(w); }
+  static Ints with_sign_of(Ints x, Ints w) { return _mm256_sign_epi8(x, w); }
+  // codes + 0x10 in byte j of row i's lane where bit 4e + j of the row's qh word is set: the
+  // qh byte holding those bits spread to the 4 bytes, then tested.
+  static Ints with_fifth_bits(Ints codes, Ints qh, size_t e) {
+    const Ints byte_index = _mm256_add_epi8(_mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0,
+                                                             0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12),
+                                            bytes(static_cast<int>(e / 2)));
+    const Ints bit = words(static_cast<int>(0x08040201u << (4 * (e % 2))));
+    const Ints spread = _mm256_shuffle_epi8(qh, byte_index);
+    return _mm256_or_si256(codes, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), bytes(0x10)));
+  }
+  static Floats fzero() { return _mm256_setzero_ps(); }
+  static Floats splat(float v) { return _mm256_set1_ps(v); }
+  static Floats to_float(Ints v) { return _mm256_cvtepi32_ps(v); }
+  static Floats mul(Floats a, Floats b) { return _mm256_mul_ps(a, b); }
+  static Floats add(Floats a, Floats b) { return _mm256_add_ps(a, b); }
+  static Floats negate(Floats a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
+  static Floats fma(Floats a, Floats b, Floats c) { return _mm256_fmadd_ps(a, b, c); }
+  static void store(float *out, Floats v) { _mm256_storeu_ps(out, v); }
+  // A token block's factor * sum x and d_x in every lane, and acc + sums * scales.
+  using Acc = Floats;
+  static constexpr size_t kBlocks = 1;
+  static Ints token_words(const int32_t *sum, int32_t factor) { return words(factor * sum[0]); }
+  static Floats token_floats(const float *v) { return splat(v[0]); }
+  static Acc add_rows(Acc acc, Floats sums, Floats scales) { return fma(sums, scales, acc); }
+};
+
+#if defined(__AVX512BW__)
+// Rows16: two consecutive groups side by side in a zmm (rows 0-7 the first group's, 8-15 the
+// next one's), so every unpack, dot and scale instruction serves 16 rows where one group's
+// block would fill only half the register. Each lane does Rows8's arithmetic: the same bits.
+template <class Arch>
+struct Rows16 {
+  using Ints = __m512i;
+  using Floats = __m512;
+  static constexpr size_t kGroups = 2;
+  static Ints load(const void *block, size_t next, size_t at) {
+    const char *p = static_cast<const char *>(block) + at;
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p))),
+                              _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + next)), 1);
+  }
+  static Floats halves(const uint16_t *h, size_t next) {
+    const char *p = reinterpret_cast<const char *>(h);
+    return _mm512_cvtph_ps(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + next)), 1));
+  }
+  static Ints bytes(int c) { return _mm512_set1_epi8(static_cast<char>(c)); }
+  static Ints quad(const int8_t *q) {
+    int32_t quad;
+    __builtin_memcpy(&quad, q, sizeof quad);
+    return _mm512_set1_epi32(quad);
+  }
+  static Ints words(int32_t c) { return _mm512_set1_epi32(c); }
+  static Ints zero() { return _mm512_setzero_si512(); }
+  static Ints and_(Ints a, Ints b) { return _mm512_and_si512(a, b); }
+  static Ints high_nibbles(Ints v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), bytes(0x0F)); }
+  static Ints or_(Ints a, Ints b) { return _mm512_or_si512(a, b); }
+  static Ints xor_(Ints a, Ints b) { return _mm512_xor_si512(a, b); }
+  static Ints shift_left16(Ints v, int n) { return _mm512_slli_epi16(v, static_cast<unsigned>(n)); }
+  static Ints shift_right16(Ints v, int n) { return _mm512_srli_epi16(v, static_cast<unsigned>(n)); }
+  static Ints shift_right32(Ints v, int n) { return _mm512_srli_epi32(v, static_cast<unsigned>(n)); }
+  static Ints signed_byte(Ints v, size_t j) {
+    return _mm512_srai_epi32(_mm512_sllv_epi32(v, words(static_cast<int>(24 - 8 * j))), 24);
+  }
+  static Ints mul32(Ints a, Ints b) { return _mm512_mullo_epi32(a, b); }
+  static Ints add32(Ints a, Ints b) { return _mm512_add_epi32(a, b); }
+  static Ints sub32(Ints a, Ints b) { return _mm512_sub_epi32(a, b); }
+  static Ints add16(Ints a, Ints b) { return _mm512_add_epi16(a, b); }
+  static Ints pair_sums(Ints u, Ints x) { return _mm512_maddubs_epi16(u, x); }
+  static Ints widen(Ints pairs) { return _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)); }
+  static Ints dot_add(Ints acc, Ints u, Ints x) {
+#if defined(__AVX512VNNI__)
+    return _mm512_dpbusd_epi32(acc, u, x);
+#else
+    return _mm512_add_epi32(acc, widen(pair_sums(u, x)));
+#endif
+  }
+  static Ints magnitude(Ints w) { return _mm512_abs_epi8(w); }
+  // x where w > 0, -x where w < 0 (where w = 0 the magnitude is 0: any x gives Rows8's sum).
+  static Ints with_sign_of(Ints x, Ints w) { return _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), zero(), x); }
+  static Ints with_fifth_bits(Ints codes, Ints qh, size_t e) {
+    const int32_t step = 0x01010101 * static_cast<int32_t>(e / 2);  // as Rows8: byte e / 2 of each word
+    const Ints byte_index =
+        _mm512_setr_epi32(step, 0x04040404 + step, 0x08080808 + step, 0x0C0C0C0C + step, step, 0x04040404 + step,
+                          0x08080808 + step, 0x0C0C0C0C + step, step, 0x04040404 + step, 0x08080808 + step,
+                          0x0C0C0C0C + step, step, 0x04040404 + step, 0x08080808 + step, 0x0C0C0C0C + step);
+    const Ints bit = words(static_cast<int>(0x08040201u << (4 * (e % 2))));
+    return _mm512_mask_add_epi8(codes, _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, byte_index), bit), codes,
+                                bytes(0x10));
+  }
+  static Floats fzero() { return _mm512_setzero_ps(); }
+  static Floats splat(float v) { return _mm512_set1_ps(v); }
+  static Floats to_float(Ints v) { return _mm512_cvtepi32_ps(v); }
+  static Floats mul(Floats a, Floats b) { return _mm512_mul_ps(a, b); }
+  static Floats add(Floats a, Floats b) { return _mm512_add_ps(a, b); }
+  static Floats negate(Floats a) { return _mm512_xor_ps(a, _mm512_set1_ps(-0.0f)); }
+  static Floats fma(Floats a, Floats b, Floats c) { return _mm512_fmadd_ps(a, b, c); }
+  static void store(float *out, Floats v) { _mm512_storeu_ps(out, v); }
+  using Acc = Floats;
+  static constexpr size_t kBlocks = 1;
+  static Ints token_words(const int32_t *sum, int32_t factor) { return words(factor * sum[0]); }
+  static Floats token_floats(const float *v) { return splat(v[0]); }
+  static Acc add_rows(Acc acc, Floats sums, Floats scales) { return fma(sums, scales, acc); }
+};
+
+// BlockPairs: blocks b and b + 1 of one group side by side in a zmm (rows 0-7 of block b, then
+// of block b + 1), for decoding: one weight stream as Rows8, but each unpack and dot instruction
+// serves two blocks. The two halves meet activation blocks b and b + 1, and their float steps
+// are applied to the 8 rows' sums in block order: each row sums as Rows8 does, bit for bit.
+template <class Arch>
+struct BlockPairs : Rows16<Arch> {
+  using Ints = __m512i;
+  using Floats = __m512;
+  using Acc = __m256;
+  static constexpr size_t kBlocks = 2;
+  // kGroups stays Rows16's 2: prefetch_ahead then also asks for the next group's bytes at the
+  // same offset, a whole group further ahead. bench_matvec q8_0x8 49152x576 (weights streamed)
+  // read 36-39 GB/s so and 24-28 GB/s with one group's prefetch (interleaved runs, busy VM).
+  // Quad k of activation blocks b and b + 1 (32 bytes on): the 4 bytes at q and at q + 32.
+  static Ints quad(const int8_t *q) {
+    const Ints pair = _mm512_maskz_loadu_epi32(0x0101, q);
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8), pair);
+  }
+  static Ints token_words(const int32_t *sum, int32_t factor) {
+    return _mm512_inserti64x4(_mm512_set1_epi32(factor * sum[0]), _mm256_set1_epi32(factor * sum[1]), 1);
+  }
+  static Floats token_floats(const float *v) {
+    return _mm512_insertf32x8(_mm512_set1_ps(v[0]), _mm256_set1_ps(v[1]), 1);
+  }
+  static Acc add_rows(Acc acc, Floats sums, Floats scales) {
+    acc = _mm256_fmadd_ps(_mm512_castps512_ps256(sums), _mm512_castps512_ps256(scales), acc);
+    return _mm256_fmadd_ps(_mm512_extractf32x8_ps(sums, 1), _mm512_extractf32x8_ps(scales, 1), acc);
+  }
+  static Acc fzero() { return _mm256_setzero_ps(); }
+  static void store(float *out, Acc v) { _mm256_storeu_ps(out, v); }
+};
+#endif
+
+template <class Arch, class Block, class W>
 struct InterleavedBlock;
 
 // q4_0x8, q4_1x8, q5_0x8 and q5_1x8: the quants unpacked once per group block (eight
 // registers), then for each token eight integer steps per block.
-template <class Arch, class Block>
+template <class Arch, class Block, class W>
 struct Nibbles {
+  using Ints = typename W::Ints;
   static constexpr bool kFiveBit = std::is_same_v<Block, BlockQ5_0x8> || std::is_same_v<Block, BlockQ5_1x8>;
-  __m256i low[4], high[4];  // elements 4k .. 4k + 3 and 16 + 4k .. 16 + 4k + 3 of each row
-  __m256 d;
-  static Nibbles unpack(const Block &b) {
+  Ints low[4], high[4];  // elements 4k .. 4k + 3 and 16 + 4k .. 16 + 4k + 3 of each row
+  typename W::Floats d;
+  static Nibbles unpack(const Block &b, size_t next) {
     Nibbles n;
-    const __m256i mask = _mm256_set1_epi8(0x0F);
+    const Ints mask = W::bytes(0x0F);
     for (size_t k = 0; k < 4; ++k) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b.qs + 32 * k));
-      n.low[k] = _mm256_and_si256(v, mask);
-      n.high[k] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+      const Ints v = W::load(&b, next, offsetof(Block, qs) + 32 * k);
+      n.low[k] = W::and_(v, mask);
+      n.high[k] = W::high_nibbles(v);
     }
     if constexpr (kFiveBit) {
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b.qh));
+      const Ints qh = W::load(&b, next, offsetof(Block, qh));
       for (size_t k = 0; k < 4; ++k) {
-        n.low[k] = _mm256_or_si256(n.low[k], row_fifth_bits(qh, k));
-        n.high[k] = _mm256_or_si256(n.high[k], row_fifth_bits(qh, 4 + k));
+        n.low[k] = W::with_fifth_bits(n.low[k], qh, k);
+        n.high[k] = W::with_fifth_bits(n.high[k], qh, 4 + k);
       }
     }
-    n.d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.d)));
+    n.d = W::halves(b.d, next);
     return n;
   }
-  // 0x10 in byte j of lane i where bit 4e + j of row i's qh is set (elements 4e .. 4e + 3).
-  static __m256i row_fifth_bits(__m256i qh, size_t e) {
-    const __m256i byte_index = _mm256_add_epi8(_mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0,
-                                                                0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12),
-                                               _mm256_set1_epi8(static_cast<char>(e / 2)));
-    const __m256i bit = _mm256_set1_epi32(static_cast<int>(0x08040201u << (4 * (e % 2))));
-    const __m256i bytes = _mm256_shuffle_epi8(qh, byte_index);
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(0x10));
-  }
   // Per row: sum over the block of value * x, exact.
-  __m256i dot(const int8_t *x) const {
+  Ints dot(const int8_t *x) const {
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
     // Four independent chains of two vpdpbusd: one chain of eight would wait on its latency.
-    __m256i sums[4];
-    for (size_t k = 0; k < 4; ++k) {
-      sums[k] = QuantIsa<Arch>::dot_add(_mm256_setzero_si256(), low[k], broadcast_quad<Arch>(x + 4 * k));
-    }
-    for (size_t k = 0; k < 4; ++k)
-      sums[k] = QuantIsa<Arch>::dot_add(sums[k], high[k], broadcast_quad<Arch>(x + 16 + 4 * k));
-    return _mm256_add_epi32(_mm256_add_epi32(sums[0], sums[1]), _mm256_add_epi32(sums[2], sums[3]));
+    Ints sums[4];
+    for (size_t k = 0; k < 4; ++k) sums[k] = W::dot_add(W::zero(), low[k], W::quad(x + 4 * k));
+    for (size_t k = 0; k < 4; ++k) sums[k] = W::dot_add(sums[k], high[k], W::quad(x + 16 + 4 * k));
+    return W::add32(W::add32(sums[0], sums[1]), W::add32(sums[2], sums[3]));
 #else
     // vpmaddubsw pair sums added in int16, then widened: eight steps of 4-bit values fit
     // (8 x 2 x 15 x 127 < 32768) but only four of 5-bit ones (4 x 2 x 31 x 127), so q5 widens
     // its two halves apart.
-    const auto pair_sums = [](__m256i u, const int8_t *q) { return _mm256_maddubs_epi16(u, broadcast_quad<Arch>(q)); };
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i low_sums = pair_sums(low[0], x), high_sums = pair_sums(high[0], x + 16);
+    Ints low_sums = W::pair_sums(low[0], W::quad(x)), high_sums = W::pair_sums(high[0], W::quad(x + 16));
     for (size_t k = 1; k < 4; ++k) {
-      low_sums = _mm256_add_epi16(low_sums, pair_sums(low[k], x + 4 * k));
-      high_sums = _mm256_add_epi16(high_sums, pair_sums(high[k], x + 16 + 4 * k));
+      low_sums = W::add16(low_sums, W::pair_sums(low[k], W::quad(x + 4 * k)));
+      high_sums = W::add16(high_sums, W::pair_sums(high[k], W::quad(x + 16 + 4 * k)));
     }
-    if constexpr (kFiveBit) {
-      return _mm256_add_epi32(_mm256_madd_epi16(low_sums, ones), _mm256_madd_epi16(high_sums, ones));
-    }
-    return _mm256_madd_epi16(_mm256_add_epi16(low_sums, high_sums), ones);
+    if constexpr (kFiveBit) return W::add32(W::widen(low_sums), W::widen(high_sums));
+    return W::widen(W::add16(low_sums, high_sums));
 #endif
   }
 };
 
 // q4_0x8 and q5_0x8: sum (q - offset) x = sum q x - offset sum x, exactly.
-template <class Arch, class Block, int kOffset>
+template <class Arch, class Block, class W, int kOffset>
 struct OffsetQuants {
   static constexpr size_t kTokens = 4;
-  using Prepared = Nibbles<Arch, Block>;
-  static Prepared prepare(const Block &b) { return Prepared::unpack(b); }
-  static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
-    const __m256i sums = _mm256_sub_epi32(w.dot(x.q), _mm256_set1_epi32(kOffset * x.sum));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(w.d, _mm256_set1_ps(x.scale)), acc);
+  using Prepared = Nibbles<Arch, Block, W>;
+  static Prepared prepare(const Block &b, size_t next) { return Prepared::unpack(b, next); }
+  static constexpr bool kBlockPairs = true;  // one float step per block: BlockPairs can take it
+  static typename W::Acc accumulate(typename W::Acc acc, const Prepared &w, const TokenBlock &x) {
+    const typename W::Ints sums = W::sub32(w.dot(x.q), W::token_words(x.sum, kOffset));
+    return W::add_rows(acc, W::to_float(sums), W::mul(w.d, W::token_floats(x.scale)));
   }
 };
 
 // q4_1x8 and q5_1x8: sum (d q + m) x = d sum q x + m sum x.
-template <class Arch, class Block>
+template <class Arch, class Block, class W>
 struct MinimumQuants {
   static constexpr size_t kTokens = 4;
   struct Prepared {
-    Nibbles<Arch, Block> nibbles;
-    __m256 m;
+    Nibbles<Arch, Block, W> nibbles;
+    typename W::Floats m;
   };
-  static Prepared prepare(const Block &b) {
-    return {Nibbles<Arch, Block>::unpack(b), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.m)))};
+  static Prepared prepare(const Block &b, size_t next) {
+    return {Nibbles<Arch, Block, W>::unpack(b, next), W::halves(b.m, next)};
   }
-  static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(w.nibbles.dot(x.q)), _mm256_mul_ps(w.nibbles.d, _mm256_set1_ps(x.scale)),
-                          acc);
-    return _mm256_fmadd_ps(w.m, _mm256_set1_ps(x.scale * static_cast<float>(x.sum)), acc);
+  static constexpr bool kBlockPairs = false;  // two float steps per block, in order: Rows8 only
+  static typename W::Floats accumulate(typename W::Floats acc, const Prepared &w, const TokenBlock &x) {
+    acc = W::fma(W::to_float(w.nibbles.dot(x.q)), W::mul(w.nibbles.d, W::splat(x.scale[0])), acc);
+    return W::fma(w.m, W::splat(x.scale[0] * static_cast<float>(x.sum[0])), acc);
   }
 };
 
-template <class Arch>
-struct InterleavedBlock<Arch, BlockQ4_0x8> : OffsetQuants<Arch, BlockQ4_0x8, 8> {};
-template <class Arch>
-struct InterleavedBlock<Arch, BlockQ5_0x8> : OffsetQuants<Arch, BlockQ5_0x8, 16> {};
-template <class Arch>
-struct InterleavedBlock<Arch, BlockQ4_1x8> : MinimumQuants<Arch, BlockQ4_1x8> {};
-template <class Arch>
-struct InterleavedBlock<Arch, BlockQ5_1x8> : MinimumQuants<Arch, BlockQ5_1x8> {};
+template <class Arch, class W>
+struct InterleavedBlock<Arch, BlockQ4_0x8, W> : OffsetQuants<Arch, BlockQ4_0x8, W, 8> {};
+template <class Arch, class W>
+struct InterleavedBlock<Arch, BlockQ5_0x8, W> : OffsetQuants<Arch, BlockQ5_0x8, W, 16> {};
+template <class Arch, class W>
+struct InterleavedBlock<Arch, BlockQ4_1x8, W> : MinimumQuants<Arch, BlockQ4_1x8, W> {};
+template <class Arch, class W>
+struct InterleavedBlock<Arch, BlockQ5_1x8, W> : MinimumQuants<Arch, BlockQ5_1x8, W> {};
 
-// q8_0x8: signed weights, so each 4-byte step is |w| times x with w's sign (vpmaddubsw wants
-// one unsigned operand), widened to int32 at once (int16 sums of these could overflow).
-template <class Arch>
-struct InterleavedBlock<Arch, BlockQ8_0x8> {
+// q8_0x8: signed weights, and the 8-bit products want one unsigned operand. With vpdpbusd the
+// weights become w + 128 (unsigned, once per block) and sum w x = sum (w + 128) x - 128 sum x,
+// exact in int32: one instruction per 4-byte step and token. vpmaddubsw's int16 pair sums of
+// (w + 128) x could saturate, so there each step is |w| times x with w's sign.
+template <class Arch, class W>
+struct InterleavedBlock<Arch, BlockQ8_0x8, W> {
+  using Ints = typename W::Ints;
   static constexpr size_t kTokens = 2;
+#if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
+  static constexpr bool kOffsetWeights = true;
+#else
+  static constexpr bool kOffsetWeights = false;
+#endif
   struct Prepared {
-    __m256i q[8];
-    __m256 d;
+    Ints q[8];  // w + 128 where kOffsetWeights, else w
+    typename W::Floats d;
   };
-  static Prepared prepare(const BlockQ8_0x8 &b) {
+  static Prepared prepare(const BlockQ8_0x8 &b, size_t next) {
     Prepared p;
-    for (size_t k = 0; k < 8; ++k) p.q[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b.qs + 32 * k));
-    p.d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b.d)));
+    for (size_t k = 0; k < 8; ++k) {
+      p.q[k] = W::load(&b, next, offsetof(BlockQ8_0x8, qs) + 32 * k);
+      if constexpr (kOffsetWeights) p.q[k] = W::xor_(p.q[k], W::bytes(0x80));
+    }
+    p.d = W::halves(b.d, next);
     return p;
   }
-  static __m256 accumulate(__m256 acc, const Prepared &w, const TokenBlock &x) {
-    __m256i chains[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                         _mm256_setzero_si256()};  // independent chains hide vpdpbusd's latency
+  static constexpr bool kBlockPairs = true;
+  static typename W::Acc accumulate(typename W::Acc acc, const Prepared &w, const TokenBlock &x) {
+    Ints chains[4] = {W::zero(), W::zero(), W::zero(), W::zero()};  // independent chains hide vpdpbusd's latency
     for (size_t k = 0; k < 8; ++k) {
-      const __m256i signed_x = _mm256_sign_epi8(broadcast_quad<Arch>(x.q + 4 * k), w.q[k]);
-      chains[k % 4] = QuantIsa<Arch>::dot_add(chains[k % 4], _mm256_abs_epi8(w.q[k]), signed_x);
+      if constexpr (kOffsetWeights) {
+        chains[k % 4] = W::dot_add(chains[k % 4], w.q[k], W::quad(x.q + 4 * k));
+      } else {
+        chains[k % 4] = W::dot_add(chains[k % 4], W::magnitude(w.q[k]), W::with_sign_of(W::quad(x.q + 4 * k), w.q[k]));
+      }
     }
-    const __m256i sums =
-        _mm256_add_epi32(_mm256_add_epi32(chains[0], chains[1]), _mm256_add_epi32(chains[2], chains[3]));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(w.d, _mm256_set1_ps(x.scale)), acc);
+    Ints sums = W::add32(W::add32(chains[0], chains[1]), W::add32(chains[2], chains[3]));
+    if constexpr (kOffsetWeights) sums = W::sub32(sums, W::token_words(x.sum, 128));
+    return W::add_rows(acc, W::to_float(sums), W::mul(w.d, W::token_floats(x.scale)));
   }
 };
 
-// How far ahead of its reads a tile asks for weights (a prefetch never faults, even past a
-// matrix's end).
-constexpr size_t kPrefetchBytes = 2048;
+// W::kGroups groups of 8 rows from `group` (each n_blocks blocks) against K tokens from token0,
+// every block.
+// Blocks b .. b + W::kBlocks - 1 of W::kGroups groups from `group` folded into acc, K tokens.
+template <class Arch, class Block, class W, size_t K>
+inline void interleaved_step(typename W::Acc *acc, const Block *group, size_t n_blocks, const Q8Activations &x,
+                             size_t token0, size_t b) {
+  using Ops = InterleavedBlock<Arch, Block, W>;
+  const size_t group_bytes = n_blocks * sizeof(Block);
+  prefetch_ahead<W, W::kBlocks * sizeof(Block)>(group, group_bytes, b * sizeof(Block));
+  const typename Ops::Prepared w = Ops::prepare(group[b], W::kBlocks == 2 ? sizeof(Block) : group_bytes);
+#pragma GCC unroll 8
+  for (size_t t = 0; t < K; ++t) {
+    const size_t xb = (token0 + t) * n_blocks + b;
+    acc[t] = Ops::accumulate(acc[t], w, TokenBlock{x.q + xb * kQuantBlock, x.scale + xb, x.block_sum + xb});
+  }
+}
 
-// One group of 8 rows against K tokens from token0, every block.
-template <class Arch, class Block, size_t K>
+// W::kGroups groups of 8 rows from `group` (each n_blocks blocks) against K tokens from token0,
+// every block (W::kBlocks at a time; a last odd one as Rows8).
+template <class Arch, class Block, class W, size_t K>
 inline void interleaved_tile(float *out, size_t out_stride, const Block *group, size_t n_blocks, const Q8Activations &x,
                              size_t token0) {
-  using Ops = InterleavedBlock<Arch, Block>;
-  __m256 acc[K];
+  typename W::Acc acc[K];
 #pragma GCC unroll 8
-  for (size_t t = 0; t < K; ++t) acc[t] = _mm256_setzero_ps();
-  for (size_t b = 0; b < n_blocks; ++b) {
-    // The weights stream from memory once per pass: ask for them kPrefetchBytes ahead (past
-    // this group's end that is the next group's start). The hardware prefetcher alone left a
-    // decoding core waiting on these loads at under half its bandwidth (perf: most samples on
-    // the first use of each block).
-    const char *ahead = reinterpret_cast<const char *>(group + b) + kPrefetchBytes;
-    for (size_t line = 0; line < sizeof(Block); line += 64) __builtin_prefetch(ahead + line);
-    const typename Ops::Prepared w = Ops::prepare(group[b]);
-#pragma GCC unroll 8
-    for (size_t t = 0; t < K; ++t) {
-      const size_t xb = (token0 + t) * n_blocks + b;
-      acc[t] = Ops::accumulate(acc[t], w, TokenBlock{x.q + xb * kQuantBlock, x.scale[xb], x.block_sum[xb]});
-    }
+  for (size_t t = 0; t < K; ++t) acc[t] = W::fzero();
+  size_t b = 0;
+  for (; b + W::kBlocks <= n_blocks; b += W::kBlocks)
+    interleaved_step<Arch, Block, W, K>(acc, group, n_blocks, x, token0, b);
+  if constexpr (W::kBlocks == 2) {
+    if (b < n_blocks) interleaved_step<Arch, Block, Rows8<Arch>, K>(acc, group, n_blocks, x, token0, b);
   }
 #pragma GCC unroll 8
-  for (size_t t = 0; t < K; ++t) _mm256_storeu_ps(out + (token0 + t) * out_stride, acc[t]);
+  for (size_t t = 0; t < K; ++t) W::store(out + (token0 + t) * out_stride, acc[t]);
 }
 
 // The last n_tokens < kTokens tokens as one tile of exactly that many (K counts down).
-template <class Arch, class Block, size_t K>
+template <class Arch, class Block, class W, size_t K>
 inline void interleaved_rest(float *out, size_t out_stride, const Block *group, size_t n_blocks, const Q8Activations &x,
                              size_t token0, size_t n_tokens) {
   if (n_tokens == K) {
-    interleaved_tile<Arch, Block, K>(out, out_stride, group, n_blocks, x, token0);
+    interleaved_tile<Arch, Block, W, K>(out, out_stride, group, n_blocks, x, token0);
   } else if constexpr (K > 1) {
-    interleaved_rest<Arch, Block, K - 1>(out, out_stride, group, n_blocks, x, token0, n_tokens);
+    interleaved_rest<Arch, Block, W, K - 1>(out, out_stride, group, n_blocks, x, token0, n_tokens);
   }
+}
+
+// Whether a tile of n tokens reads two groups side by side (Rows16, where AVX-512 has it). Not
+// when decoding: one token's pass streams the weights from memory, and two streams side by side
+// decoded slower than one (SmolLM2 Q4_K_M, mote bench -t 1 -n 64: 58 vs 83 tok/s, interleaved
+// runs) although the kernel is 1.5x faster on weights in L2; prefill reuses each block n times.
+template <class Arch>
+inline bool two_groups_per_tile(size_t n) {
+  return n > 1;
+}
+
+// Groups g0 .. g_end - 1 against tokens t0 .. t0 + n - 1 (n <= T; n == T takes the full tile),
+// two groups at a time where two_groups_per_tile says so.
+template <class Arch, class Block>
+inline void interleaved_groups(float *out, size_t out_stride, const Block *w, size_t n_blocks, const Q8Activations &x,
+                               size_t g0, size_t g_end, size_t t0, size_t n) {
+  constexpr size_t T = InterleavedBlock<Arch, Block, Rows8<Arch>>::kTokens;
+  size_t g = g0;
+#if defined(__AVX512BW__)
+  for (; two_groups_per_tile<Arch>(n) && g + 2 <= g_end; g += 2)
+    interleaved_rest<Arch, Block, Rows16<Arch>, T>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t0,
+                                                   n);
+  if constexpr (InterleavedBlock<Arch, Block, Rows8<Arch>>::kBlockPairs) {
+    for (; n == 1 && g < g_end; ++g)
+      interleaved_tile<Arch, Block, BlockPairs<Arch>, 1>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks,
+                                                         x, t0);
+  }
+#endif
+  for (; g < g_end; ++g)
+    interleaved_rest<Arch, Block, Rows8<Arch>, T>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t0,
+                                                  n);
 }
 
 template <class Arch, class Block>
 inline void interleaved_matmul(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows,
                                size_t cols, size_t n_tokens) {
-  constexpr size_t T = InterleavedBlock<Arch, Block>::kTokens;
+  constexpr size_t T = InterleavedBlock<Arch, Block, Rows8<Arch>>::kTokens;
   const size_t n_blocks = cols / kQuantBlock, n_groups = rows / kInterleave;
   // As matmul.hpp: a run of groups stays in L2 while every token tile passes over it.
+  // One tile of tokens passes once: all groups form one run. Runs are even, so groups pair up.
   const size_t group_bytes = n_blocks * sizeof(Block);
-  const size_t run = group_bytes < kRowBlockBytes ? kRowBlockBytes / group_bytes : 1;
+  size_t run = n_tokens <= T ? n_groups : group_bytes < kRowBlockBytes ? kRowBlockBytes / group_bytes : 1;
+  run += run % 2;
   for (size_t g0 = 0; g0 < n_groups; g0 += run) {
     const size_t g_end = g0 + run < n_groups ? g0 + run : n_groups;
-    size_t t = 0;
-    for (; t + T <= n_tokens; t += T) {
-      for (size_t g = g0; g < g_end; ++g) {
-        interleaved_tile<Arch, Block, T>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t);
-      }
-    }
-    if (t < n_tokens) {
-      for (size_t g = g0; g < g_end; ++g) {
-        interleaved_rest<Arch, Block, T - 1>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t,
-                                             n_tokens - t);
-      }
-    }
+    for (size_t t = 0; t < n_tokens; t += T)
+      interleaved_groups<Arch>(out, out_stride, w, n_blocks, x, g0, g_end, t, n_tokens - t < T ? n_tokens - t : T);
   }
 }
 

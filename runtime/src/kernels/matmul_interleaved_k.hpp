@@ -5,6 +5,7 @@
 // 32-value sub-block is eight 4-byte dot steps against broadcast activation quads.
 #pragma once
 
+#include <cstddef>
 #include <type_traits>
 
 #include "kernels/matmul_interleaved.hpp"
@@ -14,161 +15,156 @@
 
 namespace mote::kernels::simd {
 
-// One K x8 type's super-block step: super_block<K>(acc, mins, group block, activations, first
-// activation block of each of K tokens) folds its 8 sub-blocks into the 8 rows' accumulators.
-template <class Arch, class Group>
+// One K x8 type's super-block step: super_block<K>(acc, mins, group block, bytes to the next
+// group's block, activations, first activation block of each of K tokens) folds its 8
+// sub-blocks into the rows' accumulators; W says how many groups' rows a register holds.
+template <class Arch, class Group, class W>
 struct KGroupOps;
 
 #if defined(__AVX2__)
 // Per row lane: sum over quads k < N of the 4-byte dot of u[k] (unsigned codes <= kMaxCode) with
-// activation bytes x[4k .. 4k + 3], exact.
-template <class Arch, int kMaxCode, size_t N>
-inline __m256i row_dots(const __m256i *u, const int8_t *x) {
+// activation bytes x[4k .. 4k + 3], exact. W: Rows8 or Rows16 (matmul_interleaved.hpp).
+template <class W, int kMaxCode, size_t N>
+inline typename W::Ints row_dots(const typename W::Ints *u, const int8_t *x) {
+  using Ints = typename W::Ints;
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
-  __m256i chains[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // two chains hide vpdpbusd's latency
+  Ints chains[2] = {W::zero(), W::zero()};  // two chains hide vpdpbusd's latency
 #pragma GCC unroll 8
-  for (size_t k = 0; k < N; ++k)
-    chains[k % 2] = QuantIsa<Arch>::dot_add(chains[k % 2], u[k], broadcast_quad<Arch>(x + 4 * k));
-  return _mm256_add_epi32(chains[0], chains[1]);
+  for (size_t k = 0; k < N; ++k) chains[k % 2] = W::dot_add(chains[k % 2], u[k], W::quad(x + 4 * k));
+  return W::add32(chains[0], chains[1]);
 #else
   // vpmaddubsw pair sums (<= 2 * kMaxCode * 127) added in int16 as far as they cannot overflow.
   constexpr size_t kPerInt16 = 32767 / (2 * kMaxCode * 127);
   static_assert(kPerInt16 >= 1, "one pair sum fits in int16");
-  __m256i total = _mm256_setzero_si256();
+  Ints total = W::zero();
 #pragma GCC unroll 8
   for (size_t k0 = 0; k0 < N; k0 += kPerInt16) {
-    __m256i pairs = _mm256_maddubs_epi16(u[k0], broadcast_quad<Arch>(x + 4 * k0));
+    Ints pairs = W::pair_sums(u[k0], W::quad(x + 4 * k0));
     for (size_t k = k0 + 1; k < k0 + kPerInt16 && k < N; ++k)
-      pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(u[k], broadcast_quad<Arch>(x + 4 * k)));
-    total = _mm256_add_epi32(total, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+      pairs = W::add16(pairs, W::pair_sums(u[k], W::quad(x + 4 * k)));
+    total = W::add32(total, W::widen(pairs));
   }
   return total;
 #endif
 }
 
-inline __m256i load_rows(const uint8_t *p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)); }
-inline __m256 row_halves(const uint16_t *p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
-}
 // Byte j (0..3) of every row's 32-bit word, unsigned, as floats.
-inline __m256 word_byte(__m256i words, size_t j) {
-  return _mm256_cvtepi32_ps(
-      _mm256_and_si256(_mm256_srlv_epi32(words, _mm256_set1_epi32(static_cast<int>(8 * j))), _mm256_set1_epi32(0xFF)));
+template <class W>
+inline typename W::Floats word_byte(typename W::Ints words, size_t j) {
+  return W::to_float(W::and_(W::shift_right32(words, static_cast<int>(8 * j)), W::words(0xFF)));
 }
-
 
 // q4_kx8 and q5_kx8. rest: the 12 scale bytes (quads 0-2), q5's qh (quads 3-10), then qs.
-template <class Arch, class Group>
+template <class Arch, class Group, class W>
 struct KMinGroupOps {
+  using Ints = typename W::Ints;
+  using Floats = typename W::Floats;
   static constexpr bool kFifthBit = std::is_same_v<Group, BlockQ5_Kx8>;
-  static constexpr size_t kQsAt = kFifthBit ? 12 * 8 + 32 * 8 : 12 * 8;
+  static constexpr size_t kRest = offsetof(Group, rest);
+  static constexpr size_t kQsAt = kRest + (kFifthBit ? 12 * 8 + 32 * 8 : 12 * 8);
   static constexpr int kMaxCode = kFifthBit ? 31 : 15;
 
   template <size_t K>
-  static void super_block(__m256 *acc, __m256 *acc_mins, const Group &g, const Q8Activations &x, const size_t *xb0) {
-    const __m256 d = row_halves(g.fields), dmin = row_halves(g.fields + 8);
+  static void super_block(Floats *acc, Floats *acc_mins, const Group &g, size_t next, const Q8Activations &x,
+                          const size_t *xb0) {
+    const Floats d = W::halves(g.fields, next), dmin = W::halves(g.fields + 8, next);
     // k_scales_mins on 8 rows' words at once: a, b, c are bytes 0-3, 4-7, 8-11 of each row.
-    const __m256i a = load_rows(g.rest), b = load_rows(g.rest + 32), c = load_rows(g.rest + 64);
-    const __m256i six = _mm256_set1_epi8(0x3F), four = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
-    const __m256i scales[2] = {
-        _mm256_and_si256(a, six),
-        _mm256_or_si256(_mm256_and_si256(c, four), _mm256_and_si256(_mm256_srli_epi32(a, 2), top))};
-    const __m256i mins[2] = {_mm256_and_si256(b, six), _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(c, 4), four),
-                                                                       _mm256_and_si256(_mm256_srli_epi32(b, 2), top))};
+    const Ints a = W::load(&g, next, kRest), b = W::load(&g, next, kRest + 32), c = W::load(&g, next, kRest + 64);
+    const Ints six = W::bytes(0x3F), four = W::bytes(0x0F), top = W::bytes(0x30);
+    const Ints scales[2] = {W::and_(a, six), W::or_(W::and_(c, four), W::and_(W::shift_right32(a, 2), top))};
+    const Ints mins[2] = {W::and_(b, six),
+                          W::or_(W::and_(W::shift_right32(c, 4), four), W::and_(W::shift_right32(b, 2), top))};
 #pragma GCC unroll 8
     for (size_t s = 0; s < kSubBlocks; ++s) {
       // Sub-block s: the low (s even) or high nibbles of qs bytes 32 (s / 2) .. + 31, one
       // register per quad (re-read per sub-block: 16 live registers would spill on AVX2).
-      __m256i codes[8];
+      Ints codes[8];
 #pragma GCC unroll 8
       for (size_t k = 0; k < 8; ++k) {
-        const __m256i v = load_rows(g.rest + kQsAt + 256 * (s / 2) + 32 * k);
-        codes[k] = _mm256_and_si256(s % 2 == 0 ? v : _mm256_srli_epi16(v, 4), four);
+        const Ints v = W::load(&g, next, kQsAt + 256 * (s / 2) + 32 * k);
+        codes[k] = W::and_(s % 2 == 0 ? v : W::shift_right16(v, 4), four);
         if constexpr (kFifthBit) {  // bit s of qh[l]: qh quad k holds elements 4k .. 4k + 3
           // Bit s moved straight to bit 4 (16-bit shifts: what crosses a byte is masked off).
-          const __m256i qh = load_rows(g.rest + 96 + 32 * k);
-          const __m256i moved = s < 4    ? _mm256_slli_epi16(qh, static_cast<int>(4 - s))
-                                : s == 4 ? qh
-                                         : _mm256_srli_epi16(qh, static_cast<int>(s - 4));
-          codes[k] = _mm256_or_si256(codes[k], _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));
+          const Ints qh = W::load(&g, next, kRest + 96 + 32 * k);
+          const Ints moved = s < 4    ? W::shift_left16(qh, static_cast<int>(4 - s))
+                             : s == 4 ? qh
+                                      : W::shift_right16(qh, static_cast<int>(s - 4));
+          codes[k] = W::or_(codes[k], W::and_(moved, W::bytes(0x10)));
         }
       }
-      const __m256 d_sub = _mm256_mul_ps(d, word_byte(scales[s / 4], s % 4));
-      const __m256 m_sub = _mm256_xor_ps(_mm256_mul_ps(dmin, word_byte(mins[s / 4], s % 4)), _mm256_set1_ps(-0.0f));
+      const Floats d_sub = W::mul(d, word_byte<W>(scales[s / 4], s % 4));
+      const Floats m_sub = W::negate(W::mul(dmin, word_byte<W>(mins[s / 4], s % 4)));
 #pragma GCC unroll 8
       for (size_t t = 0; t < K; ++t) {
         const size_t xb = xb0[t] + s;
-        const __m256i sums = row_dots<Arch, kMaxCode, 8>(codes, x.q + xb * kQuantBlock);
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d_sub, _mm256_set1_ps(x.scale[xb])), acc[t]);
-        acc_mins[t] =
-            _mm256_fmadd_ps(m_sub, _mm256_set1_ps(x.scale[xb] * static_cast<float>(x.block_sum[xb])), acc_mins[t]);
+        const Ints sums = row_dots<W, kMaxCode, 8>(codes, x.q + xb * kQuantBlock);
+        acc[t] = W::fma(W::to_float(sums), W::mul(d_sub, W::splat(x.scale[xb])), acc[t]);
+        acc_mins[t] = W::fma(m_sub, W::splat(x.scale[xb] * static_cast<float>(x.block_sum[xb])), acc_mins[t]);
       }
     }
   }
 };
 
-
 // q6_kx8. rest: ql (quads 0-31), qh (quads 32-47), the 16 int8 scales (quads 48-51).
-template <class Arch>
-struct KGroupOps<Arch, BlockQ6_Kx8> {
-  // The int8 scale of 16-value sub-block i for every row, sign-extended.
-  static __m256i scale_of(const __m256i *words, size_t i) {
-    return _mm256_srai_epi32(_mm256_sllv_epi32(words[i / 4], _mm256_set1_epi32(static_cast<int>(24 - 8 * (i % 4)))),
-                             24);
-  }
+template <class Arch, class W>
+struct KGroupOps<Arch, BlockQ6_Kx8, W> {
+  using Ints = typename W::Ints;
+  using Floats = typename W::Floats;
+  static constexpr size_t kRest = offsetof(BlockQ6_Kx8, rest);
   // 32 * the sum of 16 activations: lane_offset holds 8 * each lane (4 values) sum.
   static int32_t thirty_two_sum(const int32_t *lane_offset) {
     return 4 * (lane_offset[0] + lane_offset[1] + lane_offset[2] + lane_offset[3]);
   }
 
   template <size_t K>
-  static void super_block(__m256 *acc, __m256 *, const BlockQ6_Kx8 &g, const Q8Activations &x, const size_t *xb0) {
-    const __m256 d = row_halves(g.fields);
-    const __m256i scale_words[4] = {load_rows(g.rest + 1536), load_rows(g.rest + 1568), load_rows(g.rest + 1600),
-                                    load_rows(g.rest + 1632)};
-    const __m256i four = _mm256_set1_epi8(0x0F), high_bits = _mm256_set1_epi8(0x30);
+  static void super_block(Floats *acc, Floats *, const BlockQ6_Kx8 &g, size_t next, const Q8Activations &x,
+                          const size_t *xb0) {
+    const Floats d = W::halves(g.fields, next);
+    const Ints scale_words[4] = {W::load(&g, next, kRest + 1536), W::load(&g, next, kRest + 1568),
+                                 W::load(&g, next, kRest + 1600), W::load(&g, next, kRest + 1632)};
+    const Ints four = W::bytes(0x0F), high_bits = W::bytes(0x30);
 #pragma GCC unroll 2
     for (size_t half = 0; half < 2; ++half) {
-      __m256i qh[8];
+      Ints qh[8];
 #pragma GCC unroll 8
-      for (size_t k = 0; k < 8; ++k) qh[k] = load_rows(g.rest + 1024 + 32 * (8 * half + k));
+      for (size_t k = 0; k < 8; ++k) qh[k] = W::load(&g, next, kRest + 1024 + 32 * (8 * half + k));
 #pragma GCC unroll 4
       for (size_t j = 0; j < 4; ++j) {  // k_code: sub-block s = 4 half + j
         const size_t s = 4 * half + j;
-        __m256i codes[8];
+        Ints codes[8];
 #pragma GCC unroll 8
         for (size_t k = 0; k < 8; ++k) {
-          const __m256i ql = load_rows(g.rest + 32 * (16 * half + 8 * (j % 2) + k));
-          const __m256i low = _mm256_and_si256(j < 2 ? ql : _mm256_srli_epi16(ql, 4), four);
+          const Ints ql = W::load(&g, next, kRest + 32 * (16 * half + 8 * (j % 2) + k));
+          const Ints low = W::and_(j < 2 ? ql : W::shift_right16(ql, 4), four);
           // Bits 2j, 2j + 1 of qh moved straight to bits 4-5 (one shift, or none for j = 2).
-          const __m256i moved = j < 2 ? _mm256_slli_epi16(qh[k], 4 - 2 * j)
-                                : j == 2 ? qh[k]
-                                         : _mm256_srli_epi16(qh[k], 2);
-          codes[k] = _mm256_or_si256(low, _mm256_and_si256(moved, high_bits));
+          const Ints moved = j < 2    ? W::shift_left16(qh[k], static_cast<int>(4 - 2 * j))
+                             : j == 2 ? qh[k]
+                                      : W::shift_right16(qh[k], 2);
+          codes[k] = W::or_(low, W::and_(moved, high_bits));
         }
-        const __m256i sc0 = scale_of(scale_words, 2 * s), sc1 = scale_of(scale_words, 2 * s + 1);
+        // The int8 scales of 16-value sub-blocks 2s and 2s + 1 for every row, sign-extended.
+        const Ints sc0 = W::signed_byte(scale_words[s / 2], (2 * s) % 4);
+        const Ints sc1 = W::signed_byte(scale_words[s / 2], (2 * s + 1) % 4);
 #pragma GCC unroll 8
         for (size_t t = 0; t < K; ++t) {
           const size_t xb = xb0[t] + s;
           const int8_t *xq = x.q + xb * kQuantBlock;
           const int32_t *offsets = x.lane_offset + xb * kQuantLanes;
           // sum (code - 32) x = sum code x - 32 sum x, per 16-value half.
-          const __m256i h0 =
-              _mm256_sub_epi32(row_dots<Arch, 63, 4>(codes, xq), _mm256_set1_epi32(thirty_two_sum(offsets)));
-          const __m256i h1 = _mm256_sub_epi32(row_dots<Arch, 63, 4>(codes + 4, xq + 16),
-                                              _mm256_set1_epi32(thirty_two_sum(offsets + 4)));
-          const __m256i sums = _mm256_add_epi32(_mm256_mullo_epi32(sc0, h0), _mm256_mullo_epi32(sc1, h1));
-          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(d, _mm256_set1_ps(x.scale[xb])), acc[t]);
+          const Ints h0 = W::sub32(row_dots<W, 63, 4>(codes, xq), W::words(thirty_two_sum(offsets)));
+          const Ints h1 = W::sub32(row_dots<W, 63, 4>(codes + 4, xq + 16), W::words(thirty_two_sum(offsets + 4)));
+          const Ints sums = W::add32(W::mul32(sc0, h0), W::mul32(sc1, h1));
+          acc[t] = W::fma(W::to_float(sums), W::mul(d, W::splat(x.scale[xb])), acc[t]);
         }
       }
     }
   }
 };
 
-// The 8 rows' results: acc + mins, one float per row.
-template <class Arch>
-inline void store_rows(float *out, __m256 acc, __m256 mins) {
-  _mm256_storeu_ps(out, _mm256_add_ps(acc, mins));
+// The rows' results: acc + mins, one float per row.
+template <class W>
+inline void store_rows(float *out, typename W::Floats acc, typename W::Floats mins) {
+  W::store(out, W::add(acc, mins));
 }
 #endif  // __AVX2__
 
@@ -190,15 +186,22 @@ inline int32x4_t row_dots(const int8x16_t *codes, const int8_t *x) {
   return sums;
 }
 
+// One group's 8 rows as two q registers' lanes.
+template <class Arch>
+struct NeonRows8 {
+  using Floats = NeonLanes;
+  static constexpr size_t kGroups = 1;
+  static Floats fzero() { return QuantIsa<Arch>::zero(); }
+};
 
-template <class Arch, class Group>
+template <class Arch, class Group, class W>
 struct KMinGroupOps {
   using Isa = QuantIsa<Arch>;
   static constexpr bool kFifthBit = std::is_same_v<Group, BlockQ5_Kx8>;
   static constexpr size_t kQsAt = kFifthBit ? 12 * 8 + 32 * 8 : 12 * 8;
 
   template <size_t K>
-  static void super_block(NeonLanes *acc, NeonLanes *acc_mins, const Group &g, const Q8Activations &x,
+  static void super_block(NeonLanes *acc, NeonLanes *acc_mins, const Group &g, size_t, const Q8Activations &x,
                           const size_t *xb0) {
     float32x4_t d[2], dmin[2];
     load_scales8<Arch, Group>(g.fields, d);
@@ -239,12 +242,11 @@ struct KMinGroupOps {
   }
 };
 
-
-template <class Arch>
-struct KGroupOps<Arch, BlockQ6_Kx8> {
+template <class Arch, class W>
+struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   using Isa = QuantIsa<Arch>;
   template <size_t K>
-  static void super_block(NeonLanes *acc, NeonLanes *, const BlockQ6_Kx8 &g, const Q8Activations &x,
+  static void super_block(NeonLanes *acc, NeonLanes *, const BlockQ6_Kx8 &g, size_t, const Q8Activations &x,
                           const size_t *xb0) {
     float32x4_t d[2];
     load_scales8<Arch, BlockQ6_Kx8>(g.fields, d);
@@ -280,7 +282,7 @@ struct KGroupOps<Arch, BlockQ6_Kx8> {
   }
 };
 
-template <class Arch>
+template <class W>
 inline void store_rows(float *out, NeonLanes acc, NeonLanes mins) {
   vst1q_f32(out, vaddq_f32(acc.lo, mins.lo));
   vst1q_f32(out + 4, vaddq_f32(acc.hi, mins.hi));
@@ -288,32 +290,28 @@ inline void store_rows(float *out, NeonLanes acc, NeonLanes mins) {
 #endif  // __ARM_NEON
 
 #if defined(__AVX2__) || defined(__ARM_NEON)
-template <class Arch>
-struct KGroupOps<Arch, BlockQ4_Kx8> : KMinGroupOps<Arch, BlockQ4_Kx8> {};
-template <class Arch>
-struct KGroupOps<Arch, BlockQ5_Kx8> : KMinGroupOps<Arch, BlockQ5_Kx8> {};
+template <class Arch, class W>
+struct KGroupOps<Arch, BlockQ4_Kx8, W> : KMinGroupOps<Arch, BlockQ4_Kx8, W> {};
+template <class Arch, class W>
+struct KGroupOps<Arch, BlockQ5_Kx8, W> : KMinGroupOps<Arch, BlockQ5_Kx8, W> {};
 
-// How far ahead of its reads a tile asks for weights (a prefetch never faults, even past the end).
-constexpr size_t kKPrefetchBytes = 2048;
-
-// One group of 8 rows against K tokens from token0, every super-block.
-template <class Arch, class Group, size_t K>
+// W::kGroups groups of 8 rows from `group` (each n_super blocks) against K tokens from token0,
+// every super-block.
+template <class Arch, class Group, class W, size_t K>
 inline void k_group_tile(float *out, size_t out_stride, const Group *group, size_t n_super, const Q8Activations &x,
                          size_t token0) {
-  using Lanes = typename QuantIsa<Arch>::Lanes;
-  Lanes acc[K], mins[K];
+  const size_t next = n_super * sizeof(Group);
+  typename W::Floats acc[K], mins[K];
 #pragma GCC unroll 8
-  for (size_t t = 0; t < K; ++t) acc[t] = mins[t] = QuantIsa<Arch>::zero();
+  for (size_t t = 0; t < K; ++t) acc[t] = mins[t] = W::fzero();
   for (size_t sb = 0; sb < n_super; ++sb) {
-    // As interleaved_tile: the weights stream once per pass, so ask for them ahead.
-    const char *ahead = reinterpret_cast<const char *>(group + sb) + kKPrefetchBytes;
-    for (size_t line = 0; line < sizeof(Group); line += 64) __builtin_prefetch(ahead + line);
+    prefetch_ahead<W, sizeof(Group)>(group, next, sb * sizeof(Group));
     size_t xb0[K];
     for (size_t t = 0; t < K; ++t) xb0[t] = ((token0 + t) * n_super + sb) * kSubBlocks;
-    KGroupOps<Arch, Group>::template super_block<K>(acc, mins, group[sb], x, xb0);
+    KGroupOps<Arch, Group, W>::template super_block<K>(acc, mins, group[sb], next, x, xb0);
   }
 #pragma GCC unroll 8
-  for (size_t t = 0; t < K; ++t) store_rows<Arch>(out + (token0 + t) * out_stride, acc[t], mins[t]);
+  for (size_t t = 0; t < K; ++t) store_rows<W>(out + (token0 + t) * out_stride, acc[t], mins[t]);
 }
 
 // Tokens sharing each decoded super-block when prefilling.
@@ -323,15 +321,35 @@ constexpr size_t kKGroupTokens = 4;
 constexpr size_t kKGroupTokens = 2;
 #endif
 
-// The last n_tokens < kKGroupTokens tokens as one tile of exactly that many (K counts down).
-template <class Arch, class Group, size_t K>
+// n_tokens <= kKGroupTokens tokens as one tile of exactly that many (K counts down).
+template <class Arch, class Group, class W, size_t K>
 inline void k_group_rest(float *out, size_t out_stride, const Group *group, size_t n_super, const Q8Activations &x,
                          size_t token0, size_t n_tokens) {
   if (n_tokens == K) {
-    k_group_tile<Arch, Group, K>(out, out_stride, group, n_super, x, token0);
+    k_group_tile<Arch, Group, W, K>(out, out_stride, group, n_super, x, token0);
   } else if constexpr (K > 1) {
-    k_group_rest<Arch, Group, K - 1>(out, out_stride, group, n_super, x, token0, n_tokens);
+    k_group_rest<Arch, Group, W, K - 1>(out, out_stride, group, n_super, x, token0, n_tokens);
   }
+}
+
+// Groups g0 .. g_end - 1 against tokens t0 .. t0 + n - 1 (n <= kKGroupTokens), two groups at a
+// time where two_groups_per_tile says so.
+template <class Arch, class Group>
+inline void k_group_run(float *out, size_t out_stride, const Group *w, size_t n_super, const Q8Activations &x,
+                        size_t g0, size_t g_end, size_t t0, size_t n) {
+  constexpr size_t T = kKGroupTokens;
+  size_t g = g0;
+#if defined(__AVX512BW__)
+  for (; two_groups_per_tile<Arch>(n) && g + 2 <= g_end; g += 2)
+    k_group_rest<Arch, Group, Rows16<Arch>, T>(out + g * kInterleave, out_stride, w + g * n_super, n_super, x, t0, n);
+#endif
+#if defined(__AVX2__)
+  using Narrow = Rows8<Arch>;
+#else
+  using Narrow = NeonRows8<Arch>;
+#endif
+  for (; g < g_end; ++g)
+    k_group_rest<Arch, Group, Narrow, T>(out + g * kInterleave, out_stride, w + g * n_super, n_super, x, t0, n);
 }
 
 template <class Arch, class Group>
@@ -339,21 +357,15 @@ inline void k_interleaved_matmul(float *out, size_t out_stride, const Group *w, 
                                  size_t cols, size_t n_tokens) {
   constexpr size_t T = kKGroupTokens;
   const size_t n_super = cols / kSuperBlock, n_groups = rows / kInterleave;
-  // As interleaved_matmul: a run of groups stays in L2 while every token tile passes over it.
+  // As interleaved_matmul: a run of groups stays in L2 while every token tile passes over it
+  // (one tile of tokens passes once: all groups form one run); runs are even, so groups pair up.
   const size_t group_bytes = n_super * sizeof(Group);
-  const size_t run = group_bytes < kRowBlockBytes ? kRowBlockBytes / group_bytes : 1;
+  size_t run = n_tokens <= T ? n_groups : group_bytes < kRowBlockBytes ? kRowBlockBytes / group_bytes : 1;
+  run += run % 2;
   for (size_t g0 = 0; g0 < n_groups; g0 += run) {
     const size_t g_end = g0 + run < n_groups ? g0 + run : n_groups;
-    size_t t = 0;
-    for (; t + T <= n_tokens; t += T) {
-      for (size_t g = g0; g < g_end; ++g)
-        k_group_tile<Arch, Group, T>(out + g * kInterleave, out_stride, w + g * n_super, n_super, x, t);
-    }
-    if (t < n_tokens) {
-      for (size_t g = g0; g < g_end; ++g)
-        k_group_rest<Arch, Group, T - 1>(out + g * kInterleave, out_stride, w + g * n_super, n_super, x, t,
-                                         n_tokens - t);
-    }
+    for (size_t t = 0; t < n_tokens; t += T)
+      k_group_run<Arch>(out, out_stride, w, n_super, x, g0, g_end, t, n_tokens - t < T ? n_tokens - t : T);
   }
 }
 #else

@@ -2,6 +2,13 @@
 // flags plus -mavx512vnni; chosen only when the CPU has AVX512_VNNI). vpdpbusd adds four
 // unsigned x signed byte products straight into an int32 lane: the same exact sums the
 // vpmaddubsw + vpmaddwd pair makes, so every result is bit-identical to the avx512 table's.
+// GCC 12's false -Wmaybe-uninitialized inside its own AVX-512 intrinsics (bug 105593): see
+// kernels_avx512.cpp; the 16-row interleaved tiles inline them here too.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 #include "kernels/arch/arch_tables.hpp"
 #include "kernels/arch/simd_table.hpp"
 
