@@ -13,6 +13,7 @@
 #include "format/reader.hpp"
 #include "mote_writer.hpp"
 #include "test_support.hpp"
+#include "tokenizer_support.hpp"
 #include "text/byte_level_bpe.hpp"
 #include "text/unicode_classes.hpp"
 
@@ -65,65 +66,9 @@ mote::convert::TokenizerData load_small_vocab() {
   return t;
 }
 
-mote::convert::TensorData small_tensor(Role role, uint32_t layer, uint32_t rows, uint32_t cols, bool vector = false) {
-  std::vector<float> values(static_cast<size_t>(rows) * cols, 0.01f);
-  mote::convert::TensorData t;
-  t.role = role;
-  t.layer = layer;
-  t.dtype = DType::f32;
-  t.n_dims = vector ? 1 : 2;
-  t.rows = rows;
-  t.cols = cols;
-  t.bytes = mote::convert::encode_floats(values.data(), values.size(), DType::f32);
-  return t;
-}
 
-// A tiny Llama around a tokenizer, opened through the C API.
-struct TinyModel {
-  mote_test::AlignedBuffer bytes{0};
-  mote_model model{};
-  mote::format::ModelView view;
-};
-
-std::unique_ptr<TinyModel> open_tiny_model(const mote::convert::TokenizerData &tokenizer) {
-  constexpr uint32_t kDim = 8, kFfn = 16;
-  const uint32_t vocab = static_cast<uint32_t>(tokenizer.pieces.size());
-  mote::convert::ModelData m;
-  m.config = mote::convert::llama_config();
-  m.config.dim = kDim;
-  m.config.n_layers = 1;
-  m.config.n_heads = 1;
-  m.config.n_kv_heads = 1;
-  m.config.head_dim = kDim;
-  m.config.ffn_dim = kFfn;
-  m.config.vocab_size = vocab;
-  m.config.max_seq_len = 8;
-  m.config.bos_id = tokenizer.bos_id;
-  m.config.eos_id = tokenizer.eos_id;
-  m.config.flags = static_cast<uint32_t>(mote::format::kFlagTiedEmbeddings);
-  const uint32_t G = mote::format::kNoLayer;
-  m.tensors.push_back(small_tensor(Role::token_embedding, G, vocab, kDim));
-  m.tensors.push_back(small_tensor(Role::attn_norm, 0, kDim, 1, true));
-  m.tensors.push_back(small_tensor(Role::attn_q, 0, kDim, kDim));
-  m.tensors.push_back(small_tensor(Role::attn_k, 0, kDim, kDim));
-  m.tensors.push_back(small_tensor(Role::attn_v, 0, kDim, kDim));
-  m.tensors.push_back(small_tensor(Role::attn_output, 0, kDim, kDim));
-  m.tensors.push_back(small_tensor(Role::ffn_norm, 0, kDim, 1, true));
-  m.tensors.push_back(small_tensor(Role::ffn_gate, 0, kFfn, kDim));
-  m.tensors.push_back(small_tensor(Role::ffn_down, 0, kDim, kFfn));
-  m.tensors.push_back(small_tensor(Role::ffn_up, 0, kFfn, kDim));
-  m.tensors.push_back(small_tensor(Role::output_norm, G, kDim, 1, true));
-  m.tokenizer = tokenizer;
-  auto tiny = std::make_unique<TinyModel>();
-  tiny->bytes = mote_test::AlignedBuffer::copy_of(mote::convert::serialize(m));
-  char message[256] = "";
-  REQUIRE_MESSAGE(
-      mote_model_open(tiny->bytes.data.get(), tiny->bytes.size, &tiny->model, message, sizeof message) == MOTE_OK,
-      message);
-  REQUIRE(mote::format::open_model(tiny->bytes.data.get(), tiny->bytes.size, &tiny->view,
-                                   mote::ErrorSink{message, sizeof message}) == MOTE_OK);
-  return tiny;
-}
+using mote_test::open_tiny_model;
+using mote_test::TinyModel;
 
 const TinyModel &small_model() {
   static const std::unique_ptr<TinyModel> model = open_tiny_model(load_small_vocab());

@@ -54,6 +54,7 @@ std::vector<uint8_t> serialize_tokenizer(const TokenizerData &tok) {
   h.n_tokens = n;
   h.flags = tok.flags;
   h.chat_template = static_cast<uint32_t>(tok.chat_template);
+  h.pre_tokenizer = static_cast<uint32_t>(tok.pre_tokenizer);
   h.bos_id = tok.bos_id;
   h.eos_id = tok.eos_id;
   h.unk_id = tok.unk_id;
