@@ -432,8 +432,12 @@ TEST_CASE("loader: tokenizer section") {
                   "tokenizer has 276 tokens but the vocabulary size is 277");
   expect_rejected("n_tokens huge", with_tokenizer([](TokenizerHeader &t) { t.n_tokens = 0xFFFFFFFFu; }),
                   "tokenizer has 4294967295 tokens");
-  expect_rejected("unknown chat template", with_tokenizer([](TokenizerHeader &t) { t.chat_template = 3; }),
-                  "unknown chat template 3");
+  expect_rejected("unknown chat template", with_tokenizer([](TokenizerHeader &t) { t.chat_template = 7; }),
+                  "unknown chat template 7");
+  expect_rejected("unknown pre-tokenizer", with_tokenizer([](TokenizerHeader &t) { t.pre_tokenizer = 3; }),
+                  "unknown pre-tokenizer 3");
+  expect_rejected("pre-tokenizer on SentencePiece", with_tokenizer([](TokenizerHeader &t) { t.pre_tokenizer = 1; }),
+                  "pre-tokenizer 1 needs a byte-level BPE tokenizer");
   expect_rejected("bos disagrees", with_tokenizer([](TokenizerHeader &t) { t.bos_id = 0; }),
                   "tokenizer bos/eos ids 0/2 disagree with the config's 1/2");
   expect_rejected("eos disagrees", with_tokenizer([](TokenizerHeader &t) { t.eos_id = -1; }),

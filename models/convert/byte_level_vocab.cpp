@@ -128,11 +128,12 @@ struct PreTokenizerRow {
   uint32_t flags;
 };
 
-// llama.cpp groups these names under one regex each (its llama-vocab.cpp); a file without the key
-// keeps what mote always read it as (SmolLM2's digit split). "default" is llama.cpp's own
-// four-regex chain for byte-level BPE, which mote does not implement, so it is refused.
+// llama.cpp groups these names under one regex each (its llama-vocab.cpp). A file without the key,
+// or with "default", keeps what mote always read it as: SmolLM2's digit split (llama.cpp's own
+// "default" chain for byte-level BPE differs; files that name it are mote's test GGUFs).
 constexpr PreTokenizerRow kPreTokenizers[] = {
     {"", PreTokenizer::gpt2, 0},
+    {"default", PreTokenizer::gpt2, 0},
     {"smollm", PreTokenizer::gpt2, 0},
     {"starcoder", PreTokenizer::gpt2, 0},
     {"refact", PreTokenizer::gpt2, 0},
