@@ -155,9 +155,10 @@ const char *mote_session_error(const mote_session *session);
 
 /* Tokenization flags (any other bit is MOTE_ERR_INVALID_ARGUMENT). */
 #define MOTE_TOKENIZE_ADD_BOS 1u
-/* Byte-level BPE: the literal text of control and user-defined tokens ("<|im_end|>") becomes
- * those tokens (the longest one at the leftmost position). Without it such text is ordinary
- * text, which is what untrusted input should get. SentencePiece vocabularies ignore it. */
+/* The literal text of control tokens ("<|im_end|>", "<start_of_turn>") becomes those tokens
+ * (the longest one at the leftmost position); byte-level BPE: user-defined ones too. Without it
+ * such text is ordinary text, which is what untrusted input should get. SentencePiece always
+ * matches user-defined tokens (Gemma's "\n" and whitespace runs), as llama.cpp does. */
 #define MOTE_TOKENIZE_SPECIAL 2u
 
 /* Encodes UTF-8 text into token ids. Invalid UTF-8 is never rejected as such: each byte that

@@ -355,7 +355,8 @@ mote_status mote_tokenize(const mote_model *model, const char *text, size_t text
     return tokenize_byte_level(m->view.tokenizer, text, text_n, flags, tokens, capacity, n_tokens);
   }
   if (!has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
-  return encode(m->view.tokenizer, text, text_n, (flags & MOTE_TOKENIZE_ADD_BOS) != 0, tokens, capacity, n_tokens);
+  return encode(m->view.tokenizer, text, text_n, (flags & MOTE_TOKENIZE_ADD_BOS) != 0, tokens, capacity, n_tokens,
+                (flags & MOTE_TOKENIZE_SPECIAL) != 0);
 }
 
 mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t token, char *out, size_t capacity,
