@@ -26,12 +26,6 @@ using mote::format::BpeMerge;
 using mote::format::DType;
 using mote::format::Role;
 
-std::string from_hex(const std::string &hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  return out;
-}
-
 // tests/golden/bpe_small_vocab.txt as the converter's tokenizer tables.
 mote::convert::TokenizerData load_small_vocab() {
   mote::convert::TokenizerData t;
@@ -49,7 +43,7 @@ mote::convert::TokenizerData load_small_vocab() {
       std::string hex;
       in >> id >> type >> hex;
       REQUIRE(id == t.pieces.size());
-      t.pieces.push_back(from_hex(hex));
+      t.pieces.push_back(mote_test::from_hex(hex));
       t.types.push_back(static_cast<uint8_t>(type));
       t.scores.push_back(0.0f);
     } else if (what == "merge") {
@@ -89,7 +83,7 @@ std::vector<Golden> read_goldens(const std::string &file) {
     const std::string ids = mote_test::manifest_value(line, "ids");
     const bool unsupported = ids == "unsupported";
     out.push_back({mote_test::manifest_value(line, "name"), mote_test::manifest_value(line, "special") == "1",
-                   from_hex(mote_test::manifest_value(line, "text")),
+                   mote_test::from_hex(mote_test::manifest_value(line, "text")),
                    unsupported ? std::vector<int32_t>{} : mote_test::parse_ids(ids), unsupported});
   }
   REQUIRE(!out.empty());

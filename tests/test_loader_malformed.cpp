@@ -432,8 +432,8 @@ TEST_CASE("loader: tokenizer section") {
                   "tokenizer has 276 tokens but the vocabulary size is 277");
   expect_rejected("n_tokens huge", with_tokenizer([](TokenizerHeader &t) { t.n_tokens = 0xFFFFFFFFu; }),
                   "tokenizer has 4294967295 tokens");
-  expect_rejected("unknown chat template", with_tokenizer([](TokenizerHeader &t) { t.chat_template = 7; }),
-                  "unknown chat template 7");
+  expect_rejected("unknown chat template", with_tokenizer([](TokenizerHeader &t) { t.chat_template = 8; }),
+                  "unknown chat template 8");
   expect_rejected("unknown pre-tokenizer", with_tokenizer([](TokenizerHeader &t) { t.pre_tokenizer = 3; }),
                   "unknown pre-tokenizer 3");
   expect_rejected("pre-tokenizer on SentencePiece", with_tokenizer([](TokenizerHeader &t) { t.pre_tokenizer = 1; }),

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "gguf_meta.hpp"
 #include "test_support.hpp"
 #include "tokenizer_support.hpp"
 
@@ -18,10 +17,7 @@ namespace {
 
 std::string gemma_gguf() {
   if (const char *env = std::getenv("MOTE_GEMMA3_GGUF")) return env;
-  const char *cache = std::getenv("XDG_CACHE_HOME");
-  const char *home = std::getenv("HOME");
-  return (cache != nullptr && cache[0] != '\0' ? std::string(cache) : std::string(home ? home : ".") + "/.cache") +
-         "/mote/gemma-3-270m-q4_k_m.gguf";
+  return mote_test::cache_path("gemma-3-270m-q4_k_m.gguf");
 }
 
 const mote_test::TinyModel *gemma_tokenizer() {
@@ -31,23 +27,8 @@ const mote_test::TinyModel *gemma_tokenizer() {
   tried = true;
   const std::string path = gemma_gguf();
   if (!mote_test::file_exists(path)) return nullptr;
-  const std::vector<unsigned char> bytes = mote_test::read_file(path);
-  mote::convert::GgufFile file;
-  std::string error;
-  REQUIRE_MESSAGE(mote::convert::parse_gguf(bytes.data(), bytes.size(), &file, &error), error);
-  std::vector<std::string> tokens;
-  REQUIRE(file.strings("tokenizer.ggml.tokens", &tokens, &error));
-  mote::convert::Meta meta{file, &error};
-  mote::convert::ModelData m;
-  REQUIRE_MESSAGE(mote::convert::map_tokenizer(file, meta, static_cast<uint32_t>(tokens.size()), &m, &error), error);
-  model = mote_test::open_tiny_model(m.tokenizer);
+  model = mote_test::open_gguf_tokenizer(path);
   return model.get();
-}
-
-std::string from_hex(const std::string &hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  return out;
 }
 
 std::vector<int32_t> tokenize(const mote_model &model, const std::string &text, uint32_t flags) {
@@ -74,7 +55,7 @@ TEST_CASE("gemma 3 tokenizer: llama.cpp's ids for multilingual text, whitespace 
     if (line.empty() || line[0] == '#') continue;
     const bool special = line.compare(0, 10, "special=1 ") == 0;
     const size_t text_at = line.find("text=") + 5, ids_at = line.find(" ids=");
-    const std::string text = from_hex(line.substr(text_at, ids_at - text_at));
+    const std::string text = mote_test::from_hex(line.substr(text_at, ids_at - text_at));
     const std::vector<int32_t> want = mote_test::parse_ids(line.substr(ids_at + 5));
     const uint32_t flags = MOTE_TOKENIZE_ADD_BOS | (special ? MOTE_TOKENIZE_SPECIAL : 0u);
     INFO("special=" << special << " text: " << text);

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "gguf_meta.hpp"
 #include "test_support.hpp"
 #include "tokenizer_support.hpp"
 
@@ -17,10 +16,7 @@ namespace {
 
 std::string vectors_dir() {
   if (const char *env = std::getenv("MOTE_TOKENIZER_VECTORS_DIR")) return env;
-  const char *cache = std::getenv("XDG_CACHE_HOME");
-  const char *home = std::getenv("HOME");
-  return (cache != nullptr && cache[0] != '\0' ? std::string(cache) : std::string(home ? home : ".") + "/.cache") +
-         "/mote/tokenizer-vectors";
+  return mote_test::cache_path("tokenizer-vectors");
 }
 
 std::string slurp(const std::string &path) {
@@ -55,20 +51,6 @@ std::vector<Case> read_cases(const std::string &inp, const std::string &out) {
   return cases;
 }
 
-std::unique_ptr<mote_test::TinyModel> import_vocab(const std::string &path) {
-  const std::vector<unsigned char> bytes = mote_test::read_file(path);
-  mote::convert::GgufFile file;
-  std::string error;
-  REQUIRE_MESSAGE(mote::convert::parse_gguf(bytes.data(), bytes.size(), &file, &error), path << ": " << error);
-  std::vector<std::string> tokens;
-  REQUIRE(file.strings("tokenizer.ggml.tokens", &tokens, &error));
-  mote::convert::Meta meta{file, &error};
-  mote::convert::ModelData m;
-  REQUIRE_MESSAGE(mote::convert::map_tokenizer(file, meta, static_cast<uint32_t>(tokens.size()), &m, &error),
-                  path << ": " << error);
-  return mote_test::open_tiny_model(m.tokenizer);
-}
-
 std::string decode(const mote_model &model, const std::vector<int32_t> &ids) {
   std::string text;
   int32_t prev = -1;
@@ -95,7 +77,7 @@ void check_vocabulary(const std::string &name, bool space_prefix, uint32_t flags
     MOTE_SKIP(gguf << " is absent: run models/fetch_tokenizer_vectors.sh");
     return;
   }
-  const auto tiny = import_vocab(gguf);
+  const auto tiny = mote_test::open_gguf_tokenizer(gguf);
   const std::vector<Case> cases = read_cases(gguf + ".inp", gguf + ".out");
   size_t passed = 0;
   for (const Case &c : cases) {

@@ -2,10 +2,13 @@
 // view: how tokenizer tests get a validated TokenizerView from converter tables.
 #pragma once
 
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "format/reader.hpp"
+#include "gguf_meta.hpp"
 #include "mote/mote.h"
 #include "mote_writer.hpp"
 #include "test_support.hpp"
@@ -70,6 +73,36 @@ inline std::unique_ptr<TinyModel> open_tiny_model(const mote::convert::Tokenizer
   REQUIRE(mote::format::open_model(tiny->bytes.data.get(), tiny->bytes.size, &tiny->view,
                                    mote::ErrorSink{message, sizeof message}) == MOTE_OK);
   return tiny;
+}
+
+// A file in mote's cache ($XDG_CACHE_HOME/mote, default ~/.cache/mote).
+inline std::string cache_path(const std::string &name) {
+  const char *cache = std::getenv("XDG_CACHE_HOME");
+  const char *home = std::getenv("HOME");
+  return (cache != nullptr && cache[0] != '\0' ? std::string(cache) : std::string(home ? home : ".") + "/.cache") +
+         "/mote/" + name;
+}
+
+// The tokenizer of a GGUF file (a vocabulary-only one too) imported by mote's converter, around
+// a tiny model; tweak may change the imported tables first.
+template <typename Tweak>
+std::unique_ptr<TinyModel> open_gguf_tokenizer(const std::string &path, Tweak tweak) {
+  const std::vector<unsigned char> bytes = read_file(path);
+  mote::convert::GgufFile file;
+  std::string error;
+  REQUIRE_MESSAGE(mote::convert::parse_gguf(bytes.data(), bytes.size(), &file, &error), path << ": " << error);
+  std::vector<std::string> tokens;
+  REQUIRE(file.strings("tokenizer.ggml.tokens", &tokens, &error));
+  mote::convert::Meta meta{file, &error};
+  mote::convert::ModelData m;
+  REQUIRE_MESSAGE(mote::convert::map_tokenizer(file, meta, static_cast<uint32_t>(tokens.size()), &m, &error),
+                  path << ": " << error);
+  tweak(m.tokenizer);
+  return open_tiny_model(m.tokenizer);
+}
+
+inline std::unique_ptr<TinyModel> open_gguf_tokenizer(const std::string &path) {
+  return open_gguf_tokenizer(path, [](mote::convert::TokenizerData &) {});
 }
 
 }  // namespace mote_test

@@ -197,7 +197,9 @@ format::ChatTemplate detect_chat_template(const std::string &jinja) {
                                                           : format::ChatTemplate::chatml;
   }
   if (has("<start_of_turn>")) return format::ChatTemplate::gemma;
-  if (has("<|start_header_id|>")) return format::ChatTemplate::llama3;
+  if (has("<|start_header_id|>")) {
+    return has("Cutting Knowledge Date") ? format::ChatTemplate::llama3_dated : format::ChatTemplate::llama3;
+  }
   if (has("<|user|>") || (has("<|end|>") && has("<|assistant|>"))) return format::ChatTemplate::phi3;
   if (jinja.find("[INST]") != std::string::npos) return format::ChatTemplate::llama2;
   return format::ChatTemplate::none;

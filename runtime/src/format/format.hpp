@@ -98,9 +98,19 @@ constexpr uint32_t kNoLayer = 0xFFFFFFFFu;  // layer field of global tensors
 
 enum class TokenizerKind : uint32_t { sentencepiece_bpe = 1, byte_level_bpe = 2 };
 // chatml_qwen: ChatML with Qwen2.5's default system message when the conversation has none.
-// gemma: <start_of_turn>; llama3: header ids; phi3: <|user|> ... <|end|> (text/chat.hpp).
-enum class ChatTemplate : uint32_t { none = 0, chatml = 1, llama2 = 2, chatml_qwen = 3, gemma = 4, llama3 = 5, phi3 = 6 };
-constexpr uint32_t kChatTemplateCount = 7;
+// gemma: <start_of_turn>; llama3: header ids; llama3_dated: Llama 3.1-3.3's, whose system block
+// always opens with "Cutting Knowledge Date"; phi3: <|user|> ... <|end|> (text/chat.hpp).
+enum class ChatTemplate : uint32_t {
+  none = 0,
+  chatml = 1,
+  llama2 = 2,
+  chatml_qwen = 3,
+  gemma = 4,
+  llama3 = 5,
+  phi3 = 6,
+  llama3_dated = 7,
+};
+constexpr uint32_t kChatTemplateCount = 8;
 // kTokNoDigitSplit: byte-level BPE pre-tokenizes as GPT-2 does (a number run is one regex word)
 // instead of splitting every digit off first (SmolLM2's Digits(individual_digits)).
 enum TokenizerFlags : uint32_t { kTokAddSpacePrefix = 1u << 0, kTokAddBos = 1u << 1, kTokNoDigitSplit = 1u << 2 };

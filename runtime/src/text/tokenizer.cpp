@@ -381,7 +381,8 @@ Status split_text(const TokenizerView &tok, Text &text, size_t begin, size_t end
 // The tokens of the text, after BOS: user-defined tokens spelled in it (control ones too with
 // parse_special) are cut out first, leftmost-longest, and each text between is split and, when
 // out is given, merged on its own; the dummy prefix opens the text and each text after an added
-// token, as llama.cpp does. Counts only when out is null (an upper bound: nothing merged).
+// token of two bytes or more, as llama.cpp (and Hugging Face's per-segment normalizer) do.
+// Counts only when out is null (an upper bound: nothing merged).
 Status encode_text(const TokenizerView &tok, Text &text, const SpecialTokens &specials, int32_t *out, size_t *count) {
   *count = 0;
   bool after_added = true;  // the start counts as one
@@ -407,7 +408,9 @@ Status encode_text(const TokenizerView &tok, Text &text, const SpecialTokens &sp
     if (status != MOTE_OK) return status;
     if (out != nullptr) out[*count] = id;
     *count += 1;
-    after_added = true;
+    // A 1-byte added token (none in a vocabulary with the dummy prefix that mote knows) is not
+    // followed by one, so text_n + 1 tokens always suffice (see encode_spans).
+    after_added = size > 1;
     pos += size;
     begin = pos;
   }
@@ -431,11 +434,10 @@ Status encode_spans(const TokenizerView &tok, const TextSpan *spans, size_t n_sp
   const size_t n_bos = (add_bos && tok.bos_id >= 0) ? 1 : 0;
   Text text(spans, text_n);
   const SpecialTokens specials = find_special_tokens(tok, true, parse_special);
-  // Every byte yields at most one initial token and an added token at most one, so text_n + 1
-  // (the dummy prefix) bounds the text's tokens, unless a prefix may also follow each added
-  // token; only a smaller buffer, or that case, needs the exact count first.
-  const bool prefix_per_fragment = tok.add_space_prefix && specials.max_size > 0;
-  const bool bound_fits = !prefix_per_fragment && text_n < capacity && capacity - text_n - 1 >= n_bos;
+  // Every byte yields at most one initial token, an added token one for its bytes, and a dummy
+  // prefix follows only the start or an added token of two bytes or more, so text_n + 1 bounds
+  // the text's tokens; only a smaller buffer needs the exact count first.
+  const bool bound_fits = text_n < capacity && capacity - text_n - 1 >= n_bos;
   if (!bound_fits) {
     size_t n_pieces = 0;
     const Status status = encode_text(tok, text, specials, nullptr, &n_pieces);

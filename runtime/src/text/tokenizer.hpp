@@ -38,10 +38,9 @@ int32_t find_token(const TokenizerView &tok, const char *text, size_t n);
 // vocabulary lacks one of them, or MOTE_ERR_UNSUPPORTED when it has no unk either. BOS is
 // added only if asked for and bos_id >= 0. User-defined tokens spelled in the text (Gemma's
 // "\n", whitespace runs, "<table>") are always those tokens, control ones ("<start_of_turn>")
-// only with parse_special, as llama.cpp does; the dummy prefix opens the text after each.
-// text_n + 2 entries suffice unless the dummy prefix meets added tokens (then a count comes
-// first); a smaller buffer is enough when it holds every token before merging; otherwise
-// MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens = needed.
+// only with parse_special, as llama.cpp does; the dummy prefix opens the text after each one of
+// two bytes or more. A buffer of text_n + 2 entries always suffices; a smaller one is enough when
+// it holds every token before merging; otherwise MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens = needed.
 Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos, int32_t *tokens, size_t capacity,
               size_t *n_tokens, bool parse_special = false);
 // The same for the concatenation of spans (a code point may span a join).
