@@ -105,6 +105,13 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
       !meta.integer("tokenizer.ggml.eos_token_id", false, -1, -1, last, &eos) ||
       !meta.integer("tokenizer.ggml.unknown_token_id", false, -1, -1, last, &unk))
     return false;
+  // The end-of-turn token (Llama 3's <|eot_id|>, Gemma's <end_of_turn>) must end generation,
+  // which control tokens do (mote_token_ends_generation), even when the file's eos is another.
+  int64_t eot = -1;
+  if (!meta.integer("tokenizer.ggml.eot_token_id", false, -1, -1, last, &eot)) return false;
+  if (eot >= 0 && tok.types[static_cast<size_t>(eot)] != format::kTokenByte) {
+    tok.types[static_cast<size_t>(eot)] = format::kTokenControl;
+  }
   tok.bos_id = static_cast<int32_t>(bos);
   tok.eos_id = static_cast<int32_t>(eos);
   tok.unk_id = static_cast<int32_t>(unk);
