@@ -434,9 +434,20 @@ TEST_CASE("loader: tokenizer section") {
                   "tokenizer has 4294967295 tokens");
   expect_rejected("unknown chat template", with_tokenizer([](TokenizerHeader &t) { t.chat_template = 8; }),
                   "unknown chat template 8");
-  expect_rejected("unknown pre-tokenizer", with_tokenizer([](TokenizerHeader &t) { t.pre_tokenizer = 3; }),
+  expect_rejected("unknown pre-tokenizer", with_tokenizer([](TokenizerHeader &t) {
+                    t.pre_tokenizer = 3;
+                    t.flags |= mote::format::kTokPreTokenizer;
+                  }),
                   "unknown pre-tokenizer 3");
-  expect_rejected("pre-tokenizer on SentencePiece", with_tokenizer([](TokenizerHeader &t) { t.pre_tokenizer = 1; }),
+  expect_rejected("pre-tokenizer without its flag", with_tokenizer([](TokenizerHeader &t) { t.pre_tokenizer = 1; }),
+                  "pre-tokenizer 1 disagrees with tokenizer flag 0x8");
+  expect_rejected("pre-tokenizer flag without one",
+                  with_tokenizer([](TokenizerHeader &t) { t.flags |= mote::format::kTokPreTokenizer; }),
+                  "pre-tokenizer 0 disagrees with tokenizer flag 0x8");
+  expect_rejected("pre-tokenizer on SentencePiece", with_tokenizer([](TokenizerHeader &t) {
+                    t.pre_tokenizer = 1;
+                    t.flags |= mote::format::kTokPreTokenizer;
+                  }),
                   "pre-tokenizer 1 needs a byte-level BPE tokenizer");
   expect_rejected("bos disagrees", with_tokenizer([](TokenizerHeader &t) { t.bos_id = 0; }),
                   "tokenizer bos/eos ids 0/2 disagree with the config's 1/2");

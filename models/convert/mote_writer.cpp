@@ -52,7 +52,7 @@ std::vector<uint8_t> serialize_tokenizer(const TokenizerData &tok) {
   format::TokenizerHeader h{};
   h.kind = static_cast<uint32_t>(tok.kind);
   h.n_tokens = n;
-  h.flags = tok.flags;
+  h.flags = tok.flags | (tok.pre_tokenizer != format::PreTokenizer::gpt2 ? uint32_t{format::kTokPreTokenizer} : 0u);
   h.chat_template = static_cast<uint32_t>(tok.chat_template);
   h.pre_tokenizer = static_cast<uint32_t>(tok.pre_tokenizer);
   h.bos_id = tok.bos_id;

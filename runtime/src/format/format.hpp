@@ -113,7 +113,14 @@ enum class ChatTemplate : uint32_t {
 constexpr uint32_t kChatTemplateCount = 8;
 // kTokNoDigitSplit: byte-level BPE pre-tokenizes as GPT-2 does (a number run is one regex word)
 // instead of splitting every digit off first (SmolLM2's Digits(individual_digits)).
-enum TokenizerFlags : uint32_t { kTokAddSpacePrefix = 1u << 0, kTokAddBos = 1u << 1, kTokNoDigitSplit = 1u << 2 };
+// kTokPreTokenizer: set exactly when pre_tokenizer is not 0, so that a reader older than that
+// field rejects the file ("unknown tokenizer flags") instead of splitting text the GPT-2 way.
+enum TokenizerFlags : uint32_t {
+  kTokAddSpacePrefix = 1u << 0,
+  kTokAddBos = 1u << 1,
+  kTokNoDigitSplit = 1u << 2,
+  kTokPreTokenizer = 1u << 3,
+};
 // How byte-level BPE splits text into words before merging (TokenizerHeader::pre_tokenizer;
 // SentencePiece: always gpt2 = 0). gpt2 is GPT-2's regex, every number code point split off
 // first unless kTokNoDigitSplit: files written before the field existed hold 0 and keep their

@@ -205,7 +205,7 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
     return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer has %u tokens but the vocabulary size is %u",
                 static_cast<unsigned>(h.n_tokens), static_cast<unsigned>(view->config.vocab_size));
   }
-  if ((h.flags & ~(kTokAddSpacePrefix | kTokAddBos | kTokNoDigitSplit)) != 0) {
+  if ((h.flags & ~(kTokAddSpacePrefix | kTokAddBos | kTokNoDigitSplit | kTokPreTokenizer)) != 0) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown tokenizer flags 0x%x", static_cast<unsigned>(h.flags));
   }
   if (h.kind == static_cast<uint32_t>(TokenizerKind::sentencepiece_bpe) && h.n_merges != 0) {
@@ -214,6 +214,10 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
   }
   if (h.pre_tokenizer >= kPreTokenizerCount) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown pre-tokenizer %u", static_cast<unsigned>(h.pre_tokenizer));
+  }
+  if ((h.pre_tokenizer != 0) != ((h.flags & kTokPreTokenizer) != 0)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "pre-tokenizer %u disagrees with tokenizer flag 0x%x",
+                static_cast<unsigned>(h.pre_tokenizer), static_cast<unsigned>(kTokPreTokenizer));
   }
   if (h.pre_tokenizer != 0 &&
       (h.kind != static_cast<uint32_t>(TokenizerKind::byte_level_bpe) || (h.flags & kTokNoDigitSplit) != 0)) {
