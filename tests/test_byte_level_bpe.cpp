@@ -13,9 +13,9 @@
 #include "format/reader.hpp"
 #include "mote_writer.hpp"
 #include "test_support.hpp"
-#include "tokenizer_support.hpp"
 #include "text/byte_level_bpe.hpp"
 #include "text/unicode_classes.hpp"
+#include "tokenizer_support.hpp"
 
 namespace {
 
@@ -59,7 +59,6 @@ mote::convert::TokenizerData load_small_vocab() {
   REQUIRE(t.pieces.size() > 256);
   return t;
 }
-
 
 using mote_test::open_tiny_model;
 using mote_test::TinyModel;

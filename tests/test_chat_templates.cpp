@@ -5,8 +5,8 @@
 // models/fetch_tokenizer_vectors.sh; Gemma-3-270M's GGUF) when the rendered text is tokenized
 // with its special tokens parsed. Also: the template kind is recognized from the Jinja text, a
 // continued conversation adds nothing that opens one, and the end of turn stops generation.
-#include <cstdlib>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -45,7 +45,9 @@ std::vector<mote_chat_message> conversation(const std::string &name) {
   static const std::string hi = "Hi there!", hello = "Hello! How can I help?", prime = "Name a prime  number.\n";
   static const std::string terse = "You are terse.", hi2 = " Hi there!", hello2 = "Hello!",
                            count = "Count: 1, 2, 3 \xE2\x80\x94 \xE6\x9D\xB1\xE4\xBA\xAC \xF0\x9F\xA6\x99";
-  auto msg = [](mote_chat_role role, const std::string &text) { return mote_chat_message{role, text.data(), text.size()}; };
+  auto msg = [](mote_chat_role role, const std::string &text) {
+    return mote_chat_message{role, text.data(), text.size()};
+  };
   if (name == "two_turns") {
     return {msg(MOTE_ROLE_USER, hi), msg(MOTE_ROLE_ASSISTANT, hello), msg(MOTE_ROLE_USER, prime)};
   }
@@ -137,7 +139,8 @@ TEST_CASE("chat template: Gemma 3 (system folded into the first user turn)") { c
 TEST_CASE("chat template: recognized from each family's Jinja markers") {
   using mote::convert::detect_chat_template;
   CHECK(detect_chat_template("{{ '<|im_start|>' + m }}") == ChatTemplate::chatml);
-  CHECK(detect_chat_template("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud.") == ChatTemplate::chatml_qwen);
+  CHECK(detect_chat_template("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud.") ==
+        ChatTemplate::chatml_qwen);
   CHECK(detect_chat_template("{{ '<start_of_turn>' + role }}") == ChatTemplate::gemma);
   CHECK(detect_chat_template("{{ '<|start_header_id|>' + r + '<|end_header_id|>' }}") == ChatTemplate::llama3);
   CHECK(detect_chat_template("{{ '<|user|>\n' + c + '<|end|>' }}") == ChatTemplate::phi3);

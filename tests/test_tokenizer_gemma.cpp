@@ -72,7 +72,8 @@ TEST_CASE("gemma 3 tokenizer: a long text encodes in time linear in its length")
     return;
   }
   std::string text;
-  while (text.size() < 256 * 1024) text += "The quick brown fox — 東京は晴れ 🦙 jumps over 1,234 lazy dogs.\n  ";
+  while (text.size() < 256 * 1024)
+    text += "The quick brown fox — 東京は晴れ 🦙 jumps over 1,234 lazy dogs.\n  ";
   const auto start = std::chrono::steady_clock::now();
   const std::vector<int32_t> ids = tokenize(gemma->model, text, MOTE_TOKENIZE_ADD_BOS);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -15,7 +15,8 @@
 
 namespace mote_test {
 
-inline mote::convert::TensorData small_tensor(mote::format::Role role, uint32_t layer, uint32_t rows, uint32_t cols, bool vector = false) {
+inline mote::convert::TensorData small_tensor(mote::format::Role role, uint32_t layer, uint32_t rows, uint32_t cols,
+                                              bool vector = false) {
   std::vector<float> values(static_cast<size_t>(rows) * cols, 0.01f);
   mote::convert::TensorData t;
   t.role = role;

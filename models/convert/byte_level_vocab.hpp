@@ -39,8 +39,8 @@ bool pre_tokenizer_from_regex(const std::string &pattern, PreTokenizerChoice *ou
 
 // The template kind a Jinja chat template is written in, by the tokens it spells: ChatML
 // ("<|im_start|>"; Qwen2.5's when it holds Qwen's default system message), Gemma
-// ("<start_of_turn>"), Llama 3 ("<|start_header_id|>"; 3.1's with "Cutting Knowledge Date"), Phi-3 ("<|user|>"), llama-2 ("[INST]"),
-// else none.
+// ("<start_of_turn>"), Llama 3 ("<|start_header_id|>"; 3.1's with "Cutting Knowledge Date"), Phi-3 ("<|user|>"),
+// llama-2 ("[INST]"), else none.
 format::ChatTemplate detect_chat_template(const std::string &jinja);
 
 }  // namespace mote::convert

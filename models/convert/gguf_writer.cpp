@@ -146,7 +146,8 @@ const char *chat_template_text(format::ChatTemplate kind) {
              "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
     case format::ChatTemplate::llama3_dated:  // Llama 3.1's, without its tool-calling branches
       return "{{ bos_token }}{{ '<|start_header_id|>system<|end_header_id|>\\n\\nCutting Knowledge Date: December "
-             "2023\\nToday Date: 26 Jul 2024\\n\\n' }}{% if messages[0]['role'] == 'system' %}{{ messages[0]['content'] "
+             "2023\\nToday Date: 26 Jul 2024\\n\\n' }}{% if messages[0]['role'] == 'system' %}{{ "
+             "messages[0]['content'] "
              "| trim }}{% set messages = messages[1:] %}{% endif %}{{ '<|eot_id|>' }}{% for message in messages %}"
              "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + "
              "'<|eot_id|>' }}{% endfor %}{% if add_generation_prompt %}"

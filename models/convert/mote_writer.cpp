@@ -4,15 +4,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <numeric>
 
 #include "core/fp16.hpp"
 #include "core/status.hpp"
 #include "dequant.hpp"
-#include "format/reader.hpp"
 #include "file_map.hpp"
+#include "format/reader.hpp"
 #include "host_types.hpp"
 #include "mote/mote.h"
 #include "quantize.hpp"
@@ -100,11 +100,11 @@ std::vector<TensorSlot> tensor_slots(const format::ModelConfig &c) {
   using format::Role;
   // File order: global inputs, each layer's tensors in the order the pass uses them, the head.
   static const Role kFirst[] = {Role::token_embedding, Role::pos_embd};
-  static const Role kLayer[] = {Role::attn_norm,     Role::attn_norm_bias, Role::attn_q,        Role::attn_q_bias,
-                                Role::attn_k,        Role::attn_k_bias,    Role::attn_v,        Role::attn_v_bias,
-                                Role::attn_qkv,      Role::attn_qkv_bias,  Role::attn_output,   Role::attn_output_bias,
-                                Role::ffn_norm,      Role::ffn_norm_bias,  Role::ffn_gate,      Role::ffn_gate_bias,
-                                Role::ffn_down,      Role::ffn_down_bias,  Role::ffn_up,        Role::ffn_up_bias};
+  static const Role kLayer[] = {Role::attn_norm, Role::attn_norm_bias, Role::attn_q,      Role::attn_q_bias,
+                                Role::attn_k,    Role::attn_k_bias,    Role::attn_v,      Role::attn_v_bias,
+                                Role::attn_qkv,  Role::attn_qkv_bias,  Role::attn_output, Role::attn_output_bias,
+                                Role::ffn_norm,  Role::ffn_norm_bias,  Role::ffn_gate,    Role::ffn_gate_bias,
+                                Role::ffn_down,  Role::ffn_down_bias,  Role::ffn_up,      Role::ffn_up_bias};
   static const Role kLast[] = {Role::output_norm, Role::output_norm_bias, Role::output};
   const format::BlockSpec spec = format::block_spec(c);
   std::vector<TensorSlot> slots;
@@ -125,8 +125,8 @@ std::vector<TensorSlot> tensor_slots(const format::ModelConfig &c) {
 bool check_matrix_dtype(format::DType dtype, std::string *error) {
   if (host_type(dtype) != nullptr) return true;
   const format::DTypeTraits *traits = format::dtype_traits(static_cast<uint32_t>(dtype));
-  *error = "matrices are stored as " + host_type_list() + ", not " +
-           (traits != nullptr ? traits->name : "an unknown dtype");
+  *error =
+      "matrices are stored as " + host_type_list() + ", not " + (traits != nullptr ? traits->name : "an unknown dtype");
   return false;
 }
 

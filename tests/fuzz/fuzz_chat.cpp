@@ -1,7 +1,7 @@
 // Chat templates: up to 8 messages (a role byte, then a length-prefixed content) through both
 // models' templates, in every model variant (each chat template, fuzz_models.hpp), opening or
-// continuing a conversation (the last part's first byte). A too-small buffer must report a capacity with which a second call succeeds
-// (the tokens before merging: at least the final count).
+// continuing a conversation (the last part's first byte). A too-small buffer must report a capacity with which a second
+// call succeeds (the tokens before merging: at least the final count).
 #include "fuzz_models.hpp"
 
 namespace {

@@ -29,9 +29,9 @@ inline OpenModel open_converted(const mote::convert::ModelData &data) {
 
 // The control tokens of every turn style (text/chat.cpp) and a user-defined one.
 inline const std::vector<std::string> &template_tokens() {
-  static const std::vector<std::string> tokens = {
-      "<start_of_turn>", "<end_of_turn>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
-      "<|user|>",        "<|assistant|>", "<|system|>",          "<|end|>"};
+  static const std::vector<std::string> tokens = {"<start_of_turn>",   "<end_of_turn>", "<|start_header_id|>",
+                                                  "<|end_header_id|>", "<|eot_id|>",    "<|user|>",
+                                                  "<|assistant|>",     "<|system|>",    "<|end|>"};
   return tokens;
 }
 

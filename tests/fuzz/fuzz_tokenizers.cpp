@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::vector<int32_t> bpe = encode(mote_fuzz::byte_level_model(variant), text, n, flags, &status);
   FUZZ_CHECK(status == MOTE_OK || status == MOTE_ERR_UNSUPPORTED);
   if (status == MOTE_OK) FUZZ_CHECK(decode(mote_fuzz::byte_level_model(variant), bpe) == std::string(text, n));
-  const std::vector<int32_t> sp = encode(mote_fuzz::sentencepiece_model(variant), text, n, MOTE_TOKENIZE_ADD_BOS, &status);
+  const std::vector<int32_t> sp =
+      encode(mote_fuzz::sentencepiece_model(variant), text, n, MOTE_TOKENIZE_ADD_BOS, &status);
   FUZZ_CHECK(status == MOTE_OK || status == MOTE_ERR_UNSUPPORTED);
   decode(mote_fuzz::sentencepiece_model(variant), sp);
   return 0;

@@ -201,7 +201,7 @@ struct TokenizerHeader {  // 96 bytes
   uint64_t sorted_ids_offset;     // u32[n_tokens], ascending by (bytes, id)
   uint32_t n_merges;              // byte-level BPE only (0 for sentencepiece_bpe)
   uint32_t pre_tokenizer;         // PreTokenizer (0 before this field existed)
-  uint64_t merges_offset;  // BpeMerge[n_merges], ascending by (left, right)
+  uint64_t merges_offset;         // BpeMerge[n_merges], ascending by (left, right)
   uint8_t reserved[8];
 };
 static_assert(sizeof(TokenizerHeader) == 96, "TokenizerHeader is 96 bytes");

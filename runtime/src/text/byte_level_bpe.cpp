@@ -41,7 +41,6 @@ struct Unit {
   Kind kind;
 };
 
-
 Kind kind_of(UnicodeClass c) {
   switch (c) {
     case UnicodeClass::letter:
@@ -251,7 +250,7 @@ class Encoder {
   // at end or at the next isolated unit.
   size_t match_word(size_t pos, size_t end, const Unit &u) {
     return tok_.pre_tokenizer == static_cast<uint32_t>(format::PreTokenizer::gpt2) ? match_gpt2(pos, end, u)
-                                                                                  : match_llama3(pos, end, u);
+                                                                                   : match_llama3(pos, end, u);
   }
 
   // 's 't 're 've 'm 'll 'd (any case when ignore_case): the match's end, or pos.

@@ -55,10 +55,14 @@ int32_t special_token(const TokenizerView &tok, const char *text) {
 // Null for a value outside the enum (read as an integer: see enum_value).
 const char *role_name(const mote_chat_role &role) {
   switch (enum_value(role)) {
-    case MOTE_ROLE_SYSTEM: return "system";
-    case MOTE_ROLE_USER: return "user";
-    case MOTE_ROLE_ASSISTANT: return "assistant";
-    default: return nullptr;
+    case MOTE_ROLE_SYSTEM:
+      return "system";
+    case MOTE_ROLE_USER:
+      return "user";
+    case MOTE_ROLE_ASSISTANT:
+      return "assistant";
+    default:
+      return nullptr;
   }
 }
 
@@ -67,14 +71,14 @@ const char *role_name(const mote_chat_role &role) {
 // the content, the closing control token and text after it. Special tokens come only from here.
 struct TurnStyle {
   ChatTemplate kind;
-  const char *open;       // control token; Phi-3: "<|" + role + "|>"
-  bool role_in_open;      // Phi-3
-  const char *after_role; // control token after the role's text (Llama 3), or null
-  const char *separator;  // text between the role and the content
-  const char *close;      // control token that ends the turn (and generation)
-  const char *after;      // text after it
-  bool trim;              // the content is trimmed (Jinja's | trim: Gemma, Llama 3)
-  const char *assistant;  // the assistant's role name
+  const char *open;        // control token; Phi-3: "<|" + role + "|>"
+  bool role_in_open;       // Phi-3
+  const char *after_role;  // control token after the role's text (Llama 3), or null
+  const char *separator;   // text between the role and the content
+  const char *close;       // control token that ends the turn (and generation)
+  const char *after;       // text after it
+  bool trim;               // the content is trimmed (Jinja's | trim: Gemma, Llama 3)
+  const char *assistant;   // the assistant's role name
 };
 
 constexpr TurnStyle kTurnStyles[] = {
@@ -111,7 +115,8 @@ TextSpan content_of(const TurnStyle &style, const mote_chat_message &m) {
 
 class TurnWriter {
  public:
-  TurnWriter(const TokenizerView &tok, const TurnStyle &style, TokenSink *sink) : tok_(tok), style_(style), sink_(sink) {}
+  TurnWriter(const TokenizerView &tok, const TurnStyle &style, TokenSink *sink)
+      : tok_(tok), style_(style), sink_(sink) {}
 
   // Opens a turn of role and writes its text up to the content: the separator, then prefix.
   Status open(const char *role, const TextSpan *prefix, size_t n_prefix, const TextSpan *content) {

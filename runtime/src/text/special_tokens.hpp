@@ -51,7 +51,9 @@ struct SpecialTokens {
   bool may_start(uint8_t byte) const { return (first_bytes[byte >> 5] >> (byte & 31)) & 1u; }
 };
 
-inline uint32_t piece_size(const TokenizerView &tok, uint32_t id) { return tok.piece_offsets[id + 1] - tok.piece_offsets[id]; }
+inline uint32_t piece_size(const TokenizerView &tok, uint32_t id) {
+  return tok.piece_offsets[id + 1] - tok.piece_offsets[id];
+}
 
 inline uint8_t piece_byte(const TokenizerView &tok, uint32_t id, size_t i) {
   return static_cast<uint8_t>(tok.piece_bytes[tok.piece_offsets[id] + i]);
@@ -77,7 +79,7 @@ inline SpecialTokens find_special_tokens(const TokenizerView &tok, bool user_def
 // Pieces sharing a prefix are contiguous in sorted_ids, the prefix itself first, so each byte
 // of the text narrows the range by two binary searches on the byte at that depth.
 inline bool match_special(const TokenizerView &tok, const SpecialTokens &specials, Text &text, size_t pos, int32_t *id,
-                   size_t *size) {
+                          size_t *size) {
   uint32_t low = 0;
   uint32_t high = tok.n_tokens;
   bool found = false;

@@ -13,14 +13,14 @@ namespace mote {
 
 // The token types and the tokenizer tables' view are on-disk format (format/tokenizer_view.hpp).
 using format::compare_pieces;
-using format::TokenizerView;
-using format::TokenType;
 using format::kTokenByte;
 using format::kTokenControl;
 using format::kTokenNormal;
 using format::kTokenUnknown;
 using format::kTokenUnused;
 using format::kTokenUserDefined;
+using format::TokenizerView;
+using format::TokenType;
 
 // A piece of text; encoders see a list of spans as one text, which lets a chat template put
 // "user\n" before a message without copying it.

@@ -1,11 +1,13 @@
 // Prints llama.cpp's token ids for each case of a file (cases separated by "\n__case__\n"): the peer
-// behind gen_gemma_tokenizer_golden.py. Usage: llama_tokenize_cases VOCAB.gguf CASES ADD_SPECIAL(0/1) PARSE_SPECIAL(0/1)
-#include "llama.h"
+// behind gen_gemma_tokenizer_golden.py. Usage: llama_tokenize_cases VOCAB.gguf CASES ADD_SPECIAL(0/1)
+// PARSE_SPECIAL(0/1)
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "llama.h"
 int main(int argc, char **argv) {
   llama_backend_init();
   auto p = llama_model_default_params();
@@ -14,7 +16,8 @@ int main(int argc, char **argv) {
   const llama_vocab *v = llama_model_get_vocab(m);
   const bool add_special = argv[3][0] == '1', parse_special = argv[4][0] == '1';
   std::ifstream f(argv[2], std::ios::binary);
-  std::stringstream ss; ss << f.rdbuf();
+  std::stringstream ss;
+  ss << f.rdbuf();
   std::string raw = ss.str(), sep = "\n__case__\n";
   size_t pos = 0;
   while (pos <= raw.size()) {
