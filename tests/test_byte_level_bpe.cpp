@@ -118,18 +118,7 @@ std::vector<int32_t> encode_text(const TokenizerView &tok, const std::string &te
   return encode_spans(tok, {text}, special);
 }
 
-std::string detokenize(const mote_model &model, const std::vector<int32_t> &ids) {
-  std::string out;
-  int32_t prev = -1;
-  for (int32_t id : ids) {
-    char piece[256];
-    size_t n = 0;
-    REQUIRE(mote_detokenize(&model, prev, id, piece, sizeof piece, &n) == MOTE_OK);
-    out.append(piece, n);
-    prev = id;
-  }
-  return out;
-}
+using mote_test::detokenize;
 
 std::string show(const std::vector<int32_t> &ids) {
   std::string s;

@@ -51,19 +51,6 @@ std::vector<Case> read_cases(const std::string &inp, const std::string &out) {
   return cases;
 }
 
-std::string decode(const mote_model &model, const std::vector<int32_t> &ids) {
-  std::string text;
-  int32_t prev = -1;
-  for (const int32_t id : ids) {
-    char piece[512];
-    size_t n = 0;
-    REQUIRE(mote_detokenize(&model, prev, id, piece, sizeof piece, &n) == MOTE_OK);
-    text.append(piece, n);
-    prev = id;
-  }
-  return text;
-}
-
 // Runs every case of one vocabulary, counting the passes (all must pass).
 // flags: MOTE_TOKENIZE_SPECIAL for MPT, whose whitespace runs are user-defined tokens: llama.cpp
 // (like Hugging Face) always matches those, mote only under that flag (which also matches
@@ -85,7 +72,7 @@ void check_vocabulary(const std::string &name, bool space_prefix, uint32_t flags
     size_t n = 0;
     REQUIRE(mote_tokenize(&tiny->model, c.text.data(), c.text.size(), flags, ids.data(), ids.size(), &n) == MOTE_OK);
     ids.resize(n);
-    const std::string decoded = decode(tiny->model, ids);
+    const std::string decoded = mote_test::detokenize(tiny->model, ids);
     const std::string expected = (space_prefix && !c.text.empty() ? " " : "") + c.text;
     const bool ok = ids == c.ids && decoded == expected;
     if (!ok) {

@@ -76,6 +76,20 @@ inline std::unique_ptr<TinyModel> open_tiny_model(const mote::convert::Tokenizer
   return tiny;
 }
 
+// The text ids detokenize to, each piece after its predecessor (mote_detokenize).
+inline std::string detokenize(const mote_model &model, const std::vector<int32_t> &ids) {
+  std::string out;
+  int32_t prev = -1;
+  for (const int32_t id : ids) {
+    char piece[512];
+    size_t n = 0;
+    REQUIRE(mote_detokenize(&model, prev, id, piece, sizeof piece, &n) == MOTE_OK);
+    out.append(piece, n);
+    prev = id;
+  }
+  return out;
+}
+
 // A file in mote's cache ($XDG_CACHE_HOME/mote, default ~/.cache/mote).
 inline std::string cache_path(const std::string &name) {
   const char *cache = std::getenv("XDG_CACHE_HOME");
