@@ -15,6 +15,7 @@
 #include "test_support.hpp"
 #include "text/byte_level_bpe.hpp"
 #include "text/unicode_classes.hpp"
+#include "tokenizer_support.hpp"
 
 namespace {
 
@@ -24,12 +25,6 @@ using mote::UnicodeClass;
 using mote::format::BpeMerge;
 using mote::format::DType;
 using mote::format::Role;
-
-std::string from_hex(const std::string &hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  return out;
-}
 
 // tests/golden/bpe_small_vocab.txt as the converter's tokenizer tables.
 mote::convert::TokenizerData load_small_vocab() {
@@ -48,7 +43,7 @@ mote::convert::TokenizerData load_small_vocab() {
       std::string hex;
       in >> id >> type >> hex;
       REQUIRE(id == t.pieces.size());
-      t.pieces.push_back(from_hex(hex));
+      t.pieces.push_back(mote_test::from_hex(hex));
       t.types.push_back(static_cast<uint8_t>(type));
       t.scores.push_back(0.0f);
     } else if (what == "merge") {
@@ -65,65 +60,8 @@ mote::convert::TokenizerData load_small_vocab() {
   return t;
 }
 
-mote::convert::TensorData small_tensor(Role role, uint32_t layer, uint32_t rows, uint32_t cols, bool vector = false) {
-  std::vector<float> values(static_cast<size_t>(rows) * cols, 0.01f);
-  mote::convert::TensorData t;
-  t.role = role;
-  t.layer = layer;
-  t.dtype = DType::f32;
-  t.n_dims = vector ? 1 : 2;
-  t.rows = rows;
-  t.cols = cols;
-  t.bytes = mote::convert::encode_floats(values.data(), values.size(), DType::f32);
-  return t;
-}
-
-// A tiny Llama around a tokenizer, opened through the C API.
-struct TinyModel {
-  mote_test::AlignedBuffer bytes{0};
-  mote_model model{};
-  mote::format::ModelView view;
-};
-
-std::unique_ptr<TinyModel> open_tiny_model(const mote::convert::TokenizerData &tokenizer) {
-  constexpr uint32_t kDim = 8, kFfn = 16;
-  const uint32_t vocab = static_cast<uint32_t>(tokenizer.pieces.size());
-  mote::convert::ModelData m;
-  m.config = mote::convert::llama_config();
-  m.config.dim = kDim;
-  m.config.n_layers = 1;
-  m.config.n_heads = 1;
-  m.config.n_kv_heads = 1;
-  m.config.head_dim = kDim;
-  m.config.ffn_dim = kFfn;
-  m.config.vocab_size = vocab;
-  m.config.max_seq_len = 8;
-  m.config.bos_id = tokenizer.bos_id;
-  m.config.eos_id = tokenizer.eos_id;
-  m.config.flags = static_cast<uint32_t>(mote::format::kFlagTiedEmbeddings);
-  const uint32_t G = mote::format::kNoLayer;
-  m.tensors.push_back(small_tensor(Role::token_embedding, G, vocab, kDim));
-  m.tensors.push_back(small_tensor(Role::attn_norm, 0, kDim, 1, true));
-  m.tensors.push_back(small_tensor(Role::attn_q, 0, kDim, kDim));
-  m.tensors.push_back(small_tensor(Role::attn_k, 0, kDim, kDim));
-  m.tensors.push_back(small_tensor(Role::attn_v, 0, kDim, kDim));
-  m.tensors.push_back(small_tensor(Role::attn_output, 0, kDim, kDim));
-  m.tensors.push_back(small_tensor(Role::ffn_norm, 0, kDim, 1, true));
-  m.tensors.push_back(small_tensor(Role::ffn_gate, 0, kFfn, kDim));
-  m.tensors.push_back(small_tensor(Role::ffn_down, 0, kDim, kFfn));
-  m.tensors.push_back(small_tensor(Role::ffn_up, 0, kFfn, kDim));
-  m.tensors.push_back(small_tensor(Role::output_norm, G, kDim, 1, true));
-  m.tokenizer = tokenizer;
-  auto tiny = std::make_unique<TinyModel>();
-  tiny->bytes = mote_test::AlignedBuffer::copy_of(mote::convert::serialize(m));
-  char message[256] = "";
-  REQUIRE_MESSAGE(
-      mote_model_open(tiny->bytes.data.get(), tiny->bytes.size, &tiny->model, message, sizeof message) == MOTE_OK,
-      message);
-  REQUIRE(mote::format::open_model(tiny->bytes.data.get(), tiny->bytes.size, &tiny->view,
-                                   mote::ErrorSink{message, sizeof message}) == MOTE_OK);
-  return tiny;
-}
+using mote_test::open_tiny_model;
+using mote_test::TinyModel;
 
 const TinyModel &small_model() {
   static const std::unique_ptr<TinyModel> model = open_tiny_model(load_small_vocab());
@@ -144,7 +82,7 @@ std::vector<Golden> read_goldens(const std::string &file) {
     const std::string ids = mote_test::manifest_value(line, "ids");
     const bool unsupported = ids == "unsupported";
     out.push_back({mote_test::manifest_value(line, "name"), mote_test::manifest_value(line, "special") == "1",
-                   from_hex(mote_test::manifest_value(line, "text")),
+                   mote_test::from_hex(mote_test::manifest_value(line, "text")),
                    unsupported ? std::vector<int32_t>{} : mote_test::parse_ids(ids), unsupported});
   }
   REQUIRE(!out.empty());
@@ -180,18 +118,7 @@ std::vector<int32_t> encode_text(const TokenizerView &tok, const std::string &te
   return encode_spans(tok, {text}, special);
 }
 
-std::string detokenize(const mote_model &model, const std::vector<int32_t> &ids) {
-  std::string out;
-  int32_t prev = -1;
-  for (int32_t id : ids) {
-    char piece[256];
-    size_t n = 0;
-    REQUIRE(mote_detokenize(&model, prev, id, piece, sizeof piece, &n) == MOTE_OK);
-    out.append(piece, n);
-    prev = id;
-  }
-  return out;
-}
+using mote_test::detokenize;
 
 std::string show(const std::vector<int32_t> &ids) {
   std::string s;

@@ -260,20 +260,26 @@ TEST_CASE("loader: config fields") {
       {"ffn_dim huge", [](ModelConfig &c) { c.ffn_dim = 0xFFFFFFFFu; }, "config field ffn_dim = 4294967295"},
       {"vocab 0", [](ModelConfig &c) { c.vocab_size = 0; }, "config field vocab_size = 0"},
       {"max_seq_len 0", [](ModelConfig &c) { c.max_seq_len = 0; }, "config field max_seq_len = 0"},
-      {"unknown family", [](ModelConfig &c) { c.family = static_cast<mote::format::Family>(7); }, "unknown model family 7"},
+      {"unknown family", [](ModelConfig &c) { c.family = static_cast<mote::format::Family>(7); },
+       "unknown model family 7"},
       {"heads not a multiple of kv heads", [](ModelConfig &c) { c.n_heads = 3; },
        "n_heads 3 is not a multiple of n_kv_heads 2"},
       {"more kv heads than heads", [](ModelConfig &c) { c.n_kv_heads = 8; },
        "n_heads 4 is not a multiple of n_kv_heads 8"},
-      {"unknown norm", [](ModelConfig &c) { c.norm_kind = static_cast<mote::format::NormKind>(3); }, "unknown norm kind 3"},
+      {"unknown norm", [](ModelConfig &c) { c.norm_kind = static_cast<mote::format::NormKind>(3); },
+       "unknown norm kind 3"},
       {"eps NaN", [](ModelConfig &c) { c.norm_eps = std::numeric_limits<float>::quiet_NaN(); }, "norm epsilon"},
       {"eps 0", [](ModelConfig &c) { c.norm_eps = 0.0f; }, "norm epsilon 0 is not in (0, 1)"},
       {"eps negative", [](ModelConfig &c) { c.norm_eps = -1e-5f; }, "norm epsilon"},
       {"eps infinite", [](ModelConfig &c) { c.norm_eps = std::numeric_limits<float>::infinity(); }, "norm epsilon"},
-      {"unknown position kind", [](ModelConfig &c) { c.position_kind = static_cast<mote::format::PositionKind>(0); }, "unknown position kind 0"},
-      {"unknown position kind 4", [](ModelConfig &c) { c.position_kind = static_cast<mote::format::PositionKind>(4); }, "unknown position kind 4"},
-      {"unknown rope layout", [](ModelConfig &c) { c.rope_layout = static_cast<mote::format::RopeLayout>(3); }, "unknown RoPE layout 3"},
-      {"rope layout none with rope", [](ModelConfig &c) { c.rope_layout = mote::format::RopeLayout::none; }, "unknown RoPE layout 0"},
+      {"unknown position kind", [](ModelConfig &c) { c.position_kind = static_cast<mote::format::PositionKind>(0); },
+       "unknown position kind 0"},
+      {"unknown position kind 4", [](ModelConfig &c) { c.position_kind = static_cast<mote::format::PositionKind>(4); },
+       "unknown position kind 4"},
+      {"unknown rope layout", [](ModelConfig &c) { c.rope_layout = static_cast<mote::format::RopeLayout>(3); },
+       "unknown RoPE layout 3"},
+      {"rope layout none with rope", [](ModelConfig &c) { c.rope_layout = mote::format::RopeLayout::none; },
+       "unknown RoPE layout 0"},
       {"rope theta NaN", [](ModelConfig &c) { c.rope_theta = std::numeric_limits<float>::quiet_NaN(); }, "RoPE theta"},
       {"rope theta 1", [](ModelConfig &c) { c.rope_theta = 1.0f; }, "RoPE theta 1 is not"},
       {"odd head_dim with rope", [](ModelConfig &c) { c.head_dim = 7; }, "head_dim 7 is odd"},
@@ -398,7 +404,8 @@ TEST_CASE("loader: tensor table") {
   expect_rejected("n_dims 3", with_entry(Role::attn_v, 0, [](TensorEntry &e) { e.n_dims = 3; }), "has shape");
   expect_rejected("vector as matrix", with_entry(Role::attn_norm, 0, [](TensorEntry &e) { e.n_dims = 2; }),
                   "tensor 'blk.0.attn_norm' has shape");
-  expect_rejected("unknown dtype", with_entry(Role::attn_q, 0, [](TensorEntry &e) { e.dtype = mote::format::kDTypeCount; }),
+  expect_rejected("unknown dtype",
+                  with_entry(Role::attn_q, 0, [](TensorEntry &e) { e.dtype = mote::format::kDTypeCount; }),
                   ("tensor 'blk.0.attn_q' has unknown dtype " + std::to_string(mote::format::kDTypeCount)).c_str());
   expect_rejected("unknown dtype huge",
                   with_entry(Role::token_embedding, G, [](TensorEntry &e) { e.dtype = 0xFFFFFFFFu; }),
@@ -544,8 +551,23 @@ TEST_CASE("loader: tokenizer section") {
                   "tokenizer has 276 tokens but the vocabulary size is 277");
   expect_rejected("n_tokens huge", with_tokenizer([](TokenizerHeader &t) { t.n_tokens = 0xFFFFFFFFu; }),
                   "tokenizer has 4294967295 tokens");
-  expect_rejected("unknown chat template", with_tokenizer([](TokenizerHeader &t) { t.chat_template = 3; }),
-                  "unknown chat template 3");
+  expect_rejected("unknown chat template", with_tokenizer([](TokenizerHeader &t) { t.chat_template = 8; }),
+                  "unknown chat template 8");
+  expect_rejected("unknown pre-tokenizer", with_tokenizer([](TokenizerHeader &t) {
+                    t.pre_tokenizer = 3;
+                    t.flags |= mote::format::kTokPreTokenizer;
+                  }),
+                  "unknown pre-tokenizer 3");
+  expect_rejected("pre-tokenizer without its flag", with_tokenizer([](TokenizerHeader &t) { t.pre_tokenizer = 1; }),
+                  "pre-tokenizer 1 disagrees with tokenizer flag 0x8");
+  expect_rejected("pre-tokenizer flag without one",
+                  with_tokenizer([](TokenizerHeader &t) { t.flags |= mote::format::kTokPreTokenizer; }),
+                  "pre-tokenizer 0 disagrees with tokenizer flag 0x8");
+  expect_rejected("pre-tokenizer on SentencePiece", with_tokenizer([](TokenizerHeader &t) {
+                    t.pre_tokenizer = 1;
+                    t.flags |= mote::format::kTokPreTokenizer;
+                  }),
+                  "pre-tokenizer 1 needs a byte-level BPE tokenizer");
   expect_rejected("bos disagrees", with_tokenizer([](TokenizerHeader &t) { t.bos_id = 0; }),
                   "tokenizer bos/eos ids 0/2 disagree with the config's 1/2");
   expect_rejected("eos disagrees", with_tokenizer([](TokenizerHeader &t) { t.eos_id = -1; }),

@@ -223,6 +223,14 @@ inline std::string manifest_value(const std::string &line, const std::string &ke
   return "";
 }
 
+// The bytes a hex string spells ("48656c" -> "Hel").
+inline std::string from_hex(const std::string &hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
 inline std::vector<int32_t> parse_ids(const std::string &csv) {
   std::vector<int32_t> ids;
   size_t at = 0;

@@ -129,14 +129,6 @@ std::string decode_all(const TokenizerView &tok, const std::vector<int32_t> &tok
   return text;
 }
 
-std::string from_hex(const std::string &hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
-
 // A tiny vocabulary whose merges are worked out by hand in the tests below.
 enum TinyId : int32_t {
   kSpace = 259,
@@ -320,7 +312,7 @@ TEST_CASE("aidreams vocabulary: ids match the Python oracle exactly") {
   while (std::getline(goldens, line)) {
     const size_t tab = line.find('\t');
     REQUIRE(tab != std::string::npos);
-    const std::string text = from_hex(line.substr(0, tab));
+    const std::string text = mote_test::from_hex(line.substr(0, tab));
     Ids expected;
     std::istringstream ids(line.substr(tab + 1));
     for (int32_t id; ids >> id;) expected.push_back(id);

@@ -118,8 +118,89 @@ bool build_byte_level_vocab(const std::vector<std::string> &mapped_tokens, const
   return true;
 }
 
+namespace {
+
+using format::PreTokenizer;
+
+struct PreTokenizerRow {
+  const char *gguf_name;  // llama.cpp's tokenizer.ggml.pre names with this exact behavior
+  PreTokenizer kind;
+  uint32_t flags;
+};
+
+// llama.cpp groups these names under one regex each (its llama-vocab.cpp). A file without the key,
+// or with "default", keeps what mote always read it as: SmolLM2's digit split (llama.cpp's own
+// "default" chain for byte-level BPE differs; files that name it are mote's test GGUFs).
+constexpr PreTokenizerRow kPreTokenizers[] = {
+    {"", PreTokenizer::gpt2, 0},
+    {"default", PreTokenizer::gpt2, 0},
+    {"smollm", PreTokenizer::gpt2, 0},
+    {"starcoder", PreTokenizer::gpt2, 0},
+    {"refact", PreTokenizer::gpt2, 0},
+    {"gpt2", PreTokenizer::gpt2, format::kTokNoDigitSplit},
+    {"gpt-2", PreTokenizer::gpt2, format::kTokNoDigitSplit},
+    {"phi-2", PreTokenizer::gpt2, format::kTokNoDigitSplit},
+    {"mpt", PreTokenizer::gpt2, format::kTokNoDigitSplit},
+    {"olmo", PreTokenizer::gpt2, format::kTokNoDigitSplit},
+    {"llama-bpe", PreTokenizer::llama3, 0},
+    {"llama3", PreTokenizer::llama3, 0},
+    {"llama-v3", PreTokenizer::llama3, 0},
+    {"qwen2", PreTokenizer::qwen2, 0},
+    {"deepseek-r1-qwen", PreTokenizer::qwen2, 0},
+};
+
+// tokenizer.json's Split regexes, exactly as Meta's and Qwen's files spell them.
+struct PreTokenizerRegex {
+  const char *pattern;
+  PreTokenizer kind;
+};
+constexpr PreTokenizerRegex kPreTokenizerRegexes[] = {
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     PreTokenizer::llama3},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     PreTokenizer::qwen2},
+};
+
+}  // namespace
+
+bool pre_tokenizer_from_gguf(const std::string &name, PreTokenizerChoice *out, std::string *error) {
+  for (const PreTokenizerRow &row : kPreTokenizers) {
+    if (name == row.gguf_name) {
+      *out = {row.kind, row.flags};
+      return true;
+    }
+  }
+  *error = "GGUF pre-tokenizer '" + printable(name) +
+           "' (tokenizer.ggml.pre) is not supported (mote has gpt-2, smollm, llama-bpe, qwen2 and their aliases)";
+  return false;
+}
+
+bool pre_tokenizer_from_regex(const std::string &pattern, PreTokenizerChoice *out, std::string *error) {
+  for (const PreTokenizerRegex &row : kPreTokenizerRegexes) {
+    if (pattern == row.pattern) {
+      *out = {row.kind, 0};
+      return true;
+    }
+  }
+  *error = "tokenizer.json pre-tokenizer regex '" + printable(pattern) +
+           "' is not supported (mote has GPT-2's, Llama 3's and Qwen2's)";
+  return false;
+}
+
 format::ChatTemplate detect_chat_template(const std::string &jinja) {
-  if (jinja.find("<|im_start|>") != std::string::npos) return format::ChatTemplate::chatml;
+  auto has = [&](const char *text) { return jinja.find(text) != std::string::npos; };
+  if (has("<|im_start|>")) {
+    // Qwen2.5 opens a conversation without a system message with its own.
+    return has("You are Qwen, created by Alibaba Cloud.") ? format::ChatTemplate::chatml_qwen
+                                                          : format::ChatTemplate::chatml;
+  }
+  if (has("<start_of_turn>")) return format::ChatTemplate::gemma;
+  if (has("<|start_header_id|>")) {
+    return has("Cutting Knowledge Date") ? format::ChatTemplate::llama3_dated : format::ChatTemplate::llama3;
+  }
+  if (has("<|user|>") || (has("<|end|>") && has("<|assistant|>"))) return format::ChatTemplate::phi3;
   if (jinja.find("[INST]") != std::string::npos) return format::ChatTemplate::llama2;
   return format::ChatTemplate::none;
 }

@@ -26,7 +26,21 @@ bool build_byte_level_vocab(const std::vector<std::string> &mapped_tokens, const
                             const std::vector<std::pair<std::string, std::string>> &merges, const char *source,
                             TokenizerData *tok, std::string *error);
 
-// ChatML when the template contains "<|im_start|>", llama-2 for "[INST]", else none.
+// A byte-level BPE pre-tokenizer as the header stores it: its kind and the flag bits it sets.
+struct PreTokenizerChoice {
+  format::PreTokenizer kind = format::PreTokenizer::gpt2;
+  uint32_t flags = 0;  // format::kTokNoDigitSplit or 0
+};
+// GGUF's tokenizer.ggml.pre name (empty when absent) -> mote's pre-tokenizer, by one table; false
+// with a one-line error naming a pre-tokenizer mote does not implement.
+bool pre_tokenizer_from_gguf(const std::string &name, PreTokenizerChoice *out, std::string *error);
+// The same for a tokenizer.json Split pre-tokenizer's regex text.
+bool pre_tokenizer_from_regex(const std::string &pattern, PreTokenizerChoice *out, std::string *error);
+
+// The template kind a Jinja chat template is written in, by the tokens it spells: ChatML
+// ("<|im_start|>"; Qwen2.5's when it holds Qwen's default system message), Gemma
+// ("<start_of_turn>"), Llama 3 ("<|start_header_id|>"; 3.1's with "Cutting Knowledge Date"), Phi-3 ("<|user|>"),
+// llama-2 ("[INST]"), else none.
 format::ChatTemplate detect_chat_template(const std::string &jinja);
 
 }  // namespace mote::convert

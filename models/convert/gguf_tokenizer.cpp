@@ -89,13 +89,12 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
     }
     if (!build_byte_level_vocab(tokens, types, merges, "GGUF", &tok, error)) return false;
     std::string pre;
+    PreTokenizerChoice choice;
     if (!meta.boolean("tokenizer.ggml.add_bos_token", false, &add_bos) ||
-        !meta.string("tokenizer.ggml.pre", false, &pre))
+        !meta.string("tokenizer.ggml.pre", false, &pre) || !pre_tokenizer_from_gguf(pre, &choice, error))
       return false;
-    // llama.cpp's "gpt-2" pre-tokenizer (older files: "gpt2") is GPT-2's regex alone; the others
-    // mote reads split digits.
-    const bool gpt2_regex = pre == "gpt-2" || pre == "gpt2";
-    tok.flags = (add_bos ? uint32_t{format::kTokAddBos} : 0u) | (gpt2_regex ? uint32_t{format::kTokNoDigitSplit} : 0u);
+    tok.pre_tokenizer = choice.kind;
+    tok.flags = (add_bos ? uint32_t{format::kTokAddBos} : 0u) | choice.flags;
   } else {
     *error = "GGUF tokenizer model '" + printable(model) + "' is not supported (only llama and gpt2)";
     return false;
@@ -106,6 +105,13 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
       !meta.integer("tokenizer.ggml.eos_token_id", false, -1, -1, last, &eos) ||
       !meta.integer("tokenizer.ggml.unknown_token_id", false, -1, -1, last, &unk))
     return false;
+  // The end-of-turn token (Llama 3's <|eot_id|>, Gemma's <end_of_turn>) must end generation,
+  // which control tokens do (mote_token_ends_generation), even when the file's eos is another.
+  int64_t eot = -1;
+  if (!meta.integer("tokenizer.ggml.eot_token_id", false, -1, -1, last, &eot)) return false;
+  if (eot >= 0 && tok.types[static_cast<size_t>(eot)] != format::kTokenByte) {
+    tok.types[static_cast<size_t>(eot)] = format::kTokenControl;
+  }
   tok.bos_id = static_cast<int32_t>(bos);
   tok.eos_id = static_cast<int32_t>(eos);
   tok.unk_id = static_cast<int32_t>(unk);

@@ -143,10 +143,48 @@ const char *chat_template_text(format::ChatTemplate kind) {
              "{% elif message['role'] == 'user' %}{{ bos_token + '[INST] ' + ns.system + message['content'] + "
              "' [/INST]' }}{% set ns.system = '' %}{% else %}{{ ' ' + message['content'] + ' ' + eos_token }}"
              "{% endif %}{% endfor %}";
+    case format::ChatTemplate::chatml_qwen:  // Qwen2.5's, without its tool-calling branches
+      return "{% if messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nYou are Qwen, created by Alibaba "
+             "Cloud. You are a helpful assistant.<|im_end|>\\n' }}{% endif %}{% for message in messages %}"
+             "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}"
+             "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+    case format::ChatTemplate::gemma:
+      return "{{ bos_token }}{% for message in messages %}{% set role = 'model' if message['role'] == 'assistant' "
+             "else message['role'] %}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + "
+             "'<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}"
+             "{% endif %}";
+    case format::ChatTemplate::llama3:
+      return "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
+             "'<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}"
+             "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
+    case format::ChatTemplate::llama3_dated:  // Llama 3.1's, without its tool-calling branches
+      return "{{ bos_token }}{{ '<|start_header_id|>system<|end_header_id|>\\n\\nCutting Knowledge Date: December "
+             "2023\\nToday Date: 26 Jul 2024\\n\\n' }}{% if messages[0]['role'] == 'system' %}{{ "
+             "messages[0]['content'] "
+             "| trim }}{% set messages = messages[1:] %}{% endif %}{{ '<|eot_id|>' }}{% for message in messages %}"
+             "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + "
+             "'<|eot_id|>' }}{% endfor %}{% if add_generation_prompt %}"
+             "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
+    case format::ChatTemplate::phi3:
+      return "{% for message in messages %}{{ '<|' + message['role'] + '|>\\n' + message['content'] + "
+             "'<|end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\\n' }}{% endif %}";
     case format::ChatTemplate::none:
       break;
   }
   return nullptr;
+}
+
+// llama.cpp's tokenizer.ggml.pre name for a byte-level tokenizer's pre-tokenizer.
+const char *gguf_pre_tokenizer_name(const TokenizerData &tok) {
+  switch (tok.pre_tokenizer) {
+    case format::PreTokenizer::llama3:
+      return "llama-bpe";
+    case format::PreTokenizer::qwen2:
+      return "qwen2";
+    case format::PreTokenizer::gpt2:
+      break;
+  }
+  return (tok.flags & format::kTokNoDigitSplit) ? "gpt-2" : "smollm";
 }
 
 // Token i's GGUF spelling: SentencePiece's spaces as U+2581; a byte-level normal token in
@@ -163,7 +201,7 @@ std::string gguf_piece(const TokenizerData &tok, size_t i) {
 void add_tokenizer(const TokenizerData &tok, Metadata *meta) {
   const bool byte_level = tok.kind == format::TokenizerKind::byte_level_bpe;
   meta->string("tokenizer.ggml.model", byte_level ? "gpt2" : "llama");
-  if (byte_level) meta->string("tokenizer.ggml.pre", (tok.flags & format::kTokNoDigitSplit) ? "gpt-2" : "smollm");
+  if (byte_level) meta->string("tokenizer.ggml.pre", gguf_pre_tokenizer_name(tok));
   std::vector<std::string> pieces(tok.pieces.size());
   for (size_t i = 0; i < pieces.size(); ++i) pieces[i] = gguf_piece(tok, i);
   meta->strings("tokenizer.ggml.tokens", pieces);

@@ -46,6 +46,25 @@ bool splits_digits(const JsonValue *pre) {
   return false;
 }
 
+// The regex of the first Split pre-tokenizer (Llama 3's and Qwen2's split before a ByteLevel that
+// uses no regex of its own), or null.
+const JsonValue *split_regex(const JsonValue *pre) {
+  if (pre == nullptr) return nullptr;
+  const JsonValue *type = pre->get("type");
+  if (type == nullptr || !type->is_string()) return nullptr;
+  if (type->text == "Split") {
+    const JsonValue *pattern = pre->get("pattern");
+    const JsonValue *regex = pattern != nullptr ? pattern->get("Regex") : nullptr;
+    return regex != nullptr && regex->is_string() ? regex : nullptr;
+  }
+  const JsonValue *list = pre->get("pretokenizers");
+  if (type->text != "Sequence" || list == nullptr || list->kind != JsonValue::Kind::array) return nullptr;
+  for (const JsonValue &p : list->items) {
+    if (const JsonValue *regex = split_regex(&p)) return regex;
+  }
+  return nullptr;
+}
+
 // A special token's text in tokenizer_config.json: "<s>" or {"content": "<s>", ...}.
 std::string token_text(const JsonValue *v) {
   if (v == nullptr) return "";
@@ -157,7 +176,14 @@ bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenize
   tok->unk_id = unk != nullptr && unk->is_string() ? find_id(unk->text) : -1;
   tok->bos_id = keep_bos;
   tok->eos_id = keep_eos;
-  tok->flags = splits_digits(json.get("pre_tokenizer")) ? 0u : uint32_t{format::kTokNoDigitSplit};
+  PreTokenizerChoice choice;
+  if (const JsonValue *regex = split_regex(json.get("pre_tokenizer"))) {
+    if (!pre_tokenizer_from_regex(regex->text, &choice, error)) return false;
+  } else {
+    choice.flags = splits_digits(json.get("pre_tokenizer")) ? 0u : uint32_t{format::kTokNoDigitSplit};
+  }
+  tok->pre_tokenizer = choice.kind;
+  tok->flags = choice.flags;
   tok->chat_template = format::ChatTemplate::none;
   if (!tokenizer_config_json.empty()) {
     JsonValue cfg;

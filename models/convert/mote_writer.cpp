@@ -4,15 +4,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <numeric>
 
 #include "core/fp16.hpp"
 #include "core/status.hpp"
 #include "dequant.hpp"
-#include "format/reader.hpp"
 #include "file_map.hpp"
+#include "format/reader.hpp"
 #include "host_types.hpp"
 #include "mote/mote.h"
 #include "quantize.hpp"
@@ -52,8 +52,9 @@ std::vector<uint8_t> serialize_tokenizer(const TokenizerData &tok) {
   format::TokenizerHeader h{};
   h.kind = static_cast<uint32_t>(tok.kind);
   h.n_tokens = n;
-  h.flags = tok.flags;
+  h.flags = tok.flags | (tok.pre_tokenizer != format::PreTokenizer::gpt2 ? uint32_t{format::kTokPreTokenizer} : 0u);
   h.chat_template = static_cast<uint32_t>(tok.chat_template);
+  h.pre_tokenizer = static_cast<uint32_t>(tok.pre_tokenizer);
   h.bos_id = tok.bos_id;
   h.eos_id = tok.eos_id;
   h.unk_id = tok.unk_id;
@@ -121,8 +122,8 @@ std::vector<TensorSlot> tensor_slots(const format::ModelConfig &c) {
 bool check_matrix_dtype(format::DType dtype, std::string *error) {
   if (host_type(dtype) != nullptr) return true;
   const format::DTypeTraits *traits = format::dtype_traits(static_cast<uint32_t>(dtype));
-  *error = "matrices are stored as " + host_type_list() + ", not " +
-           (traits != nullptr ? traits->name : "an unknown dtype");
+  *error =
+      "matrices are stored as " + host_type_list() + ", not " + (traits != nullptr ? traits->name : "an unknown dtype");
   return false;
 }
 

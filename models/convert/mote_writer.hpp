@@ -24,6 +24,7 @@ struct TokenizerData {
   format::TokenizerKind kind = format::TokenizerKind::sentencepiece_bpe;
   uint32_t flags = format::kTokAddSpacePrefix;
   format::ChatTemplate chat_template = format::ChatTemplate::none;
+  format::PreTokenizer pre_tokenizer = format::PreTokenizer::gpt2;  // byte-level BPE only
   int32_t bos_id = -1, eos_id = -1, unk_id = -1;
   std::vector<std::string> pieces;
   std::vector<float> scores;

@@ -47,11 +47,12 @@ class Conversation {
 
   TurnResult reply(const std::string &system, const std::string &user, FILE *out, TurnStats *stats,
                    std::string *error) {
-    const std::vector<mote_chat_message> messages = turn_messages(system, user, mote_session_position(&session_) == 0);
+    const bool first = mote_session_position(&session_) == 0;
+    const std::vector<mote_chat_message> messages = turn_messages(system, user, first);
     const uint32_t room = mote_session_context_length(&session_) - mote_session_position(&session_);
     if (!could_fit_messages(messages, room)) return TurnResult::kContextFull;
     std::vector<int32_t> tokens = owed_;
-    if (!append_chat_tokens(messages, &tokens, error)) return TurnResult::kError;
+    if (!append_chat_tokens(messages, first, &tokens, error)) return TurnResult::kError;
     if (tokens.size() >= room) return TurnResult::kContextFull;  // the reply needs a token too
 
     const double start = now_seconds();
@@ -91,7 +92,7 @@ class Conversation {
     if (!could_fit_messages(messages, context)) return false;
     std::vector<int32_t> tokens;
     std::string error;  // a message that cannot be tokenized: reply() says why
-    return !append_chat_tokens(messages, &tokens, &error) || tokens.size() < context;
+    return !append_chat_tokens(messages, true, &tokens, &error) || tokens.size() < context;
   }
 
  private:
@@ -110,18 +111,19 @@ class Conversation {
     return could_fit(model_, bytes, room);
   }
 
-  bool append_chat_tokens(const std::vector<mote_chat_message> &messages, std::vector<int32_t> *tokens,
+  // first: the conversation starts here (BOS, a default system message); later turns continue it.
+  bool append_chat_tokens(const std::vector<mote_chat_message> &messages, bool first, std::vector<int32_t> *tokens,
                           std::string *error) {
+    const uint32_t flags = MOTE_CHAT_ADD_ASSISTANT_PROMPT | (first ? 0u : uint32_t{MOTE_CHAT_CONTINUE});
     size_t bytes = 0;
     for (const mote_chat_message &m : messages) bytes += m.content_n;
     std::vector<int32_t> chat(bytes + 64);
     size_t n = 0;
-    mote_status status = mote_chat_tokenize(&model_, messages.data(), messages.size(), MOTE_CHAT_ADD_ASSISTANT_PROMPT,
-                                            chat.data(), chat.size(), &n);
+    mote_status status =
+        mote_chat_tokenize(&model_, messages.data(), messages.size(), flags, chat.data(), chat.size(), &n);
     if (status == MOTE_ERR_BUFFER_TOO_SMALL) {
       chat.resize(n);
-      status = mote_chat_tokenize(&model_, messages.data(), messages.size(), MOTE_CHAT_ADD_ASSISTANT_PROMPT,
-                                  chat.data(), chat.size(), &n);
+      status = mote_chat_tokenize(&model_, messages.data(), messages.size(), flags, chat.data(), chat.size(), &n);
     }
     if (status == MOTE_ERR_UNSUPPORTED) {
       *error = unrepresentable_text(model_, messages)

@@ -1,6 +1,7 @@
 // Both tokenizers on arbitrary bytes. Byte-level BPE must round-trip exactly (detokenizing the
 // tokens gives the input back) whenever it accepts the text; SentencePiece must give ids inside
-// the vocabulary that each detokenize. The first byte picks the flags.
+// the vocabulary that each detokenize. The first byte picks the flags and (bits 2-4) the model
+// variant: another pre-tokenizer, added control and user-defined tokens (fuzz_models.hpp).
 #include "fuzz_models.hpp"
 
 namespace {
@@ -30,14 +31,16 @@ std::string decode(const mote_model &model, const std::vector<int32_t> &tokens) 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
   const uint32_t flags = data[0] & (MOTE_TOKENIZE_SPECIAL);  // BOS would not round-trip as text
+  const uint32_t variant = (data[0] >> 2) % mote_fuzz::kModelVariants;
   const char *text = reinterpret_cast<const char *>(data + 1);
   const size_t n = size - 1;
   mote_status status;
-  const std::vector<int32_t> bpe = encode(mote_fuzz::byte_level_model(), text, n, flags, &status);
+  const std::vector<int32_t> bpe = encode(mote_fuzz::byte_level_model(variant), text, n, flags, &status);
   FUZZ_CHECK(status == MOTE_OK || status == MOTE_ERR_UNSUPPORTED);
-  if (status == MOTE_OK) FUZZ_CHECK(decode(mote_fuzz::byte_level_model(), bpe) == std::string(text, n));
-  const std::vector<int32_t> sp = encode(mote_fuzz::sentencepiece_model(), text, n, MOTE_TOKENIZE_ADD_BOS, &status);
+  if (status == MOTE_OK) FUZZ_CHECK(decode(mote_fuzz::byte_level_model(variant), bpe) == std::string(text, n));
+  const std::vector<int32_t> sp =
+      encode(mote_fuzz::sentencepiece_model(variant), text, n, MOTE_TOKENIZE_ADD_BOS, &status);
   FUZZ_CHECK(status == MOTE_OK || status == MOTE_ERR_UNSUPPORTED);
-  decode(mote_fuzz::sentencepiece_model(), sp);
+  decode(mote_fuzz::sentencepiece_model(variant), sp);
   return 0;
 }

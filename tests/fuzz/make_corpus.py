@@ -270,6 +270,16 @@ def main():
         messages = [bytes([0]) + b"You are helpful.", bytes([1]) + text, bytes([2]) + b"Sure.", bytes([1]) + text[:5]]
         count = 1 + i % 4
         write(out_dir, "chat", "chat%02d" % i, bytes([((count << 1) | (i & 1)) & 0xFF]) + pack(*messages[:count], b""))
+    # The new pre-tokenizers and added tokens (model variants 1-6, bits 2-4 of the first byte) on
+    # text that tells them apart: contractions in any case, digit runs, newline runs, template tokens.
+    new_kinds = [b"I'M here, you'RE there: 1234567 12 3\n\n\n  \r\n  x!!\n", b"<start_of_turn>user\n\nhi<end_of_turn>",
+                 b"<|start_header_id|>user<|end_header_id|>\n\n 42<|eot_id|>", b"<|user|>\nhi<|end|>\n\t\tdone"]
+    for i, text in enumerate(new_kinds):
+        for variant in (1, 2, 3, 5):
+            write(out_dir, "tokenizers", "kinds%d_%d" % (i, variant), bytes([(variant << 2) | (i & 2)]) + text)
+    for i, text in enumerate(new_kinds):  # a system message, two turns; odd ones continue a conversation
+        messages = [bytes([0]) + b"  Be terse.\n", bytes([1]) + text, bytes([2]) + b"Sure.", bytes([1]) + text[:7]]
+        write(out_dir, "chat", "kinds%d" % i, bytes([(4 << 1) | 1]) + pack(*messages, bytes([i & 1])))
 
     rng = random.Random(20261201)
     for i in range(16):

@@ -155,9 +155,10 @@ const char *mote_session_error(const mote_session *session);
 
 /* Tokenization flags (any other bit is MOTE_ERR_INVALID_ARGUMENT). */
 #define MOTE_TOKENIZE_ADD_BOS 1u
-/* Byte-level BPE: the literal text of control and user-defined tokens ("<|im_end|>") becomes
- * those tokens (the longest one at the leftmost position). Without it such text is ordinary
- * text, which is what untrusted input should get. SentencePiece vocabularies ignore it. */
+/* The literal text of control tokens ("<|im_end|>", "<start_of_turn>") becomes those tokens
+ * (the longest one at the leftmost position); byte-level BPE: user-defined ones too. Without it
+ * such text is ordinary text, which is what untrusted input should get. SentencePiece always
+ * matches user-defined tokens (Gemma's "\n" and whitespace runs), as llama.cpp does. */
 #define MOTE_TOKENIZE_SPECIAL 2u
 
 /* Encodes UTF-8 text into token ids. Invalid UTF-8 is never rejected as such: each byte that
@@ -255,8 +256,13 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
 /* The conversation format a model was trained with (recorded in the model file). */
 typedef enum mote_chat_template {
   MOTE_CHAT_NONE = 0,
-  MOTE_CHAT_CHATML = 1, /* <|im_start|>role\n...<|im_end|>\n (SmolLM2, Qwen) */
-  MOTE_CHAT_LLAMA2 = 2  /* <s>[INST] ... [/INST] ... </s> */
+  MOTE_CHAT_CHATML = 1,      /* <|im_start|>role\n...<|im_end|>\n (SmolLM2) */
+  MOTE_CHAT_LLAMA2 = 2,      /* <s>[INST] ... [/INST] ... </s> */
+  MOTE_CHAT_CHATML_QWEN = 3, /* ChatML, Qwen2.5's default system message when none is given */
+  MOTE_CHAT_GEMMA = 4,       /* <bos><start_of_turn>user\n...<end_of_turn>\n, assistant = "model" */
+  MOTE_CHAT_LLAMA3 = 5,      /* <|begin_of_text|><|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|> */
+  MOTE_CHAT_PHI3 = 6,        /* <|user|>\n...<|end|>\n */
+  MOTE_CHAT_LLAMA3_DATED = 7 /* Llama 3.1-3.3: LLAMA3 with a system block "Cutting Knowledge Date: ..." */
 } mote_chat_template;
 
 typedef enum mote_chat_role { MOTE_ROLE_SYSTEM = 0, MOTE_ROLE_USER = 1, MOTE_ROLE_ASSISTANT = 2 } mote_chat_role;
@@ -269,6 +275,9 @@ typedef struct mote_chat_message {
 
 /* Chat tokenization flags (any other bit is MOTE_ERR_INVALID_ARGUMENT). */
 #define MOTE_CHAT_ADD_ASSISTANT_PROMPT 1u
+/* The messages continue a conversation already in the KV cache: nothing that opens one is added
+ * (BOS, Qwen2.5's default system message, Llama 3.1's dated system block). */
+#define MOTE_CHAT_CONTINUE 2u
 
 /* Tokenizes messages through the model's chat template, then (MOTE_CHAT_ADD_ASSISTANT_PROMPT)
  * the tokens that open the assistant's reply. Special tokens come only from the template.

@@ -115,10 +115,37 @@ constexpr uint32_t kRoleCount = 32;         // roles are 1..31
 constexpr uint32_t kNoLayer = 0xFFFFFFFFu;  // layer field of global tensors
 
 enum class TokenizerKind : uint32_t { sentencepiece_bpe = 1, byte_level_bpe = 2 };
-enum class ChatTemplate : uint32_t { none = 0, chatml = 1, llama2 = 2 };
+// chatml_qwen: ChatML with Qwen2.5's default system message when the conversation has none.
+// gemma: <start_of_turn>; llama3: header ids; llama3_dated: Llama 3.1-3.3's, whose system block
+// always opens with "Cutting Knowledge Date"; phi3: <|user|> ... <|end|> (text/chat.hpp).
+enum class ChatTemplate : uint32_t {
+  none = 0,
+  chatml = 1,
+  llama2 = 2,
+  chatml_qwen = 3,
+  gemma = 4,
+  llama3 = 5,
+  phi3 = 6,
+  llama3_dated = 7,
+};
+constexpr uint32_t kChatTemplateCount = 8;
 // kTokNoDigitSplit: byte-level BPE pre-tokenizes as GPT-2 does (a number run is one regex word)
 // instead of splitting every digit off first (SmolLM2's Digits(individual_digits)).
-enum TokenizerFlags : uint32_t { kTokAddSpacePrefix = 1u << 0, kTokAddBos = 1u << 1, kTokNoDigitSplit = 1u << 2 };
+// kTokPreTokenizer: set exactly when pre_tokenizer is not 0, so that a reader older than that
+// field rejects the file ("unknown tokenizer flags") instead of splitting text the GPT-2 way.
+enum TokenizerFlags : uint32_t {
+  kTokAddSpacePrefix = 1u << 0,
+  kTokAddBos = 1u << 1,
+  kTokNoDigitSplit = 1u << 2,
+  kTokPreTokenizer = 1u << 3,
+};
+// How byte-level BPE splits text into words before merging (TokenizerHeader::pre_tokenizer;
+// SentencePiece: always gpt2 = 0). gpt2 is GPT-2's regex, every number code point split off
+// first unless kTokNoDigitSplit: files written before the field existed hold 0 and keep their
+// meaning. llama3 and qwen2 are Llama 3's and Qwen2's regexes (byte_level_bpe.cpp spells them;
+// they take no kTokNoDigitSplit). llama3 also takes a word that is a token whole, unmerged.
+enum class PreTokenizer : uint32_t { gpt2 = 0, llama3 = 1, qwen2 = 2 };
+constexpr uint32_t kPreTokenizerCount = 3;
 
 struct FileHeader {  // at offset 0, 128 bytes
   uint8_t magic[4];
@@ -198,8 +225,8 @@ struct TokenizerHeader {  // 96 bytes
   uint64_t types_offset;          // u8[n_tokens]
   uint64_t sorted_ids_offset;     // u32[n_tokens], ascending by (bytes, id)
   uint32_t n_merges;              // byte-level BPE only (0 for sentencepiece_bpe)
-  uint32_t reserved0;
-  uint64_t merges_offset;  // BpeMerge[n_merges], ascending by (left, right)
+  uint32_t pre_tokenizer;         // PreTokenizer (0 before this field existed)
+  uint64_t merges_offset;         // BpeMerge[n_merges], ascending by (left, right)
   uint8_t reserved[8];
 };
 static_assert(sizeof(TokenizerHeader) == 96, "TokenizerHeader is 96 bytes");

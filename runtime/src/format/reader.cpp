@@ -252,14 +252,26 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
     return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer has %u tokens but the vocabulary size is %u",
                 static_cast<unsigned>(h.n_tokens), static_cast<unsigned>(view->config.vocab_size));
   }
-  if ((h.flags & ~(kTokAddSpacePrefix | kTokAddBos | kTokNoDigitSplit)) != 0) {
+  if ((h.flags & ~(kTokAddSpacePrefix | kTokAddBos | kTokNoDigitSplit | kTokPreTokenizer)) != 0) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown tokenizer flags 0x%x", static_cast<unsigned>(h.flags));
   }
   if (h.kind == static_cast<uint32_t>(TokenizerKind::sentencepiece_bpe) && h.n_merges != 0) {
     return fail(err, MOTE_ERR_BAD_MODEL, "a SentencePiece tokenizer has %u merges (must be 0)",
                 static_cast<unsigned>(h.n_merges));
   }
-  if (h.chat_template > static_cast<uint32_t>(ChatTemplate::llama2)) {
+  if (h.pre_tokenizer >= kPreTokenizerCount) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "unknown pre-tokenizer %u", static_cast<unsigned>(h.pre_tokenizer));
+  }
+  if ((h.pre_tokenizer != 0) != ((h.flags & kTokPreTokenizer) != 0)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "pre-tokenizer %u disagrees with tokenizer flag 0x%x",
+                static_cast<unsigned>(h.pre_tokenizer), static_cast<unsigned>(kTokPreTokenizer));
+  }
+  if (h.pre_tokenizer != 0 &&
+      (h.kind != static_cast<uint32_t>(TokenizerKind::byte_level_bpe) || (h.flags & kTokNoDigitSplit) != 0)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "pre-tokenizer %u needs a byte-level BPE tokenizer without flag 0x%x",
+                static_cast<unsigned>(h.pre_tokenizer), static_cast<unsigned>(kTokNoDigitSplit));
+  }
+  if (h.chat_template >= kChatTemplateCount) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown chat template %u", static_cast<unsigned>(h.chat_template));
   }
   if (h.bos_id != view->config.bos_id || h.eos_id != view->config.eos_id) {
@@ -334,6 +346,7 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
   tok.add_space_prefix = (h.flags & kTokAddSpacePrefix) != 0;
   tok.add_bos = (h.flags & kTokAddBos) != 0;
   tok.split_digits = (h.flags & kTokNoDigitSplit) == 0;
+  tok.pre_tokenizer = h.pre_tokenizer;
   // Strictly ascending (bytes, id) with every id in range proves sorted_ids is a permutation,
   // which binary search relies on.
   for (uint32_t i = 0; i < h.n_tokens; ++i) {

@@ -27,7 +27,7 @@ constexpr uint32_t kDefaultBatchSize = 64;
 
 // Every flag bit mote_tokenize and mote_chat_tokenize define; any other is refused.
 constexpr uint32_t kTokenizeFlags = MOTE_TOKENIZE_ADD_BOS | MOTE_TOKENIZE_SPECIAL;
-constexpr uint32_t kChatFlags = MOTE_CHAT_ADD_ASSISTANT_PROMPT;
+constexpr uint32_t kChatFlags = MOTE_CHAT_ADD_ASSISTANT_PROMPT | MOTE_CHAT_CONTINUE;
 
 const Model *model_of(const mote_model *m) {
   if (m == nullptr) return nullptr;
@@ -355,7 +355,8 @@ mote_status mote_tokenize(const mote_model *model, const char *text, size_t text
     return tokenize_byte_level(m->view.tokenizer, text, text_n, flags, tokens, capacity, n_tokens);
   }
   if (!has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
-  return encode(m->view.tokenizer, text, text_n, (flags & MOTE_TOKENIZE_ADD_BOS) != 0, tokens, capacity, n_tokens);
+  return encode(m->view.tokenizer, text, text_n, (flags & MOTE_TOKENIZE_ADD_BOS) != 0, tokens, capacity, n_tokens,
+                (flags & MOTE_TOKENIZE_SPECIAL) != 0);
 }
 
 mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t token, char *out, size_t capacity,
@@ -450,7 +451,8 @@ mote_status mote_chat_tokenize(const mote_model *model, const mote_chat_message 
   // chat_encode checks the other arguments.
   if (m == nullptr || (flags & ~kChatFlags) != 0) return MOTE_ERR_INVALID_ARGUMENT;
   return chat_encode(m->view.tokenizer, m->view.chat_template, messages, n_messages,
-                     (flags & MOTE_CHAT_ADD_ASSISTANT_PROMPT) != 0, tokens, capacity, n_tokens);
+                     (flags & MOTE_CHAT_ADD_ASSISTANT_PROMPT) != 0, tokens, capacity, n_tokens,
+                     (flags & MOTE_CHAT_CONTINUE) == 0);
 }
 
 mote_status mote_chat_end_of_turn(const mote_model *model, int32_t *tokens, size_t capacity, size_t *n_tokens) {

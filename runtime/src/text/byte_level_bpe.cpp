@@ -26,37 +26,11 @@
 
 #include "format/format.hpp"
 #include "text/bpe_merge.hpp"
+#include "text/special_tokens.hpp"
 #include "text/unicode_classes.hpp"
 
 namespace mote {
 namespace {
-
-// The spans read as one text. Reads are nearly sequential, so the cursor's walk to the span
-// that holds a position is amortized constant.
-class Text {
- public:
-  Text(const TextSpan *spans, size_t size) : spans_(spans), size_(size) {}
-
-  size_t size() const { return size_; }
-
-  uint8_t at(size_t pos) {  // pos < size()
-    while (pos < begin_) {
-      span_ -= 1;
-      begin_ -= spans_[span_].n;
-    }
-    while (pos - begin_ >= spans_[span_].n) {
-      begin_ += spans_[span_].n;
-      span_ += 1;
-    }
-    return static_cast<uint8_t>(spans_[span_].bytes[pos - begin_]);
-  }
-
- private:
-  const TextSpan *spans_;
-  size_t size_;
-  size_t span_ = 0;   // the span holding the last position read
-  size_t begin_ = 0;  // its first position
-};
 
 // What pre-tokenization needs to know of a code point (or of an invalid byte).
 enum class Kind : uint8_t { other, letter, number, space, invalid };
@@ -66,7 +40,6 @@ struct Unit {
   uint32_t size;
   Kind kind;
 };
-
 
 Kind kind_of(UnicodeClass c) {
   switch (c) {
@@ -241,87 +214,6 @@ size_t merge_word(const TokenizerView &tok, Cells cells, size_t n) {
   return n;
 }
 
-// Bytes that begin some control or user-defined token, and the longest such token.
-struct SpecialTokens {
-  uint32_t first_bytes[8] = {};
-  size_t max_size = 0;
-
-  bool may_start(uint8_t byte) const { return (first_bytes[byte >> 5] >> (byte & 31)) & 1u; }
-};
-
-bool is_special(const TokenizerView &tok, uint32_t id) {
-  return tok.types[id] == kTokenControl || tok.types[id] == kTokenUserDefined;
-}
-
-uint32_t piece_size(const TokenizerView &tok, uint32_t id) { return tok.piece_offsets[id + 1] - tok.piece_offsets[id]; }
-
-uint8_t piece_byte(const TokenizerView &tok, uint32_t id, size_t i) {
-  return static_cast<uint8_t>(tok.piece_bytes[tok.piece_offsets[id] + i]);
-}
-
-SpecialTokens find_special_tokens(const TokenizerView &tok) {
-  SpecialTokens s;
-  for (uint32_t id = 0; id < tok.n_tokens; ++id) {
-    const uint32_t size = piece_size(tok, id);
-    if (!is_special(tok, id) || size == 0) continue;
-    const uint8_t first = piece_byte(tok, id, 0);
-    s.first_bytes[first >> 5] |= 1u << (first & 31);
-    if (size > s.max_size) s.max_size = size;
-  }
-  return s;
-}
-
-// The longest control or user-defined token spelled by the text at pos (the lowest id among
-// equal spellings), as Hugging Face's leftmost-longest matching of added tokens finds it.
-// Pieces sharing a prefix are contiguous in sorted_ids, the prefix itself first, so each byte
-// of the text narrows the range by two binary searches on the byte at that depth.
-bool match_special(const TokenizerView &tok, const SpecialTokens &specials, Text &text, size_t pos, int32_t *id,
-                   size_t *size) {
-  uint32_t low = 0;
-  uint32_t high = tok.n_tokens;
-  bool found = false;
-  for (size_t depth = 0; depth < specials.max_size && pos + depth < text.size(); ++depth) {
-    const int byte = text.at(pos + depth);
-    // Every piece in [low, high) starts with the text's first depth bytes; key: its next byte,
-    // or -1 where it ends.
-    auto key = [&](uint32_t i) {
-      const uint32_t t = tok.sorted_ids[i];
-      return piece_size(tok, t) > depth ? static_cast<int>(piece_byte(tok, t, depth)) : -1;
-    };
-    uint32_t a = low;
-    uint32_t b = high;
-    while (a < b) {  // the first key >= byte
-      const uint32_t mid = a + (b - a) / 2;
-      if (key(mid) < byte) {
-        a = mid + 1;
-      } else {
-        b = mid;
-      }
-    }
-    low = a;
-    b = high;
-    while (a < b) {  // the first key > byte
-      const uint32_t mid = a + (b - a) / 2;
-      if (key(mid) <= byte) {
-        a = mid + 1;
-      } else {
-        b = mid;
-      }
-    }
-    high = a;
-    if (low == high) break;
-    for (uint32_t i = low; i < high && piece_size(tok, tok.sorted_ids[i]) == depth + 1; ++i) {
-      if (is_special(tok, tok.sorted_ids[i])) {
-        *id = static_cast<int32_t>(tok.sorted_ids[i]);
-        *size = depth + 1;
-        found = true;
-        break;
-      }
-    }
-  }
-  return found;
-}
-
 class Encoder {
  public:
   Encoder(const TokenizerView &tok, Text &text, int32_t *tokens) : tok_(tok), text_(text), tokens_(tokens) {
@@ -331,7 +223,10 @@ class Encoder {
   size_t count() const { return count_; }
 
   // Units that are words of their own, outside the regex: invalid bytes, and digits when split.
-  bool is_isolated(Kind kind) const { return kind == Kind::invalid || (kind == Kind::number && tok_.split_digits); }
+  bool is_isolated(Kind kind) const {
+    return kind == Kind::invalid || (kind == Kind::number && tok_.split_digits &&
+                                     tok_.pre_tokenizer == static_cast<uint32_t>(format::PreTokenizer::gpt2));
+  }
 
   void push(int32_t token) { tokens_[count_++] = token; }
 
@@ -354,22 +249,88 @@ class Encoder {
   // Where the regex's match starting at pos (unit u, not isolated) ends. The regex's text ends
   // at end or at the next isolated unit.
   size_t match_word(size_t pos, size_t end, const Unit &u) {
-    if (u.cp == '\'' && pos + 1 < end) {  // 's 't 're 've 'm 'll 'd
-      const uint32_t c1 = decode(text_, pos + 1, end).cp;
-      if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return pos + 2;
-      if ((c1 == 'r' || c1 == 'v' || c1 == 'l') && pos + 2 < end) {
-        const uint32_t c2 = decode(text_, pos + 2, end).cp;
-        if (c2 == (c1 == 'l' ? 'l' : 'e')) return pos + 3;
-      }
+    return tok_.pre_tokenizer == static_cast<uint32_t>(format::PreTokenizer::gpt2) ? match_gpt2(pos, end, u)
+                                                                                   : match_llama3(pos, end, u);
+  }
+
+  // 's 't 're 've 'm 'll 'd (any case when ignore_case): the match's end, or pos.
+  size_t match_contraction(size_t pos, size_t end, const Unit &u, bool ignore_case) {
+    if (u.cp != '\'' || pos + 1 >= end) return pos;
+    auto lower = [&](uint32_t c) { return ignore_case && c >= 'A' && c <= 'Z' ? c + 32 : c; };
+    const uint32_t c1 = lower(decode(text_, pos + 1, end).cp);
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return pos + 2;
+    if ((c1 == 'r' || c1 == 'v' || c1 == 'l') && pos + 2 < end) {
+      const uint32_t c2 = lower(decode(text_, pos + 2, end).cp);
+      if (c2 == (c1 == 'l' ? 'l' : 'e')) return pos + 3;
     }
+    return pos;
+  }
+
+  // GPT-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+  size_t match_gpt2(size_t pos, size_t end, const Unit &u) {
+    const size_t contraction = match_contraction(pos, end, u, false);
+    if (contraction != pos) return contraction;
     if (u.kind == Kind::letter || u.kind == Kind::other || u.kind == Kind::number) return run_end(pos, end, u.kind);
     if (u.cp == ' ' && pos + 1 < end) {  // " ?\p{L}+", " ?\p{N}+" and " ?[^\s\p{L}\p{N}]+"
       const Unit next = decode(text_, pos + 1, end);
       if (next.kind == Kind::letter || next.kind == Kind::other || (next.kind == Kind::number && !tok_.split_digits))
         return run_end(pos + 1 + next.size, end, next.kind);
     }
-    // A whitespace run: "\s+(?!\S)" leaves its last code point to a following non-space when
-    // that leaves at least one; "\s+" takes it whole otherwise.
+    return match_spaces(pos, end);
+  }
+
+  // Llama 3 (Qwen2: \p{N} instead of \p{N}{1,3}), alternatives in order:
+  //   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}{1,3} |
+  //   ?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+  size_t match_llama3(size_t pos, size_t end, const Unit &u) {
+    const size_t contraction = match_contraction(pos, end, u, true);
+    if (contraction != pos) return contraction;
+    if (u.kind == Kind::letter) return run_end(pos, end, Kind::letter);
+    const bool newline = u.cp == '\r' || u.cp == '\n';
+    if (u.kind != Kind::number && !newline && pos + u.size < end) {
+      const Unit next = decode(text_, pos + u.size, end);
+      if (next.kind == Kind::letter) return run_end(pos + u.size, end, Kind::letter);
+    }
+    if (u.kind == Kind::number) {
+      const size_t max_digits = tok_.pre_tokenizer == static_cast<uint32_t>(format::PreTokenizer::qwen2) ? 1 : 3;
+      size_t at = pos;
+      for (size_t n = 0; n < max_digits && at < end; ++n) {
+        const Unit d = decode(text_, at, end);
+        if (d.kind != Kind::number) break;
+        at += d.size;
+      }
+      return at;
+    }
+    size_t punct = pos;  // " ?[^\s\p{L}\p{N}]+[\r\n]*"
+    if (u.kind == Kind::other) {
+      punct = run_end(pos, end, Kind::other);
+    } else if (u.cp == ' ' && pos + 1 < end && decode(text_, pos + 1, end).kind == Kind::other) {
+      punct = run_end(pos + 1, end, Kind::other);
+    }
+    if (punct != pos) return newlines_end(punct, end);
+    // "\s*[\r\n]+": a whitespace run up to and including its last newline.
+    size_t after_newline = pos;
+    for (size_t at = pos; at < end;) {
+      const Unit w = decode(text_, at, end);
+      if (w.kind != Kind::space) break;
+      at += w.size;
+      if (w.cp == '\r' || w.cp == '\n') after_newline = at;
+    }
+    return after_newline != pos ? after_newline : match_spaces(pos, end);
+  }
+
+  size_t newlines_end(size_t pos, size_t end) {
+    while (pos < end) {
+      const uint8_t c = text_.at(pos);
+      if (c != '\r' && c != '\n') break;
+      pos += 1;
+    }
+    return pos;
+  }
+
+  // A whitespace run: "\s+(?!\S)" leaves its last code point to a following non-space when
+  // that leaves at least one; "\s+" takes it whole otherwise.
+  size_t match_spaces(size_t pos, size_t end) {
     size_t last = pos;
     size_t at = pos;
     size_t n = 0;
@@ -399,6 +360,17 @@ class Encoder {
   Status encode_word(size_t begin, size_t end) {
     int32_t *symbols = tokens_ + count_;
     const size_t n = end - begin;
+    if (tok_.pre_tokenizer == static_cast<uint32_t>(format::PreTokenizer::llama3) && n > 1) {
+      // Llama 3 (ignore_merges): a word that is a token is that token. Its bytes are looked up
+      // in its own cells (4n bytes for n), which the symbols overwrite otherwise.
+      char *bytes = reinterpret_cast<char *>(symbols);
+      for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>(text_.at(begin + i));
+      const int32_t whole = find_token(tok_, bytes, n);
+      if (whole >= 0) {
+        push(whole);
+        return MOTE_OK;
+      }
+    }
     for (size_t i = 0; i < n; ++i) {
       const uint8_t byte = text_.at(begin + i);
       if (byte_ids_[byte] == kUnknown) {
@@ -593,7 +565,7 @@ Status encode_byte_level(const TokenizerView &tok, const TextSpan *spans, size_t
   if (!parse_special) {
     status = encoder.encode_text(0, total);
   } else {
-    const SpecialTokens specials = find_special_tokens(tok);
+    const SpecialTokens specials = find_special_tokens(tok, true, true);
     size_t begin = 0;  // of the text since the last special token
     for (size_t pos = 0; pos < total && status == MOTE_OK;) {
       int32_t id = -1;

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "text/bpe_merge.hpp"
+#include "text/special_tokens.hpp"
 
 namespace mote {
 namespace {
@@ -162,29 +163,6 @@ Status emit_code_point(const TokenizerView &tok, const char *bytes, size_t n, in
   return MOTE_OK;
 }
 
-// The tokens before merging: the dummy prefix, then one or more per code point.
-Status split_into_pieces(const TokenizerView &tok, const TextSpan *spans, size_t n_spans, size_t text_n, int32_t *out,
-                         size_t *count) {
-  *count = 0;
-  if (text_n > 0 && tok.add_space_prefix) {
-    const Status status = emit_code_point(tok, " ", 1, out, count);
-    if (status != MOTE_OK) return status;
-  }
-  for (size_t s = 0; s < n_spans; ++s) {
-    const char *text = spans[s].bytes;
-    const uint8_t *bytes = reinterpret_cast<const uint8_t *>(text);
-    size_t at = 0;
-    while (at < spans[s].n) {
-      size_t length = utf8_sequence_length(bytes + at, spans[s].n - at);
-      if (length == 0) length = 1;  // not valid UTF-8: this byte alone
-      const Status status = emit_code_point(tok, text + at, length, out, count);
-      if (status != MOTE_OK) return status;
-      at += length;
-    }
-  }
-  return MOTE_OK;
-}
-
 // run.c's merge rule: candidates must beat this score, and a later pair must beat an earlier.
 constexpr float kNoMergeScore = -1e10f;
 
@@ -317,15 +295,13 @@ struct PieceCells {
   void set_key(size_t, uint32_t) {}
 };
 
-// A text is merged one word at a time: a piece that starts with a space after a piece that
-// does not end with one starts a new word. SentencePiece vocabularies trained with
-// split_by_whitespace (the default, and llama2.c's) hold no piece with a space after other
-// bytes, so no merge crosses that cut and the result is the whole text's (the cut keeps each
-// merge local; it is not needed for speed). A word of kMinBlockedCells pieces or more merges
-// exactly with PieceCells, whatever its length, in O(n (log V + log n)); shorter ones use the
-// scan-per-merge loops above (quadratic, but in fewer than 16 pieces). Only a vocabulary of
-// more than 2^18 ids (none known) still cuts long words every kMaxMergePieces pieces, where
-// merges could then differ, to stay linear.
+// A text (between added tokens) is merged whole, as SentencePiece and llama.cpp do: Gemma's
+// vocabulary holds pieces with a space after other bytes (">▁</"), so cutting at words would
+// differ. Text of kMinBlockedCells pieces or more merges exactly with PieceCells, whatever its
+// length, in O(n (log V + log n)); shorter ones use the scan-per-merge loops above (quadratic,
+// but in fewer than 16 pieces). Only a vocabulary of more than 2^18 ids (none known) cuts text
+// into words (a piece that starts with a space after a piece that does not end with one), and
+// long words every kMaxMergePieces pieces, where merges could then differ, to stay linear.
 // The passes of encode: splitting into pieces O(n log V) (a binary search per code point),
 // merging O(n (log V + log n)).
 constexpr size_t kMaxMergePieces = 256;
@@ -340,7 +316,7 @@ void merge_words(const TokenizerView &tok, int32_t *ids, size_t *n) {
   size_t kept = 0;
   for (size_t start = 0; start < *n;) {
     size_t stop = start + 1;
-    while (stop < *n && (blocked || stop - start < kMaxMergePieces) && !starts_word(tok, ids[stop - 1], ids[stop])) {
+    while (stop < *n && (blocked || (stop - start < kMaxMergePieces && !starts_word(tok, ids[stop - 1], ids[stop])))) {
       ++stop;
     }
     size_t count = stop - start;
@@ -372,14 +348,79 @@ int32_t find_token(const TokenizerView &tok, const char *text, size_t n) {
 }
 
 Status encode(const TokenizerView &tok, const char *text, size_t text_n, bool add_bos, int32_t *tokens, size_t capacity,
-              size_t *n_tokens) {
+              size_t *n_tokens, bool parse_special) {
   if (text == nullptr && text_n > 0) return MOTE_ERR_INVALID_ARGUMENT;
   const TextSpan span{text, text_n};
-  return encode_spans(tok, &span, 1, add_bos, tokens, capacity, n_tokens);
+  return encode_spans(tok, &span, 1, add_bos, tokens, capacity, n_tokens, parse_special);
 }
 
+namespace {
+
+// The initial tokens of text [begin, end) (no added tokens in it): the dummy prefix when asked,
+// then one or more per code point (a code point may span a join of spans), at out[*count] (or
+// only counted when out is null).
+Status split_text(const TokenizerView &tok, Text &text, size_t begin, size_t end, bool prefix, int32_t *out,
+                  size_t *count) {
+  if (prefix) {
+    const Status status = emit_code_point(tok, " ", 1, out, count);
+    if (status != MOTE_OK) return status;
+  }
+  for (size_t at = begin; at < end;) {
+    uint8_t bytes[4];
+    const size_t available = end - at < 4 ? end - at : 4;
+    for (size_t i = 0; i < available; ++i) bytes[i] = text.at(at + i);
+    size_t length = utf8_sequence_length(bytes, available);
+    if (length == 0) length = 1;  // not valid UTF-8: this byte alone
+    const Status status = emit_code_point(tok, reinterpret_cast<const char *>(bytes), length, out, count);
+    if (status != MOTE_OK) return status;
+    at += length;
+  }
+  return MOTE_OK;
+}
+
+// The tokens of the text, after BOS: user-defined tokens spelled in it (control ones too with
+// parse_special) are cut out first, leftmost-longest, and each text between is split and, when
+// out is given, merged on its own; the dummy prefix opens the text and each text after an added
+// token of two bytes or more, as llama.cpp (and Hugging Face's per-segment normalizer) do.
+// Counts only when out is null (an upper bound: nothing merged).
+Status encode_text(const TokenizerView &tok, Text &text, const SpecialTokens &specials, int32_t *out, size_t *count) {
+  *count = 0;
+  bool after_added = true;  // the start counts as one
+  size_t begin = 0;
+  auto flush = [&](size_t end) {
+    if (end == begin) return MOTE_OK;
+    const size_t first = *count;
+    const Status status = split_text(tok, text, begin, end, after_added && tok.add_space_prefix, out, count);
+    if (status != MOTE_OK || out == nullptr) return status;
+    size_t merged = *count - first;
+    merge_words(tok, out + first, &merged);
+    *count = first + merged;
+    return MOTE_OK;
+  };
+  for (size_t pos = 0; specials.max_size > 0 && pos < text.size();) {
+    int32_t id = -1;
+    size_t size = 0;
+    if (!specials.may_start(text.at(pos)) || !match_special(tok, specials, text, pos, &id, &size)) {
+      pos += 1;
+      continue;
+    }
+    const Status status = flush(pos);
+    if (status != MOTE_OK) return status;
+    if (out != nullptr) out[*count] = id;
+    *count += 1;
+    // A 1-byte added token (none in a vocabulary with the dummy prefix that mote knows) is not
+    // followed by one, so text_n + 1 tokens always suffice (see encode_spans).
+    after_added = size > 1;
+    pos += size;
+    begin = pos;
+  }
+  return flush(text.size());
+}
+
+}  // namespace
+
 Status encode_spans(const TokenizerView &tok, const TextSpan *spans, size_t n_spans, bool add_bos, int32_t *tokens,
-                    size_t capacity, size_t *n_tokens) {
+                    size_t capacity, size_t *n_tokens, bool parse_special) {
   if (n_tokens == nullptr || (spans == nullptr && n_spans > 0) || (tokens == nullptr && capacity > 0)) {
     return MOTE_ERR_INVALID_ARGUMENT;
   }
@@ -387,16 +428,19 @@ Status encode_spans(const TokenizerView &tok, const TextSpan *spans, size_t n_sp
   size_t text_n = 0;
   for (size_t s = 0; s < n_spans; ++s) {
     if (spans[s].bytes == nullptr && spans[s].n > 0) return MOTE_ERR_INVALID_ARGUMENT;
+    if (spans[s].n > SIZE_MAX - text_n) return MOTE_ERR_INVALID_ARGUMENT;
     text_n += spans[s].n;
   }
   const size_t n_bos = (add_bos && tok.bos_id >= 0) ? 1 : 0;
-  // Every byte yields at most one initial token and the prefix is one byte, so this bound
-  // (at most text_n + 2) holds; only a smaller buffer needs the exact count first.
-  const size_t prefix_n = (text_n > 0 && tok.add_space_prefix) ? 1 : 0;
-  const bool bound_fits = text_n <= capacity && capacity - text_n >= n_bos + prefix_n;
+  Text text(spans, text_n);
+  const SpecialTokens specials = find_special_tokens(tok, true, parse_special);
+  // Every byte yields at most one initial token, an added token one for its bytes, and a dummy
+  // prefix follows only the start or an added token of two bytes or more, so text_n + 1 bounds
+  // the text's tokens; only a smaller buffer needs the exact count first.
+  const bool bound_fits = text_n < capacity && capacity - text_n - 1 >= n_bos;
   if (!bound_fits) {
     size_t n_pieces = 0;
-    const Status status = split_into_pieces(tok, spans, n_spans, text_n, nullptr, &n_pieces);
+    const Status status = encode_text(tok, text, specials, nullptr, &n_pieces);
     if (status != MOTE_OK) return status;
     if (n_pieces + n_bos > capacity) {
       *n_tokens = n_pieces + n_bos;
@@ -404,11 +448,9 @@ Status encode_spans(const TokenizerView &tok, const TextSpan *spans, size_t n_sp
     }
   }
   if (n_bos == 1) tokens[0] = tok.bos_id;
-  int32_t *text_tokens = tokens + n_bos;
   size_t n_text = 0;
-  const Status status = split_into_pieces(tok, spans, n_spans, text_n, text_tokens, &n_text);
+  const Status status = encode_text(tok, text, specials, tokens + n_bos, &n_text);
   if (status != MOTE_OK) return status;
-  merge_words(tok, text_tokens, &n_text);
   *n_tokens = n_bos + n_text;
   return MOTE_OK;
 }
