@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "convert_support.hpp"
+#include "families.hpp"
 #include "format/format.hpp"
 #include "gguf.hpp"
 #include "mote/mote.h"
@@ -366,6 +367,12 @@ TEST_CASE("gguf: llama files that do not fit the architecture") {
     g = valid;
     g.set_u32("llama.rope.dimension_count", 8);
     expect_gguf_error(g, "llama.rope.dimension_count 8 must be the (even) head dimension 16");
+    g = valid;  // llama.cpp takes a factor without a type as linear scaling, which mote has not got
+    g.set_f32("llama.rope.scaling.factor", 8.0f);
+    expect_gguf_error(g, "GGUF llama.rope.scaling.factor 8: RoPE scaling is not supported");
+    g = valid;
+    g.set_f32("llama.rope.scale_linear", 1.0f);  // a factor of 1 is no scaling
+    CHECK(convert_gguf(g.build()).empty());
     g = valid;
     g.set_f32("llama.attention.layer_norm_rms_epsilon", 0.0f);
     expect_gguf_error(g, "layer_norm_rms_epsilon");
@@ -563,4 +570,18 @@ TEST_CASE(
     tally.record(error, model, the_case.str());
   }
   tally.check();
+}
+
+TEST_CASE("families: every family's GGUF architecture row carries its own family, named as the file names it") {
+  for (uint32_t f = 1; f < mote::format::kFamilyCount; ++f) {
+    const auto family = static_cast<mote::format::Family>(f);
+    const char *name = mote::format::family_name(family);
+    INFO("family " << f);
+    REQUIRE(name != nullptr);
+    const mote::convert::FamilyRow *row = mote::convert::family_by_gguf_arch(name);
+    REQUIRE(row != nullptr);
+    CHECK(row->family == family);
+  }
+  CHECK(mote::format::family_name(static_cast<mote::format::Family>(0)) == nullptr);
+  CHECK(mote::format::family_name(static_cast<mote::format::Family>(mote::format::kFamilyCount)) == nullptr);
 }

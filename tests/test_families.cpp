@@ -91,9 +91,13 @@ size_t vocab_of(const mote_model &model) {
 size_t argmax(const float *x, size_t n) { return static_cast<size_t>(std::max_element(x, x + n) - x); }
 
 // Logits after each token, decoding one token at a time (vocab floats per position).
-std::vector<float> decode_each(const mote_model &model, const std::vector<int32_t> &tokens) {
+std::vector<float> decode_each(const mote_model &model, const std::vector<int32_t> &tokens,
+                               mote_kv_dtype kv = MOTE_KV_F32, uint32_t threads = 1) {
   const size_t vocab = vocab_of(model);
-  auto s = mote_test::open_session(model, session_options(tokens.size() + 8));
+  mote_session_options options = session_options(tokens.size() + 8);
+  options.kv_dtype = kv;
+  options.n_threads = threads;
+  auto s = mote_test::open_session(model, options);
   std::vector<float> all;
   for (int32_t token : tokens) {
     const float *logits = nullptr;
@@ -162,6 +166,51 @@ TEST_CASE("families: tiny random models from GGUF and Hugging Face folders match
     const std::string dir = mote_test::golden_path(std::string("tiny_families/") + row.family);
     check_tiny_family(row, dir + "/model.gguf", "gguf");
     check_tiny_family(row, dir + "/hf", "hf");
+  }
+}
+
+TEST_CASE("families: windowed layers with f16 and q8_0 KV caches, two threads and whole-prompt batches") {
+  if (!mote_cli_test::have_cli()) return;
+  // Gemma 3 (window 8, every 6th layer global) and Phi-3 (window 12 on every layer), 48 tokens.
+  for (const char *family : {"gemma3", "phi3"}) {
+    INFO("family " << std::string(family));
+    const std::string dir = mote_test::golden_path(std::string("tiny_families/") + family);
+    const std::vector<int32_t> tokens = read_ids(mote_cli_test::slurp(dir + "/tokens.txt"));
+    const std::vector<float> expected = mote_test::read_floats(dir + "/logits.bin");
+    auto m = convert_with_cli(dir + "/model.gguf", std::string(family) + "_kv", "--dtype f32");
+    if (!m) continue;
+    // The cache's rounding is the only difference from the oracle (f16 halves, q8_0 8-bit blocks).
+    const struct {
+      mote_kv_dtype kv;
+      double bound;
+    } caches[] = {{MOTE_KV_F16, 2e-3}, {MOTE_KV_Q8_0, 2e-2}};
+    for (const auto &cache : caches) {
+      const std::vector<float> one = decode_each(m->model, tokens, cache.kv, 1);
+      const double worst = worst_relative_error(one, expected, tokens.size(), kTinyVocab);
+      MESSAGE(std::string(family) << " kv " << static_cast<int>(cache.kv) << ": worst |logit - oracle| / range " << worst);
+      CHECK(worst <= cache.bound);
+      CHECK(decode_each(m->model, tokens, cache.kv, 2) == one);  // thread count never changes a bit
+    }
+    // Windows are causal: no encoder-mode session.
+    mote_session_options encoder = session_options(64);
+    encoder.bidirectional = 1;
+    CHECK(mote_arena_size(&m->model, &encoder) == 0);
+    const mote_session_options causal = session_options(64);
+    const size_t bytes = mote_arena_size(&m->model, &causal);
+    AlignedBuffer arena(bytes);
+    mote_session session;
+    char message[256] = "";
+    CHECK(mote_session_init(&session, &m->model, &encoder, arena.data.get(), bytes, message, sizeof message) ==
+          MOTE_ERR_UNSUPPORTED);
+    CHECK(std::string(message).find("sliding windows: it has no encoder mode") != std::string::npos);
+    // One prefill of the whole text (its batch spans several windows) gives the last position's
+    // logits bit for bit as token-by-token decoding does.
+    const std::vector<float> each = decode_each(m->model, tokens);
+    auto s = mote_test::open_session(m->model, session_options(tokens.size() + 8));
+    REQUIRE(mote_prefill(&s->session, tokens.data(), tokens.size()) == MOTE_OK);
+    const float *last = mote_logits(&s->session);
+    CHECK(std::vector<float>(last, last + kTinyVocab) ==
+          std::vector<float>(each.end() - static_cast<std::ptrdiff_t>(kTinyVocab), each.end()));
   }
 }
 

@@ -328,6 +328,19 @@ TEST_CASE("loader: config fields") {
        },
        "a fused gate/up matrix needs a gated FFN"},
       {"reserved bytes", [](ModelConfig &c) { c.reserved[3] = 1; }, "config reserved bytes are not zero"},
+      {"sandwich norms with norm biases",
+       [](ModelConfig &c) {
+         c.norm_kind = mote::format::NormKind::layernorm;
+         c.flags |= mote::format::kFlagSandwichNorm | mote::format::kFlagNormBias;
+       },
+       "sandwich norms are set on post-norm blocks or with norm biases"},
+      {"RoPE factors with windows",
+       [](ModelConfig &c) {
+         c.flags |= mote::format::kFlagRopeFactors | mote::format::kFlagSlidingWindow;
+         c.sliding_window = 4;
+         c.rope_theta_local = 1e4f;
+       },
+       "RoPE factors and sliding windows are both set"},
       {"RMSNorm with biases", [](ModelConfig &c) { c.flags |= mote::format::kFlagNormBias; },
        "norm biases are set but the norm is not LayerNorm"},
       {"bos = vocab", [](ModelConfig &c) { c.bos_id = static_cast<int32_t>(kVocab); }, "special token ids bos"},
@@ -459,16 +472,13 @@ TEST_CASE("loader: tensor table") {
                   "tensor 'blk.1.ffn_up' is missing");
 }
 
-// The valid model with every revision-5 option a family brings: q/k norms, sandwich norms, RoPE
-// factors, a fused gate/up matrix and sliding windows (every 2nd layer global).
+// The valid model with the revision-5 options that bring tensors: q/k norms, sandwich norms, RoPE
+// factors and a fused gate/up matrix (windows bring none: the config rows above cover them).
 Bytes family_file(const std::function<void(mote::convert::ModelData &)> &change = nullptr) {
   mote::convert::ModelData m = valid_model_data();
   ModelConfig &c = m.config;
   c.flags |= mote::format::kFlagQkNorm | mote::format::kFlagSandwichNorm | mote::format::kFlagRopeFactors |
-             mote::format::kFlagFusedGateUp | mote::format::kFlagSlidingWindow;
-  c.sliding_window = 4;
-  c.swa_global_every = 2;
-  c.rope_theta_local = 1e4f;
+             mote::format::kFlagFusedGateUp;
   std::vector<mote::convert::TensorData> kept;
   for (auto &t : m.tensors) {
     if (t.role != Role::ffn_gate && t.role != Role::ffn_up) kept.push_back(std::move(t));

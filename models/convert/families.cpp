@@ -81,7 +81,9 @@ format::ModelConfig family_config(const FamilyRow &row, const LlamaShape &shape,
   if (window != 0 && window < c.max_seq_len) {
     c.flags |= format::kFlagSlidingWindow;
     c.sliding_window = window;
-    c.swa_global_every = row.swa_global_every;
+    // A model shallower than the pattern has no global layer: every layer windowed (0), as the
+    // pattern itself would give.
+    c.swa_global_every = row.swa_global_every <= c.n_layers ? row.swa_global_every : 0;
     c.rope_theta_local = row.rope_theta_local != 0.0f ? row.rope_theta_local : c.rope_theta;
   }
   return c;

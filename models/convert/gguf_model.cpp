@@ -5,8 +5,8 @@
 
 #include "byte_level_vocab.hpp"
 #include "dequant.hpp"
-#include "gguf.hpp"
 #include "families.hpp"
+#include "gguf.hpp"
 #include "gguf_meta.hpp"
 #include "message_text.hpp"
 #include "text/tokenizer.hpp"
@@ -22,9 +22,8 @@ using format::Role;
 std::string gguf_tensor_name(Role role, uint32_t layer) {
   const format::RoleInfo *info = format::role_info(static_cast<uint32_t>(role));
   if (info == nullptr) return "?";
-  // Phi-3's GGUF keeps the fused gate/up matrix under ffn_up's name.
-  const char *stem = role == Role::ffn_gate_up ? "ffn_up" : info->stem;
-  return (info->per_layer ? "blk." + num(layer) + "." : std::string()) + stem + (info->bias ? ".bias" : ".weight");
+  return (info->per_layer ? "blk." + num(layer) + "." : std::string()) + info->stem +
+         (info->bias ? ".bias" : ".weight");
 }
 
 namespace {
@@ -76,8 +75,7 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
 namespace {
 
 // The hyperparameters under the family's key prefix ("qwen2.block_count"), checked, as a config.
-bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format::ModelConfig *out,
-                 std::string *error) {
+bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format::ModelConfig *out, std::string *error) {
   const std::string p = std::string(row.gguf_arch) + ".";
   int64_t layers, dim, ffn, heads, kv_heads, context, window;
   double theta = 0, eps;
@@ -89,10 +87,12 @@ bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format:
       !meta.integer(p + "attention.head_count_kv", false, heads, 1, 1024, &kv_heads) ||
       !meta.integer(p + "context_length", true, 0, 1, 1 << 30, &context) ||
       !meta.integer(p + "attention.sliding_window", false, 0, 0, 1 << 30, &window) ||
-      !meta.real(p + row.eps_key, 1e-5, false, &eps) || (rotary && !meta.real(p + "rope.freq_base", 10000.0, false, &theta)))
+      !meta.real(p + row.eps_key, 1e-5, false, &eps) ||
+      (rotary && !meta.real(p + "rope.freq_base", 10000.0, false, &theta)))
     return false;
   if (heads % kv_heads != 0) {
-    *error = "GGUF " + p + "attention.head_count " + num(heads) + " is not a multiple of head_count_kv " + num(kv_heads);
+    *error =
+        "GGUF " + p + "attention.head_count " + num(heads) + " is not a multiple of head_count_kv " + num(kv_heads);
     return false;
   }
   // The head size is its own key where it differs from embedding_length / head_count (Gemma 3, Qwen3).
@@ -128,6 +128,15 @@ bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format:
     if (!meta.string(p + "rope.scaling.type", false, &scaling)) return false;
     if (scaling != "none") {
       *error = "GGUF " + p + "rope.scaling.type '" + printable(scaling) + "' is not supported";
+      return false;
+    }
+  }
+  // A scaling factor without a type is linear scaling to llama.cpp: refused unless it is 1.
+  for (const char *key : {"rope.scaling.factor", "rope.scale_linear"}) {
+    double factor = 1.0;
+    if (!meta.real(p + key, 1.0, false, &factor)) return false;
+    if (factor != 1.0) {
+      *error = "GGUF " + p + key + " " + real_text(factor) + ": RoPE scaling is not supported";
       return false;
     }
   }
@@ -213,8 +222,9 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
   // Per file: tied when there is no classifier; Llama 3's scaled RoPE stores its factors.
   const bool tied = slot_of(Role::output, format::kNoLayer) == SIZE_MAX;
   c.flags |= tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
+  // (llama.cpp reads rope_freqs for llama only: elsewhere it has no place, below.)
   const bool factors = slot_of(Role::rope_freqs, format::kNoLayer) != SIZE_MAX;
-  c.flags |= factors && c.position_kind == format::PositionKind::rope ? static_cast<uint32_t>(format::kFlagRopeFactors) : 0u;
+  c.flags |= factors && c.family == format::Family::llama ? static_cast<uint32_t>(format::kFlagRopeFactors) : 0u;
   const format::BlockSpec spec = format::block_spec(c);
   for (uint32_t role = 1; role < format::kRoleCount; ++role) {
     for (uint32_t layer = 0; layer <= L; ++layer) {
@@ -256,7 +266,8 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
                "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)";
       return false;
     }
-    if (!add_tensor(w, {file.bytes + t.offset, t.type}, options.dtype, options.layout, &m, error, options.mix)) return false;
+    if (!add_tensor(w, {file.bytes + t.offset, t.type}, options.dtype, options.layout, &m, error, options.mix))
+      return false;
     if (options.progress) options.progress(k + 1, wanted.size());
   }
   return true;

@@ -2,12 +2,11 @@
 // tensor infos and 32-byte aligned data (gguf_writer.hpp lists the decisions).
 #include "gguf_writer.hpp"
 
-#include "families.hpp"
-
 #include <cstring>
 #include <map>
 
 #include "byte_level_vocab.hpp"
+#include "families.hpp"
 #include "gguf.hpp"
 #include "message_text.hpp"
 #include "repack.hpp"
@@ -81,11 +80,9 @@ class Metadata {
 // embeddings; RoPE factors for llama; a window where the family has one, in llama.cpp's fixed
 // pattern), and llama.cpp's RoPE pairing (llama's q/k rows are permuted to it on the way out).
 const FamilyRow *architecture(const format::ModelConfig &c, std::string *error) {
-  const FamilyRow *row = nullptr;
-  for (const char *arch : {"llama", "gpt2", "qwen2", "qwen3", "gemma3", "phi3"}) {
-    const FamilyRow *candidate = family_by_gguf_arch(arch);
-    if (candidate->family == c.family) row = candidate;
-  }
+  // The family's name is llama.cpp's architecture name.
+  const char *family = format::family_name(c.family);
+  const FamilyRow *row = family != nullptr ? family_by_gguf_arch(family) : nullptr;
   uint32_t optional = format::kFlagTiedEmbeddings;
   if (row != nullptr && row->family == format::Family::llama) optional |= format::kFlagRopeFactors;
   if (row != nullptr && (row->family == format::Family::gemma3 || row->family == format::Family::phi3)) {
@@ -95,12 +92,12 @@ const FamilyRow *architecture(const format::ModelConfig &c, std::string *error) 
       (c.flags & format::kFlagSlidingWindow) == 0 ||
       (row != nullptr && c.swa_global_every == row->swa_global_every &&
        c.rope_theta_local == (row->rope_theta_local != 0.0f ? row->rope_theta_local : c.rope_theta));
-  const bool rope_as_llama_cpp = row != nullptr && (c.position_kind != format::PositionKind::rope ||
-                                                    c.rope_layout == row->gguf_rope_layout ||
-                                                    row->family == format::Family::llama);  // permuted below
+  const bool rope_as_llama_cpp =
+      row != nullptr && (c.position_kind != format::PositionKind::rope || c.rope_layout == row->gguf_rope_layout ||
+                         row->family == format::Family::llama);  // permuted below
   if (row != nullptr && c.norm_kind == row->norm && c.position_kind == row->positions &&
       c.activation == row->activation && (c.flags & ~optional) == row->flags && window_as_llama_cpp &&
-      rope_as_llama_cpp && (row->family != format::Family::gpt2 || c.n_heads * c.head_dim == c.dim)) {
+      rope_as_llama_cpp && (row->family != format::Family::gpt2 || (c.n_heads * c.head_dim == c.dim && c.n_kv_heads == c.n_heads))) {
     return row;
   }
   *error = "this model's blocks are not those of llama.cpp's architecture for its family (" + known_gguf_archs() +
@@ -267,7 +264,8 @@ bool to_gguf_tensor(const TensorData &t, const format::ModelConfig &c, const Fam
   out->dims[1] = rows;
   out->bytes = plain == t.dtype ? t.bytes : deinterleave_rows(t.bytes, plain, rows, cols);
   const bool rope_rows = t.role == format::Role::attn_q || t.role == format::Role::attn_k;
-  if (rope_rows && c.rope_layout == format::RopeLayout::split_half && row.gguf_rope_layout == format::RopeLayout::interleaved) {
+  if (rope_rows && c.rope_layout == format::RopeLayout::split_half &&
+      row.gguf_rope_layout == format::RopeLayout::interleaved) {
     if (rows % c.head_dim != 0) {
       *error = "tensor '" + out->name + "' has " + num(rows) + " rows, not whole heads of " + num(c.head_dim);
       return false;

@@ -247,6 +247,12 @@ bool rope_parameters_theta(const JsonValue &json, const char *kind, double fallb
   const JsonValue *params = rope_parameters(json, kind);
   *theta = fallback;
   if (params == nullptr || params->kind != JsonValue::Kind::object) return true;
+  // Scaling applies to the global layers (read_rope_scaling); a scaled window has no row in mote.
+  const JsonValue *type = params->get("rope_type");
+  if (std::string(kind) == "sliding_attention" && type != nullptr && !(type->is_string() && type->text == "default")) {
+    *error = "config.json rope_parameters.sliding_attention scales RoPE: not supported";
+    return false;
+  }
   return Config{*params, error}.real("rope_theta", fallback, theta);
 }
 

@@ -31,10 +31,7 @@ const char *activation_name(format::Activation activation) {
   return "?";
 }
 
-const char *family_name(format::Family family) {
-  static const char *const kNames[format::kFamilyCount] = {"?", "llama", "gpt2", "qwen2", "gemma3", "qwen3", "phi3"};
-  return kNames[static_cast<uint32_t>(family)];
-}
+
 
 // `--arena-bytes`: only the number mote_arena_size() returns for these options, e.g. for a build
 // that sizes a static arena (ports/baremetal generates its firmware's arena size this way).
@@ -103,7 +100,7 @@ int command_inspect(int argc, char **argv) {
   const format::ModelView &view = reinterpret_cast<const Model *>(loaded->model.opaque_)->view;
   const format::ModelConfig &c = view.config;
   std::printf("file            %s (%zu bytes)\n", loaded->path.c_str(), loaded->file.size());
-  std::printf("family          %s\n", family_name(c.family));
+  std::printf("family          %s\n", format::family_name(c.family));
   std::printf("dim             %u\nlayers          %u\nheads           %u\nkv heads        %u\n", c.dim, c.n_layers,
               c.n_heads, c.n_kv_heads);
   std::printf("head dim        %u\nffn dim         %u\nvocabulary      %u\nmax context     %u\n", c.head_dim, c.ffn_dim,

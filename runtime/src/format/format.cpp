@@ -61,8 +61,8 @@ constexpr RoleInfo kRoles[] = {
     {Role::post_attn_norm, "post_attention_norm", "post_attention_norm", true, false, E::dim, E::dim, sandwich_norm},
     {Role::post_ffn_norm, "post_ffw_norm", "post_ffw_norm", true, false, E::dim, E::dim, sandwich_norm},
     {Role::rope_freqs, "rope_freqs", "rope_freqs", false, false, E::half_head, E::half_head, rope_factors},
-    // GGUF keeps Phi-3's fused gate and up in ffn_up: the importer renames it when the spec fuses.
-    {Role::ffn_gate_up, "ffn_gate_up", "ffn_gate_up", true, false, E::gate_up_dim, E::dim, fused_gate_up},
+    // GGUF keeps Phi-3's fused gate and up under ffn_up's name: the spec tells the two apart.
+    {Role::ffn_gate_up, "ffn_gate_up", "ffn_up", true, false, E::gate_up_dim, E::dim, fused_gate_up},
 };
 static_assert(sizeof kRoles / sizeof kRoles[0] == kRoleCount - 1, "one row per role");
 
@@ -77,6 +77,12 @@ static_assert(roles_in_order(), "role r sits at row r - 1");
 }  // namespace
 
 const RoleInfo *role_info(uint32_t role) { return role >= 1 && role < kRoleCount ? &kRoles[role - 1] : nullptr; }
+
+const char *family_name(Family family) {
+  static const char *const kNames[kFamilyCount] = {nullptr, "llama", "gpt2", "qwen2", "gemma3", "qwen3", "phi3"};
+  const uint32_t index = static_cast<uint32_t>(family);
+  return index < kFamilyCount ? kNames[index] : nullptr;
+}
 
 const char *role_name(uint32_t role) {
   const RoleInfo *info = role_info(role);

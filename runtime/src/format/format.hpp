@@ -378,6 +378,7 @@ constexpr bool dtype_rows_consistent() {
 static_assert(dtype_rows_consistent(), "every DTypeTraits row sits at its dtype and matches its twin");
 
 const char *role_name(uint32_t role);  // "attn_q", or null for unknown
+const char *family_name(Family family);  // "qwen2" (GGUF's architecture name), or null for unknown
 
 // Writes "blk.3.attn_q" / "token_embd" style names.
 void tensor_name(const TensorEntry &entry, char *out, size_t capacity);

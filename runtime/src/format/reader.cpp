@@ -32,8 +32,12 @@ Status check_block_options(const ModelConfig &c, ErrorSink err) {
   if (flag(kFlagFusedGateUp) && (!gated || flag(kFlagFfnBias))) {
     return fail(err, MOTE_ERR_BAD_MODEL, "a fused gate/up matrix needs a gated FFN without biases");
   }
-  if (flag(kFlagSandwichNorm) && flag(kFlagPostNorm)) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "sandwich norms are set on post-norm blocks");
+  if (flag(kFlagSandwichNorm) && (flag(kFlagPostNorm) || flag(kFlagNormBias))) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "sandwich norms are set on post-norm blocks or with norm biases");
+  }
+  // The factors scale the global layers' frequencies; no family combines them with windows.
+  if (flag(kFlagRopeFactors) && flag(kFlagSlidingWindow)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "RoPE factors and sliding windows are both set");
   }
   if ((flag(kFlagRopeFactors) || flag(kFlagQkNorm)) && c.position_kind != PositionKind::rope) {
     return fail(err, MOTE_ERR_BAD_MODEL, "RoPE factors or q/k norms are set without RoPE positions");
@@ -517,7 +521,8 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
       std::memcpy(&f, bytes + factors->offset + 4ull * i, sizeof f);
       if (!(std::isfinite(f) && f > 0.0f)) {
         char number[40];
-        return fail(err, MOTE_ERR_BAD_MODEL, "tensor 'rope_freqs' holds %s at index %u (factors must be finite and positive)",
+        return fail(err, MOTE_ERR_BAD_MODEL,
+                    "tensor 'rope_freqs' holds %s at index %u (factors must be finite and positive)",
                     float_text(f, number, sizeof number), static_cast<unsigned>(i));
       }
     }

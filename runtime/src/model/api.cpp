@@ -84,6 +84,10 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "bidirectional must be 0 or 1, not %u",
                 static_cast<unsigned>(out->bidirectional));
   }
+  // A window is causal by nature: an encoder-mode batch longer than it would depend on the split.
+  if (out->bidirectional == 1 && (model.view.config.flags & format::kFlagSlidingWindow) != 0) {
+    return fail(err, MOTE_ERR_UNSUPPORTED, "this model attends over sliding windows: it has no encoder mode");
+  }
   if (out->batch_size == 0) out->batch_size = kDefaultBatchSize;
   if (out->batch_size > MOTE_MAX_BATCH) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "batch size %u is above %d", static_cast<unsigned>(out->batch_size),

@@ -4,8 +4,8 @@
 // FFN (SwiGLU / GeGLU, or GELU / ReLU between two projections) -> post-norm -> residual, then the
 // final norm and the classifier. The block spec (format::BlockSpec) picks each step's kind:
 // RMSNorm or LayerNorm, pre-norm x + f(norm(x)) or post-norm norm(x + f(x)), sandwich norms,
-// biases or none, so Llama, GPT-2, Qwen, Gemma and Phi share every line. It runs a batch of consecutive tokens at once (prefill) so
-// each weight is read once per batch, not once per token; decoding is a batch of one.
+// biases or none, so Llama, GPT-2, Qwen, Gemma and Phi share every line. It runs a batch of consecutive tokens at once
+// (prefill) so each weight is read once per batch, not once per token; decoding is a batch of one.
 #include <cmath>
 #include <cstring>
 
@@ -265,16 +265,16 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
     if (!spec.post_norm) normalize(s, st.normed, st.x, lw.ffn_norm, dim, n_tokens);
     const MatmulInput ffn_in = prepare_input(s, spec.post_norm ? st.x : st.normed, dim, n_tokens);
     if (spec.gated_ffn) {
-      const Product gate_up[] = {{st.gate, lw.ffn_gate}, {st.up, lw.ffn_up}};
+      const Product gate_up[] = {{st.hidden, lw.ffn_gate}, {st.up, lw.ffn_up}};
       matmuls(s, gate_up, ffn_in, n_tokens);
-      add_bias(s, st.gate, lw.gate_bias, ffn_dim, n_tokens);
+      add_bias(s, st.hidden, lw.gate_bias, ffn_dim, n_tokens);
       add_bias(s, st.up, lw.up_bias, ffn_dim, n_tokens);
     } else {
-      matmul(s, st.gate, lw.ffn_up, ffn_in, n_tokens);
-      add_bias(s, st.gate, lw.up_bias, ffn_dim, n_tokens);
+      matmul(s, st.hidden, lw.ffn_up, ffn_in, n_tokens);
+      add_bias(s, st.hidden, lw.up_bias, ffn_dim, n_tokens);
     }
-    activate(s, st.gate, st.up, n_tokens * ffn_dim);
-    matmul(s, st.block_out, lw.ffn_down, prepare_input(s, st.gate, ffn_dim, n_tokens), n_tokens);
+    activate(s, st.hidden, st.up, n_tokens * ffn_dim);
+    matmul(s, st.block_out, lw.ffn_down, prepare_input(s, st.hidden, ffn_dim, n_tokens), n_tokens);
     add_bias(s, st.block_out, lw.down_bias, dim, n_tokens);
     if (spec.sandwich_norm) normalize(s, st.block_out, st.block_out, lw.post_ffn_norm, dim, n_tokens);
     k.add(st.x, st.block_out, n_tokens * dim);

@@ -81,7 +81,7 @@ struct RunState {
   float *x;          // (batch, dim) the residual stream
   float *normed;     // (batch, max(dim, q_dim)) a block's normalized input; the attention's output reuses it
   float *block_out;  // (batch, dim) a block's output before the residual add
-  float *gate;       // (batch, ffn_dim) the FFN's gate projection, then its activated hidden values
+  float *hidden;     // (batch, ffn_dim) the FFN's gate (or, ungated, up) projection, then its activated values
   float *up;         // (batch, ffn_dim) the FFN's up projection (gated FFNs)
   float *q;          // (batch, n_heads * head_dim)
   float *k;          // (batch, n_kv_heads * head_dim) keys before they enter the cache

@@ -22,7 +22,8 @@ Status check_supported(const format::ModelView &view, ErrorSink err) {
     // Fused QKV and gate/up matrices are used as row ranges: each must be whole row groups.
     const uint32_t group = format::dtype_traits(t.dtype)->interleaved_rows;
     const uint32_t q_rows = c.n_heads * c.head_dim, kv_rows = c.n_kv_heads * c.head_dim;
-    const bool split_qkv = t.role == static_cast<uint32_t>(Role::attn_qkv) && (q_rows % group != 0 || kv_rows % group != 0);
+    const bool split_qkv =
+        t.role == static_cast<uint32_t>(Role::attn_qkv) && (q_rows % group != 0 || kv_rows % group != 0);
     const bool split_gate_up = t.role == static_cast<uint32_t>(Role::ffn_gate_up) && c.ffn_dim % group != 0;
     if (split_qkv || split_gate_up) {
       char name[48];
@@ -87,14 +88,17 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   st.x = arena.take<float>(batch * c.dim);
   st.normed = arena.take<float>(batch * (q_dim > c.dim ? q_dim : c.dim));
   st.block_out = arena.take<float>(batch * c.dim);
-  st.gate = arena.take<float>(batch * c.ffn_dim);
+  st.hidden = arena.take<float>(batch * c.ffn_dim);
   st.up = arena.take<float>(batch * c.ffn_dim);
   st.q = arena.take<float>(batch * q_dim);
   st.k = arena.take<float>(batch * kv_dim);
   st.v = arena.take<float>(batch * kv_dim);
   st.att = arena.take<float>(host_forward ? c.n_heads * context : 0);
   st.logits = arena.take<float>(c.vocab_size);
-  const auto take_rope_table = [&] { return RopeTable{arena.take<float>(batch * half_head), arena.take<float>(batch * half_head), arena.take<double>(half_head)}; };
+  const auto take_rope_table = [&] {
+    return RopeTable{arena.take<float>(batch * half_head), arena.take<float>(batch * half_head),
+                     arena.take<double>(half_head)};
+  };
   st.rope = take_rope_table();
   st.rope_local = (c.flags & format::kFlagSlidingWindow) != 0 ? take_rope_table() : st.rope;
   if (host_forward && c.position_kind == format::PositionKind::sinusoidal) {
