@@ -6,6 +6,7 @@
 #include "byte_level_vocab.hpp"
 #include "dequant.hpp"
 #include "families.hpp"
+#include "layer_names.hpp"
 #include "gguf.hpp"
 #include "gguf_meta.hpp"
 #include "message_text.hpp"
@@ -40,18 +41,11 @@ bool parse_tensor_name(const std::string &name, const format::BlockSpec &spec, R
   std::string stem = name.substr(0, name.size() - (is_bias ? bias : weight).size());
   bool per_layer = false;
   *layer = format::kNoLayer;
-  if (stem.compare(0, 4, "blk.") == 0) {
-    size_t at = 4, digits = 0;
-    uint64_t value = 0;
-    while (at < stem.size() && stem[at] >= '0' && stem[at] <= '9' && digits < 9) {
-      value = value * 10 + static_cast<uint64_t>(stem[at] - '0');
-      ++at;
-      ++digits;
-    }
-    // No empty, over-long or zero-padded layer numbers, so each tensor has one spelling.
-    if (digits == 0 || at >= stem.size() || stem[at] != '.' || (digits > 1 && stem[4] == '0')) return false;
-    *layer = static_cast<uint32_t>(value);
-    stem = stem.substr(at + 1);
+  std::string rest;
+  const LayerPrefix prefix = split_layer_prefix(stem, "blk.", layer, &rest);
+  if (prefix == LayerPrefix::malformed) return false;
+  if (prefix == LayerPrefix::found) {
+    stem = rest;
     per_layer = true;
   }
   bool found = false;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "hf_config.hpp"
+#include "layer_names.hpp"
 #include "message_text.hpp"
 #include "safetensors.hpp"
 
@@ -163,20 +164,10 @@ bool parse_hf_tensor_name(const HfNames &names, const std::string &full_name, Ro
     bool per_layer;
   } wanted{name, false};
   *layer = format::kNoLayer;
-  const std::string prefix = names.layer_prefix;
-  if (name.compare(0, prefix.size(), prefix) == 0) {
-    size_t at = prefix.size(), digits = 0;
-    uint64_t value = 0;
-    while (at < name.size() && name[at] >= '0' && name[at] <= '9' && digits < 9) {
-      value = value * 10 + static_cast<uint64_t>(name[at] - '0');
-      ++at;
-      ++digits;
-    }
-    // No empty, over-long or zero-padded layer numbers, so each tensor has one spelling.
-    if (digits == 0 || at >= name.size() || name[at] != '.' || (digits > 1 && name[prefix.size()] == '0')) return false;
-    *layer = static_cast<uint32_t>(value);
-    wanted = {name.substr(at + 1), true};
-  }
+  std::string rest;
+  const LayerPrefix prefix = split_layer_prefix(name, names.layer_prefix, layer, &rest);
+  if (prefix == LayerPrefix::malformed) return false;
+  if (prefix == LayerPrefix::found) wanted = {rest, true};
   const HfName *h = find_name(
       names,
       [](const HfName &n, const void *w) {
