@@ -24,19 +24,7 @@ std::unique_ptr<ConvertedModel> stories260k() {
 
 // tests/golden/tiny_families/gemma3 (window 8, every 6th layer global), converted in memory.
 std::unique_ptr<ConvertedModel> tiny_gemma3() {
-  mote::convert::GgufOptions options;
-  options.dtype = mote::format::DType::f32;
-  mote::convert::ModelData data;
-  std::string error;
-  REQUIRE_MESSAGE(mote::convert::load_gguf(golden_path("tiny_families/gemma3/model.gguf"), options, &data, &error),
-                  error);
-  auto converted = std::make_unique<ConvertedModel>();
-  converted->bytes = AlignedBuffer::copy_of(mote::convert::serialize(data));
-  char message[256] = "";
-  REQUIRE_MESSAGE(mote_model_open(converted->bytes.data.get(), converted->bytes.size, &converted->model, message,
-                                  sizeof message) == MOTE_OK,
-                  message);
-  return converted;
+  return gguf_converted(golden_path("tiny_families/gemma3/model.gguf"), mote::format::DType::f32);
 }
 
 std::vector<NamedModel> tiny_models() {
@@ -271,6 +259,8 @@ TEST_CASE("a malformed or foreign state is refused with one line and the session
            std::to_string(good.size()) + " its header says"},
       {"magic", bad_magic, 0, MOTE_ERR_INVALID_ARGUMENT, "not a mote session state (bad magic)"},
       {"version", bad_version, 0, MOTE_ERR_UNSUPPORTED, "session state version 2; this build reads version 1"},
+      {"header size", edited(8, 96), 0, MOTE_ERR_INVALID_ARGUMENT, "session state header size 96 is not 88"},
+      {"reserved word", edited(12, 1), 0, MOTE_ERR_INVALID_ARGUMENT, "session state's reserved word is not 0"},
       {"flipped byte", flipped, 0, MOTE_ERR_INVALID_ARGUMENT, "session state checksum mismatch"},
       {"model checksum", other_checksum, 0, MOTE_ERR_INVALID_ARGUMENT, "session state is from another model"},
       {"context", state_with(m->model, options_for(32, MOTE_KV_F32, 1)), 0, MOTE_ERR_INVALID_ARGUMENT,

@@ -157,6 +157,7 @@ Status check_state(const Session &s, const uint8_t *in, size_t size, ErrorSink e
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state header size %u is not %u",
                 static_cast<unsigned>(get_u32(in + 8)), kHeaderSize);
   }
+  if (get_u32(in + 12) != 0) return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state's reserved word is not 0");
   const StateHeader h = read_header(in);
   if (h.total_size > size || h.total_size % 8 != 0 || h.total_size < kHeaderSize) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state is truncated: %llu bytes of the %llu its header says",
