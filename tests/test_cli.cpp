@@ -228,6 +228,22 @@ TEST_CASE("cli: SmolLM2-135M-Instruct chat (run --chat and mote chat)") {
   CHECK(chat.err.find("cannot represent") != std::string::npos);
   CHECK(count_newlines(chat.err) == 1);
 
+  // /undo rewinds the cache to before the last exchange: the same message then gets the same
+  // reply at the same context position; with nothing to undo, the user is told.
+  write_text(input, "/undo\nName a color.\n/undo\nName a color.\n");
+  const Result undo = run_cli("chat -m " + quote(model) + " -n 16 --temp 0 --verbose", input);
+  INFO("undo stderr: " << undo.err);
+  CHECK(undo.code == 0);
+  CHECK(undo.err.find("mote chat: nothing to undo\n") != std::string::npos);
+  CHECK(undo.err.find("mote chat: last exchange dropped\n") != std::string::npos);
+  const size_t first_end = undo.out.find('\n');
+  REQUIRE(first_end != std::string::npos);
+  CHECK(undo.out == undo.out.substr(0, first_end + 1) + undo.out.substr(0, first_end + 1));
+  const size_t first_context = undo.err.find("; context "), second_context = undo.err.rfind("; context ");
+  REQUIRE(first_context != second_context);
+  CHECK(undo.err.substr(first_context, undo.err.find('\n', first_context) - first_context) ==
+        undo.err.substr(second_context, undo.err.find('\n', second_context) - second_context));
+
   // A context that fills up: the user is told, and the conversation starts over.
   write_text(input, "Tell me a long story about a dragon.\nAnd another one, please.\nOne more.\n");
   const Result full = run_cli("chat -m " + quote(model) + " --ctx 64 -n 48 --temp 0", input);

@@ -160,16 +160,9 @@ inline std::unique_ptr<ConvertedModel> convert_and_open(
   return converted;
 }
 
-// SmolLM2-135M-Instruct (see smollm2_gguf) converted in memory by mote's GGUF importer and
-// opened, once per dtype and process (no dtype: the default conversion, the GGUF's quantized
-// tensors as stored, interleaved 8 rows at a time); null (the caller skips) when it was never
-// fetched.
-inline const ConvertedModel *smollm2_model(std::optional<mote::format::DType> dtype) {
-  static std::map<std::optional<mote::format::DType>, std::unique_ptr<ConvertedModel>> cache;
-  auto found = cache.find(dtype);
-  if (found != cache.end()) return found->second.get();
-  const std::string path = smollm2_gguf();
-  if (path.empty()) return nullptr;
+// A GGUF converted in memory by mote's GGUF importer (dtype as `mote convert --dtype`) and opened.
+inline std::unique_ptr<ConvertedModel> gguf_converted(const std::string &path,
+                                                      std::optional<mote::format::DType> dtype) {
   mote::convert::GgufOptions options;
   options.dtype = dtype;
   mote::convert::ModelData data;
@@ -181,7 +174,20 @@ inline const ConvertedModel *smollm2_model(std::optional<mote::format::DType> dt
   REQUIRE_MESSAGE(mote_model_open(converted->bytes.data.get(), converted->bytes.size, &converted->model, message,
                                   sizeof message) == MOTE_OK,
                   message);
-  return (cache[dtype] = std::move(converted)).get();
+  return converted;
+}
+
+// SmolLM2-135M-Instruct (see smollm2_gguf) converted in memory by mote's GGUF importer and
+// opened, once per dtype and process (no dtype: the default conversion, the GGUF's quantized
+// tensors as stored, interleaved 8 rows at a time); null (the caller skips) when it was never
+// fetched.
+inline const ConvertedModel *smollm2_model(std::optional<mote::format::DType> dtype) {
+  static std::map<std::optional<mote::format::DType>, std::unique_ptr<ConvertedModel>> cache;
+  auto found = cache.find(dtype);
+  if (found != cache.end()) return found->second.get();
+  const std::string path = smollm2_gguf();
+  if (path.empty()) return nullptr;
+  return (cache[dtype] = gguf_converted(path, dtype)).get();
 }
 
 // A session with an exactly sized arena.

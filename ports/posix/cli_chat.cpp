@@ -47,10 +47,12 @@ class Conversation {
 
   TurnResult reply(const std::string &system, const std::string &user, FILE *out, TurnStats *stats,
                    std::string *error) {
-    const bool first = mote_session_position(&session_) == 0;
+    const uint32_t position = mote_session_position(&session_);
+    const bool first = position == 0;
     const std::vector<mote_chat_message> messages = turn_messages(system, user, first);
     const uint32_t room = mote_session_context_length(&session_) - mote_session_position(&session_);
     if (!could_fit_messages(messages, room)) return TurnResult::kContextFull;
+    const Exchange before{position, owed_};
     std::vector<int32_t> tokens = owed_;
     if (!append_chat_tokens(messages, first, &tokens, error)) return TurnResult::kError;
     if (tokens.size() >= room) return TurnResult::kContextFull;  // the reply needs a token too
@@ -77,12 +79,25 @@ class Conversation {
       return TurnResult::kError;
     }
     owed_.resize(n);
+    exchanges_.push_back(before);
     return TurnResult::kReplied;
   }
 
   void restart() {
     mote_session_reset(&session_);
     owed_.clear();
+    exchanges_.clear();
+  }
+
+  // Drops the last exchange (message and reply) by rewinding the cache to where it began; false
+  // when there is none.
+  bool undo() {
+    if (exchanges_.empty()) return false;
+    const Exchange &last = exchanges_.back();
+    if (mote_session_truncate(&session_, last.position) != MOTE_OK) return false;
+    owed_ = last.owed;
+    exchanges_.pop_back();
+    return true;
   }
 
   // Whether the message would fit a conversation started over (with the system message).
@@ -144,6 +159,12 @@ class Conversation {
   mote_session &session_;
   const GenerationSettings &settings_;
   std::vector<int32_t> owed_;  // the previous reply's end-of-turn tokens
+  // Where each answered exchange began: the position and the end-of-turn tokens then owed.
+  struct Exchange {
+    uint32_t position;
+    std::vector<int32_t> owed;
+  };
+  std::vector<Exchange> exchanges_;
 };
 
 }  // namespace
@@ -248,7 +269,8 @@ int command_chat(int argc, char **argv) {
                       "[-m MODEL] [OPTIONS]",
                       "Talk with an instruct model through its chat template, one message per line; the KV cache\n"
                       "keeps the conversation. Ctrl-C stops a reply; Ctrl-C at the prompt or Ctrl-D ends.\n"
-                      "Commands: /clear (start over), /system TEXT (new system message, starts over),\n"
+                      "Commands: /clear (start over), /undo (drop the last message and its reply),\n"
+                      "/system TEXT (new system message, starts over),\n"
                       "/save FILE (the conversation as text; /save! FILE replaces an existing FILE), /exit.\n"
                       "One message holds at most 1 MiB (and what the context can hold).",
                       {
@@ -277,7 +299,7 @@ int command_chat(int argc, char **argv) {
   if (interactive) {
     std::fprintf(stderr,
                  "mote chat: %s, context %u tokens. Ctrl-C stops a reply; Ctrl-D or Ctrl-C at the prompt ends.\n"
-                 "/clear, /system TEXT, /save FILE, /save! FILE, /exit.\n",
+                 "/clear, /undo, /system TEXT, /save FILE, /save! FILE, /exit.\n",
                  settings.model_path.c_str(), context);
   }
   struct sigaction action {};
@@ -311,6 +333,12 @@ int command_chat(int argc, char **argv) {
     if (line == "/clear") {
       start_over();
       std::fputs("mote chat: conversation cleared\n", stderr);
+      continue;
+    }
+    if (line == "/undo") {
+      const bool undone = conversation.undo();
+      if (undone) transcript.turns.pop_back();
+      std::fputs(undone ? "mote chat: last exchange dropped\n" : "mote chat: nothing to undo\n", stderr);
       continue;
     }
     if (line.compare(0, 8, "/system ") == 0) {

@@ -147,6 +147,31 @@ mote_status mote_session_init(mote_session *session, const mote_model *model, co
 mote_status mote_session_release(mote_session *session);
 /* Forgets every token: the next prefill starts at position 0. */
 mote_status mote_session_reset(mote_session *session);
+/* Keeps the first n_tokens positions (the KV rows and the token history behind the repetition
+ * penalty), in O(1): the next prefill or decode continues from there. Afterwards the session has
+ * no logits (mote_logits returns NULL) until the next prefill or decode, as after
+ * mote_session_reset. n_tokens above the position is MOTE_ERR_INVALID_ARGUMENT. */
+mote_status mote_session_truncate(mote_session *session, uint32_t n_tokens);
+
+/* Session state (models/FORMAT.md, "Session state"): the position, the token history, the KV
+ * rows [0, position) in the session's KV type, the sampler's RNG and the last logits, after a
+ * versioned, checksummed header naming the model (its payload checksum) and the session's shape
+ * (context length, KV type, backend). A restored session samples and continues exactly as the
+ * saved one would. CPU backend only (MOTE_ERR_UNSUPPORTED otherwise); the caller owns the buffer.
+ *
+ * mote_session_state_size: the bytes a save needs now (it grows with the position); 0 for a
+ * null session or another backend. */
+size_t mote_session_state_size(const mote_session *session);
+/* Writes the state into buffer[0, size) and its length into *written (may be NULL). A buffer
+ * below mote_session_state_size is MOTE_ERR_BUFFER_TOO_SMALL, *written set to the bytes needed
+ * and the message (mote_session_error) saying so. */
+mote_status mote_session_state_save(const mote_session *session, void *buffer, size_t size, size_t *written);
+/* Replaces the session's state with a saved one (size may exceed the state: a flash sector).
+ * Everything is validated first (magic, version, checksum, same model, same context length, KV
+ * type and backend, position within the context, tokens in the vocabulary): a refused state
+ * leaves the session as it was and gets one line in err (and mote_session_error). */
+mote_status mote_session_state_load(mote_session *session, const void *buffer, size_t size, char *err, size_t err_n);
+
 /* Tokens currently in the KV cache, and how many it holds. */
 uint32_t mote_session_position(const mote_session *session);
 uint32_t mote_session_context_length(const mote_session *session);

@@ -6,6 +6,7 @@
 #include "format/reader.hpp"
 #include "format/values.hpp"
 #include "model/model.hpp"
+#include "model/state.hpp"
 #include "mote/mote.h"
 #include "sample/sampler.hpp"
 #include "text/byte_level_bpe.hpp"
@@ -333,6 +334,32 @@ mote_status mote_session_reset(mote_session *session) {
   s->position = 0;
   s->has_logits = false;
   return MOTE_OK;
+}
+
+mote_status mote_session_truncate(mote_session *session, uint32_t n_tokens) {
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  return s == nullptr ? guard.refusal() : truncate_session(*s, n_tokens, session_sink(*s));
+}
+
+size_t mote_session_state_size(const mote_session *session) {
+  const SessionGuard guard(session);
+  return guard.session() == nullptr ? 0 : state_size(*guard.session());
+}
+
+mote_status mote_session_state_save(const mote_session *session, void *buffer, size_t size, size_t *written) {
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  return s == nullptr ? guard.refusal() : save_state(*s, buffer, size, written, session_sink(*s));
+}
+
+mote_status mote_session_state_load(mote_session *session, const void *buffer, size_t size, char *err, size_t err_n) {
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  if (s == nullptr) return fail(ErrorSink{err, err_n}, guard.refusal(), "session is null, released or busy");
+  const Status status = load_state(*s, buffer, size, session_sink(*s));
+  if (status != MOTE_OK) fail(ErrorSink{err, err_n}, status, "%s", s->error);
+  return status;
 }
 
 uint32_t mote_session_position(const mote_session *session) {
