@@ -57,6 +57,13 @@ std::vector<SessionCall> session_calls() {
          return mote_embed(s, tokens, 3, MOTE_POOL_MEAN, 1, out.data(), out.size());
        }},
       {"mote_session_reset", [](mote_session *s) { return mote_session_reset(s); }},
+      {"mote_session_truncate", [](mote_session *s) { return mote_session_truncate(s, 0); }},
+      {"mote_session_state_load",
+       [](mote_session *s) {
+         std::vector<uint8_t> state(128);  // whatever it holds: the busy check comes first
+         char message[256] = "";
+         return mote_session_state_load(s, state.data(), state.size(), message, sizeof message);
+       }},
       {"mote_sampler_seed", [](mote_session *s) { return mote_sampler_seed(s, 42); }},
       {"mote_session_release", [](mote_session *s) { return mote_session_release(s); }},
   };
