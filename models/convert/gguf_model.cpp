@@ -71,8 +71,8 @@ namespace {
 // The hyperparameters under the family's key prefix ("qwen2.block_count"), checked, as a config.
 bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format::ModelConfig *out, std::string *error) {
   const std::string p = std::string(row.gguf_arch) + ".";
-  int64_t layers, dim, ffn, heads, kv_heads, context, window;
-  double theta = 0, eps;
+  int64_t layers = 0, dim = 0, ffn = 0, heads = 0, kv_heads = 0, context = 0, window = 0;
+  double theta = 0, eps = 0;
   const bool rotary = row.positions == format::PositionKind::rope;
   if (!meta.integer(p + "block_count", true, 0, 1, 1024, &layers) ||
       !meta.integer(p + "embedding_length", true, 0, 1, 65536, &dim) ||
@@ -90,7 +90,7 @@ bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format:
     return false;
   }
   // The head size is its own key where it differs from embedding_length / head_count (Gemma 3, Qwen3).
-  int64_t head_dim = dim % heads == 0 ? dim / heads : 0, value_length, rope_dims;
+  int64_t head_dim = dim % heads == 0 ? dim / heads : 0, value_length = 0, rope_dims = 0;
   if (head_dim == 0 && file.find(p + "attention.key_length") == nullptr) {
     *error = "GGUF " + p + "embedding_length " + num(dim) + " is not divisible by " + p + "attention.head_count " +
              num(heads) + " and there is no " + p + "attention.key_length";

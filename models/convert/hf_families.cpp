@@ -374,7 +374,7 @@ bool decoder_config(const JsonValue &json, const FamilyRow &row, HfConfig *out, 
   Config cfg{json, error};
   if (!refuse_features(json, row, keys, error) || !cfg.boolean("tie_word_embeddings", keys.tied_by_default, &out->tied))
     return false;
-  int64_t dim, layers, heads, kv_heads, ffn, vocab, context, head_dim, bos, eos;
+  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, context = 0, head_dim = 0, bos = -1, eos = -1;
   double eps = 0, theta = 0, local_theta = 0, query_scalar = 0;
   if (!cfg.integer("hidden_size", true, 0, 1, 65536, &dim) ||
       !cfg.integer("num_hidden_layers", true, 0, 1, 1024, &layers) ||
