@@ -145,17 +145,17 @@ Status refuse_other_backend(const Session &s, ErrorSink err) {
 Status check_state(const Session &s, const uint8_t *in, size_t size, ErrorSink err) {
   if (size < kHeaderSize) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state is truncated: %llu bytes, its header alone is %u",
-                static_cast<unsigned long long>(size), kHeaderSize);
+                static_cast<unsigned long long>(size), static_cast<unsigned>(kHeaderSize));
   }
   if (std::memcmp(in, kStateMagic, 4) != 0)
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "not a mote session state (bad magic)");
   if (get_u32(in + 4) != kStateVersion) {
     return fail(err, MOTE_ERR_UNSUPPORTED, "session state version %u; this build reads version %u",
-                static_cast<unsigned>(get_u32(in + 4)), kStateVersion);
+                static_cast<unsigned>(get_u32(in + 4)), static_cast<unsigned>(kStateVersion));
   }
   if (get_u32(in + 8) != kHeaderSize) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state header size %u is not %u",
-                static_cast<unsigned>(get_u32(in + 8)), kHeaderSize);
+                static_cast<unsigned>(get_u32(in + 8)), static_cast<unsigned>(kHeaderSize));
   }
   if (get_u32(in + 12) != 0) return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state's reserved word is not 0");
   const StateHeader h = read_header(in);
