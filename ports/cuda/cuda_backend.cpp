@@ -245,7 +245,7 @@ Status take_resources(Session &s, CudaSession &c, const mote_session_options &op
   ArenaPlanner planner(c.device_block, c.device_bytes);
   plan_device(planner, cfg, options, &c.d);
   // On the session's stream, which does not wait for the default one; then waited for.
-  MOTE_CUDA_TRY(cudaMemcpyAsync(c.d.inv_freq, s.state.rope_inv_freq, cfg.head_dim / 2 * sizeof(double),
+  MOTE_CUDA_TRY(cudaMemcpyAsync(c.d.inv_freq, s.state.rope.inv_freq, cfg.head_dim / 2 * sizeof(double),
                                 cudaMemcpyHostToDevice, c.stream),
                 "copying the RoPE frequencies");
   MOTE_CUDA_TRY(cudaStreamSynchronize(c.stream), "copying the RoPE frequencies");
