@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -22,6 +24,20 @@ inline bool file_exists(const std::string &path) {
 inline std::vector<unsigned char> read_file(const std::string &path) {
   std::ifstream f(path, std::ios::binary);
   return std::vector<unsigned char>(std::istreambuf_iterator<char>(f), {});
+}
+
+// Seconds the fastest of `runs` calls of work takes (the best, so a busy machine's hiccup counts
+// less). Tests compare such times as ratios of two input sizes, never against a wall-clock bound:
+// sanitizer, emulated and busy builds run the same tests.
+template <typename Work>
+double best_seconds(int runs, Work &&work) {
+  double best = 1e30;
+  for (int run = 0; run < runs; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
 }
 
 // Whether the running test case skipped (reset per case by test_main.cpp's listener).

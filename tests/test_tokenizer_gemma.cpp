@@ -4,7 +4,6 @@
 // (golden/gemma3_tokenizer_golden.txt, from gen_gemma_tokenizer_golden.py), then timed on a long
 // text. Skips when the GGUF was never fetched (~/.cache/mote/gemma-3-270m-q4_k_m.gguf or
 // $MOTE_GEMMA3_GGUF).
-#include <chrono>
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -71,12 +70,19 @@ TEST_CASE("gemma 3 tokenizer: a long text encodes in time linear in its length")
     MOTE_SKIP(gemma_gguf() << " is absent");
     return;
   }
-  std::string text;
-  while (text.size() < 256 * 1024)
-    text += "The quick brown fox — 東京は晴れ 🦙 jumps over 1,234 lazy dogs.\n  ";
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<int32_t> ids = tokenize(gemma->model, text, MOTE_TOKENIZE_ADD_BOS);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  MESSAGE("gemma 3: " << text.size() << " bytes -> " << ids.size() << " tokens in " << seconds * 1e3 << " ms");
-  CHECK(seconds < 2.0);  // O(n log n): tens of milliseconds here; an O(vocab) step per token would take minutes
+  const auto text_of = [](size_t bytes) {
+    std::string text;
+    while (text.size() < bytes) text += "The quick brown fox — 東京は晴れ 🦙 jumps over 1,234 lazy dogs.\n  ";
+    return text;
+  };
+  const std::string quarter = text_of(64 * 1024), whole = text_of(256 * 1024);
+  std::vector<int32_t> ids;
+  const double t1 = mote_test::best_seconds(2, [&] { ids = tokenize(gemma->model, quarter, MOTE_TOKENIZE_ADD_BOS); });
+  const size_t quarter_tokens = ids.size();
+  const double t4 = mote_test::best_seconds(2, [&] { ids = tokenize(gemma->model, whole, MOTE_TOKENIZE_ADD_BOS); });
+  MESSAGE("gemma 3: " << quarter.size() << " bytes in " << t1 * 1e3 << " ms, " << whole.size() << " bytes -> "
+                      << ids.size() << " tokens in " << t4 * 1e3 << " ms (ratio " << t4 / t1 << ")");
+  CHECK(ids.size() > 3 * quarter_tokens);
+  // Linear is 4x; an O(vocab) or O(n^2) step per token would be 16x or worse. + 20 ms: timer noise.
+  CHECK(t4 <= 6.0 * t1 + 0.02);
 }

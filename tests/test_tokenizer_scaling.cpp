@@ -2,7 +2,6 @@
 // word for both tokenizers) takes time proportional to its length. 4 MB must take at most 6x
 // the time of 1 MB (linear is 4x; quadratic merging, as before the per-word bound, is 16x).
 // MOTE_SCALING_MB=1,2,4,8 prints the times for those sizes as well.
-#include <chrono>
 #include <random>
 #include <sstream>
 
@@ -17,18 +16,15 @@ std::string random_letters(size_t n, uint32_t seed) {
   return text;
 }
 
-// Seconds to tokenize text (the best of two runs, so a busy machine's hiccup counts less).
+// Seconds to tokenize text (the best of two runs).
 double tokenize_seconds(const mote_model &model, const std::string &text, std::vector<int32_t> *tokens) {
-  double best = 1e30;
-  for (int run = 0; run < 2; ++run) {
+  size_t n = 0;
+  const double seconds = mote_test::best_seconds(2, [&] {
     tokens->assign(text.size() + 2, 0);
-    size_t n = 0;
-    const auto start = std::chrono::steady_clock::now();
     REQUIRE(mote_tokenize(&model, text.data(), text.size(), 0, tokens->data(), tokens->size(), &n) == MOTE_OK);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    tokens->resize(n);
-  }
-  return best;
+  });
+  tokens->resize(n);
+  return seconds;
 }
 
 std::string detokenized(const mote_model &model, const std::vector<int32_t> &tokens) {
