@@ -99,6 +99,18 @@ TEST_CASE("model functions: null, unaligned, short and unopened arguments") {
   mote_model_info_get(nullptr, &info);
   mote_model_info_get(&tiny().model, nullptr);
   CHECK(mote_model_check_values(&model, message, sizeof message) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_model_check_supported(&model, message, sizeof message) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_model_check_supported(nullptr, nullptr, 0) == MOTE_ERR_INVALID_ARGUMENT);
+  mote_tensor_info tensor;
+  CHECK(mote_model_tensor(&model, 0, &tensor) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_model_tensor(nullptr, 0, &tensor) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_model_tensor(&tiny().model, 0, nullptr) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_model_tensor(&tiny().model, 0xFFFFFFFFu, &tensor) == MOTE_ERR_INVALID_ARGUMENT);
+  size_t piece_n = 0;
+  CHECK(mote_token_text(&model, 0, message, sizeof message, &piece_n) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_token_text(&tiny().model, 0, nullptr, 8, &piece_n) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_token_text(&tiny().model, 0, message, sizeof message, nullptr) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_token_type_of(&model, 0) == 0);
   CHECK(mote_arena_size(&model, nullptr) == 0);
   CHECK(mote_arena_size(nullptr, nullptr) == 0);
   mote_session session;
@@ -277,6 +289,11 @@ bool refuses_enum(const std::string &function, const std::string &argument, uint
   }
   if (function == "mote_backend_name" && argument == "backend") {
     const auto name_of_int = reinterpret_cast<const char *(*)(uint32_t)>(&mote_backend_name);
+    CHECK(name_of_int(raw) == nullptr);
+    return true;
+  }
+  if (function == "mote_chat_template_name" && argument == "chat_template") {
+    const auto name_of_int = reinterpret_cast<const char *(*)(uint32_t)>(&mote_chat_template_name);
     CHECK(name_of_int(raw) == nullptr);
     return true;
   }

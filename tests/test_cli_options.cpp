@@ -206,6 +206,20 @@ TEST_CASE("cli: a GGUF model runs directly, converted once into the cache") {
   CHECK(changed.out == expected);
   CHECK(changed.err.find("using cached") != std::string::npos);
   CHECK(count_cached() == 1);
+
+  // An entry an earlier mote wrote (its name lacks this build's TOOLKEY, the last "-XXXXXXXX") is
+  // converted again by this one, and removed.
+  std::string entry;
+  for (const auto &e : std::filesystem::directory_iterator(cache + "/mote"))
+    if (e.path().extension() == ".mote") entry = e.path().string();
+  const std::string older = entry.substr(0, entry.size() - std::string("-12345678.mote").size()) + ".mote";
+  std::filesystem::rename(entry, older);
+  const Result upgraded = run_cli("run -m " + quote(gguf) + args);
+  CHECK(upgraded.out == expected);
+  CHECK(upgraded.err.find("converting") != std::string::npos);
+  CHECK(std::filesystem::exists(entry));
+  CHECK_FALSE(std::filesystem::exists(older));
+  CHECK(count_cached() == 1);
   unsetenv("XDG_CACHE_HOME");
 
   // The tiny GGUF has a ChatML template: -sys is --system.

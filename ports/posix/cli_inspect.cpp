@@ -1,37 +1,82 @@
 // `mote inspect`: what a .mote file holds and the arena a session needs.
 #include <cstdio>
+#include <cstring>
 
 #include "cli_common.hpp"
-#include "format/reader.hpp"
-#include "model/model.hpp"
 
 namespace mote::cli {
 namespace {
 
-const char *position_name(format::PositionKind kind, format::RopeLayout layout) {
-  if (kind == format::PositionKind::rope) {
-    return layout == format::RopeLayout::split_half ? "rope (split halves)" : "rope (interleaved pairs)";
-  }
-  return kind == format::PositionKind::learned ? "learned" : "sinusoidal";
+const char *activation_text(const char *activation) {
+  if (std::strcmp(activation, "gelu") == 0) return "gelu (tanh approximation)";
+  if (std::strcmp(activation, "gelu_erf") == 0) return "gelu (erf)";
+  if (std::strcmp(activation, "geglu") == 0) return "geglu (gated gelu, tanh approximation)";
+  return activation;
 }
 
-const char *activation_name(format::Activation activation) {
-  switch (activation) {
-    case format::Activation::swiglu:
-      return "swiglu";
-    case format::Activation::gelu:
-      return "gelu (tanh approximation)";
-    case format::Activation::gelu_erf:
-      return "gelu (erf)";
-    case format::Activation::relu:
-      return "relu";
-    case format::Activation::geglu:
-      return "geglu (gated gelu, tanh approximation)";
-  }
-  return "?";
+const char *positions_text(const mote_model_info &info) {
+  if (std::strcmp(info.positions, "rope") != 0) return info.positions;
+  return std::strcmp(info.rope_layout, "split_half") == 0 ? "rope (split halves)" : "rope (interleaved pairs)";
 }
 
+// The architecture lines: what the blocks are made of.
+void print_architecture(const mote_model_info &info) {
+  const uint32_t f = info.block_flags;
+  std::printf("family          %s\n", info.family);
+  std::printf("dim             %u\nlayers          %u\nheads           %u\nkv heads        %u\n", info.dim,
+              info.n_layers, info.n_heads, info.n_kv_heads);
+  std::printf("head dim        %u\nffn dim         %u\nvocabulary      %u\nmax context     %u\n", info.head_dim,
+              info.ffn_dim, info.vocab_size, info.max_seq_len);
+  std::printf("norm            %s%s, eps %g, %s\n", info.norm, (f & MOTE_BLOCK_NORM_BIAS) ? " with bias" : "",
+              static_cast<double>(info.norm_eps), (f & MOTE_BLOCK_POST_NORM) ? "post-norm" : "pre-norm");
+  if (info.rope_theta != 0.0f) {
+    std::printf("positions       %s, theta %g%s\n", positions_text(info), static_cast<double>(info.rope_theta),
+                (f & MOTE_BLOCK_ROPE_FACTORS) ? ", frequency factors (rope_freqs)" : "");
+  } else {
+    std::printf("positions       %s\n", positions_text(info));
+  }
+  std::printf("activation      %s\n", activation_text(info.activation));
+  std::printf("attention       %s q/k/v%s%s%s, scale %g\n", (f & MOTE_BLOCK_FUSED_QKV) ? "fused" : "separate",
+              (f & MOTE_BLOCK_QKV_BIAS) ? ((f & MOTE_BLOCK_OUTPUT_BIAS) ? ", biases" : ", q/k/v biases") : "",
+              (f & MOTE_BLOCK_QK_NORM) ? ", per-head q/k rmsnorm" : "", (f & MOTE_BLOCK_FFN_BIAS) ? "; ffn biases" : "",
+              static_cast<double>(info.attention_scale));
+  if (info.sliding_window != 0) {
+    std::printf("window          %u positions, ", info.sliding_window);
+    if (info.swa_global_every == 0) {
+      std::printf("every layer, RoPE theta %g\n", static_cast<double>(info.rope_theta_local));
+    } else {
+      std::printf("all but every %u-th layer, RoPE theta %g there\n", info.swa_global_every,
+                  static_cast<double>(info.rope_theta_local));
+    }
+  }
+  if (f & (MOTE_BLOCK_SANDWICH_NORM | MOTE_BLOCK_EMBED_SCALE | MOTE_BLOCK_FUSED_GATE_UP)) {
+    std::printf("block           %s%s%s\n", (f & MOTE_BLOCK_SANDWICH_NORM) ? "norms after attention and ffn; " : "",
+                (f & MOTE_BLOCK_EMBED_SCALE) ? "embedding x sqrt(dim); " : "",
+                (f & MOTE_BLOCK_FUSED_GATE_UP) ? "fused gate/up" : "");
+  }
+  std::printf("embeddings      %s\n", (f & MOTE_BLOCK_TIED_EMBEDDINGS) ? "tied" : "separate classifier");
+  std::printf("bos / eos       %d / %d\n", info.bos_id, info.eos_id);
+  std::printf("tokenizer       %s, %u tokens, %u merges%s\n",
+              info.tokenizer_kind == MOTE_TOKENIZER_SENTENCEPIECE ? "sentencepiece bpe" : "byte-level bpe",
+              info.n_vocab_tokens, info.n_merges, info.add_bos ? ", adds bos" : "");
+  const char *chat_template = mote_chat_template_name(static_cast<mote_chat_template>(info.chat_template));
+  std::printf("chat template   %s\n", chat_template != nullptr ? chat_template : "?");
+}
 
+void print_tensors(const mote_model &model, const mote_model_info &info) {
+  std::printf("\n%-24s %-6s %-16s %12s\n", "tensor", "dtype", "shape", "bytes");
+  for (uint32_t i = 0; i < info.n_tensors; ++i) {
+    mote_tensor_info t;
+    if (mote_model_tensor(&model, i, &t) != MOTE_OK) break;
+    char shape[32];
+    if (t.n_dims == 2)
+      std::snprintf(shape, sizeof shape, "(%u, %u)", t.shape[0], t.shape[1]);
+    else
+      std::snprintf(shape, sizeof shape, "(%u)", t.shape[0]);
+    std::printf("%-24s %-6s %-16s %12llu\n", t.name, t.dtype, shape, static_cast<unsigned long long>(t.size));
+  }
+  std::printf("%-24s %-6s %-16s %12llu\n", "total", "", "", static_cast<unsigned long long>(info.weight_bytes));
+}
 
 // `--arena-bytes`: only the number mote_arena_size() returns for these options, e.g. for a build
 // that sizes a static arena (ports/baremetal generates its firmware's arena size this way).
@@ -97,63 +142,11 @@ int command_inspect(int argc, char **argv) {
     }
   }
 
-  const format::ModelView &view = reinterpret_cast<const Model *>(loaded->model.opaque_)->view;
-  const format::ModelConfig &c = view.config;
+  mote_model_info info;
+  mote_model_info_get(&loaded->model, &info);
   std::printf("file            %s (%zu bytes)\n", loaded->path.c_str(), loaded->file.size());
-  std::printf("family          %s\n", format::family_name(c.family));
-  std::printf("dim             %u\nlayers          %u\nheads           %u\nkv heads        %u\n", c.dim, c.n_layers,
-              c.n_heads, c.n_kv_heads);
-  std::printf("head dim        %u\nffn dim         %u\nvocabulary      %u\nmax context     %u\n", c.head_dim, c.ffn_dim,
-              c.vocab_size, c.max_seq_len);
-  const format::BlockSpec spec = format::block_spec(c);
-  std::printf("norm            %s%s, eps %g, %s\n", spec.norm == format::NormKind::rmsnorm ? "rmsnorm" : "layernorm",
-              spec.norm_bias ? " with bias" : "", static_cast<double>(c.norm_eps),
-              spec.post_norm ? "post-norm" : "pre-norm");
-  if (c.position_kind == format::PositionKind::rope) {
-    std::printf("positions       %s, theta %g%s\n", position_name(c.position_kind, c.rope_layout),
-                static_cast<double>(c.rope_theta), spec.rope_factors ? ", frequency factors (rope_freqs)" : "");
-  } else {
-    std::printf("positions       %s\n", position_name(c.position_kind, c.rope_layout));
-  }
-  std::printf("activation      %s\n", activation_name(c.activation));
-  std::printf("attention       %s q/k/v%s%s%s, scale %g\n", spec.fused_qkv ? "fused" : "separate",
-              spec.qkv_bias ? (spec.output_bias ? ", biases" : ", q/k/v biases") : "",
-              spec.qk_norm ? ", per-head q/k rmsnorm" : "", spec.ffn_bias ? "; ffn biases" : "",
-              static_cast<double>(spec.attention_scale));
-  if (spec.sliding_window != 0) {
-    std::printf("window          %u positions, ", spec.sliding_window);
-    if (spec.swa_global_every == 0) {
-      std::printf("every layer, RoPE theta %g\n", static_cast<double>(spec.rope_theta_local));
-    } else {
-      std::printf("all but every %u-th layer, RoPE theta %g there\n", spec.swa_global_every,
-                  static_cast<double>(spec.rope_theta_local));
-    }
-  }
-  if (spec.sandwich_norm || spec.embed_scale || spec.fused_gate_up) {
-    std::printf("block           %s%s%s\n", spec.sandwich_norm ? "norms after attention and ffn; " : "",
-                spec.embed_scale ? "embedding x sqrt(dim); " : "", spec.fused_gate_up ? "fused gate/up" : "");
-  }
-  std::printf("embeddings      %s\n", (c.flags & format::kFlagTiedEmbeddings) ? "tied" : "separate classifier");
-  std::printf("bos / eos       %d / %d\n", c.bos_id, c.eos_id);
-  std::printf("tokenizer       %s, %u tokens, %u merges%s\n",
-              view.tokenizer_kind == 1 ? "sentencepiece bpe" : "byte-level bpe", view.tokenizer.n_tokens,
-              view.tokenizer.n_merges, view.tokenizer.add_bos ? ", adds bos" : "");
-  static const char *const kTemplates[] = {"none", "chatml", "llama-2 [INST]"};
-  std::printf("chat template   %s\n", kTemplates[view.chat_template]);
-
-  std::printf("\n%-24s %-6s %-16s %12s\n", "tensor", "dtype", "shape", "bytes");
-  for (uint32_t i = 0; i < view.n_tensors; ++i) {
-    const format::TensorEntry &t = view.tensors[i];
-    char name[48], shape[32];
-    format::tensor_name(t, name, sizeof name);
-    if (t.n_dims == 2)
-      std::snprintf(shape, sizeof shape, "(%u, %u)", t.shape[0], t.shape[1]);
-    else
-      std::snprintf(shape, sizeof shape, "(%u)", t.shape[0]);
-    std::printf("%-24s %-6s %-16s %12llu\n", name, format::dtype_traits(t.dtype)->name, shape,
-                static_cast<unsigned long long>(t.size));
-  }
-  std::printf("%-24s %-6s %-16s %12llu\n", "total", "", "", static_cast<unsigned long long>(view.weight_bytes));
+  print_architecture(info);
+  print_tensors(loaded->model, info);
 
   mote_session_options session_options = mote_session_options_default();
   session_options.context_length = context;
@@ -161,9 +154,9 @@ int command_inspect(int argc, char **argv) {
   session_options.kv_dtype = MOTE_KV_F16;
   const size_t f16_bytes = mote_arena_size(&loaded->model, &session_options);
   if (f32_bytes == 0)
-    return report("inspect", "invalid --ctx for this model (at most " + std::to_string(c.max_seq_len) + ")",
+    return report("inspect", "invalid --ctx for this model (at most " + std::to_string(info.max_seq_len) + ")",
                   kExitUsage);
-  const unsigned shown_context = context == 0 ? c.max_seq_len : context;
+  const unsigned shown_context = context == 0 ? info.max_seq_len : context;
   const unsigned batch = session_options.batch_size;
   std::printf("\narena bytes     %zu (context %u, f32 KV cache, prefill batch %u)\n", f32_bytes, shown_context, batch);
   std::printf("arena bytes     %zu (context %u, f16 KV cache, prefill batch %u)\n", f16_bytes, shown_context, batch);
@@ -177,7 +170,7 @@ int command_inspect(int argc, char **argv) {
                 static_cast<unsigned long long>(session_bytes));
     std::printf("%s host arena %zu bytes\n", backend_name.c_str(), mote_arena_size(&loaded->model, &session_options));
   }
-  if (check_supported(view, ErrorSink{message, sizeof message}) != MOTE_OK) {
+  if (mote_model_check_supported(&loaded->model, message, sizeof message) != MOTE_OK) {
     std::printf("runnable        no: %s\n", message);
   }
   if (check) {  // every weight read once: NaN or inf anywhere is an error

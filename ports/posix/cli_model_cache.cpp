@@ -1,9 +1,11 @@
 // GGUF files run directly: the CLI converts one once into the cache and opens the .mote; files
 // in other formats mote converts from get a message naming `mote convert`.
 //
-// A GGUF's entry is STEM-PATHKEY-CONTENTKEY.mote in cache_dir(): PATHKEY hashes the GGUF's
+// A GGUF's entry is STEM-PATHKEY-CONTENTKEY-TOOLKEY.mote in cache_dir(): PATHKEY hashes the GGUF's
 // canonical path (so "m.gguf", "./m.gguf" and "/abs/m.gguf" share one entry, and two models with
-// one file name do not evict each other), CONTENTKEY hashes the GGUF's whole content. Beside it,
+// one file name do not evict each other), CONTENTKEY hashes the GGUF's whole content, TOOLKEY
+// this build's version and git describe (a newer mote converts again: its converter may write
+// what an older one did not, such as a chat template it has learned to recognize). Beside it,
 // STEM-PATHKEY.source, one line of text written atomically after the entry, records:
 //   - the GGUF's identity when it was last hashed: st_dev, st_ino, size, mtime and ctime, and the
 //     time of that fstat; the content hash; and
@@ -26,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -34,9 +37,9 @@
 #include <filesystem>
 
 #include "cli_common.hpp"
-#include "gguf.hpp"
+#include "convert.hpp"
 #include "llama2c_header.hpp"
-#include "mote_writer.hpp"
+#include "mote_version.h"
 
 namespace mote::cli {
 namespace {
@@ -199,13 +202,15 @@ std::string entry_mismatch(const std::string &path, const Record &record) {
 }
 
 bool convert_gguf(const std::string &gguf, std::vector<uint8_t> *bytes, std::string *error) {
-  convert::GgufOptions options;  // quantized tensors kept as stored, as `mote convert` does
-  convert::ModelData model;
-  if (!convert::load_gguf(gguf, options, &model, error)) return false;  // its errors name the GGUF
-  *bytes = convert::serialize(model);
-  if (convert::check_opens(*bytes, error)) return true;
-  *error = "'" + gguf + "': " + *error;
-  return false;
+  convert::ConvertRequest request;  // quantized tensors kept as stored, as `mote convert` does
+  request.input = gguf;
+  convert::Converted converted;
+  if (convert::convert_model(request, &converted, error) != convert::ConvertResult::ok) {
+    if (error->find(gguf) == std::string::npos) *error = "'" + gguf + "': " + *error;  // the loader's words
+    return false;
+  }
+  *bytes = std::move(converted.bytes);
+  return true;
 }
 
 // The first n bytes of path (fewer for a shorter file); empty when it cannot be read.
@@ -233,7 +238,8 @@ void remove_stale_entries(const std::string &dir, const std::string &prefix, con
   std::error_code ec;
   for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.compare(0, prefix.size(), prefix) == 0 && name.size() == prefix.size() + 16 + 5 &&
+    const size_t keys = name.size() - std::min(name.size(), prefix.size() + 5);  // 16 hex, then "-" and 8 (TOOLKEY)
+    if (name.compare(0, prefix.size(), prefix) == 0 && (keys == 16 || keys == 16 + 1 + 8) &&
         entry.path().extension() == ".mote" && entry.path().string() != keep) {
       std::filesystem::remove(entry.path(), ec);
     }
@@ -295,7 +301,8 @@ bool resolve_model_file(const std::string &path, bool rebuild, ModelFile *file, 
     *error = "'" + path + "' changed (or could not be read) while mote hashed it; try again";
     return false;
   }
-  const std::string entry = dir + "/" + prefix + "-" + hex(record.content, 16) + ".mote";
+  const std::string tool_key = hex(fnv1a(MOTE_VERSION " " MOTE_GIT_DESCRIBE), 8);
+  const std::string entry = dir + "/" + prefix + "-" + hex(record.content, 16) + "-" + tool_key + ".mote";
   if (!rebuild && have_record && recorded.content == record.content) {
     const std::string mismatch = entry_mismatch(entry, recorded);
     if (mismatch.empty()) {

@@ -44,6 +44,13 @@ typedef enum mote_status {
   MOTE_ERR_BUSY = 10             /* another call is in progress on this session (see Threads above) */
 } mote_status;
 
+/* The library's version. The macros are the headers' (what the caller compiled against);
+ * mote_version() is the linked library's ("0.1.0"). */
+#define MOTE_VERSION_MAJOR 0
+#define MOTE_VERSION_MINOR 1
+#define MOTE_VERSION_PATCH 0
+const char *mote_version(void);
+
 /* Returns a static, human-readable name for a status ("arena too small"). */
 const char *mote_status_name(mote_status status);
 
@@ -63,14 +70,51 @@ typedef struct mote_model {
   uint64_t opaque_[64];
 } mote_model;
 
-/* Architecture facts a caller may want (filled by mote_model_info). */
+/* The tokenizer a model file carries. */
+typedef enum mote_tokenizer_kind {
+  MOTE_TOKENIZER_SENTENCEPIECE = 1, /* SentencePiece BPE over code points with byte fallback (Llama 2, Gemma) */
+  MOTE_TOKENIZER_BYTE_LEVEL = 2     /* GPT-2-style byte-level BPE (SmolLM2, Qwen2.5, Llama 3) */
+} mote_tokenizer_kind;
+
+/* What a model's blocks are made of (mote_model_info.block_flags). */
+#define MOTE_BLOCK_NORM_BIAS (1u << 0)       /* LayerNorm with a bias */
+#define MOTE_BLOCK_POST_NORM (1u << 1)       /* norms after each sub-block (BERT), no final norm */
+#define MOTE_BLOCK_TIED_EMBEDDINGS (1u << 2) /* the classifier is the token embedding */
+#define MOTE_BLOCK_GATED_FFN (1u << 3)       /* down(act(gate x) * up x): SwiGLU, GeGLU */
+#define MOTE_BLOCK_FUSED_GATE_UP (1u << 4)   /* one gate/up matrix (Phi-3) */
+#define MOTE_BLOCK_FUSED_QKV (1u << 5)       /* one q/k/v matrix (GPT-2, Phi-3) */
+#define MOTE_BLOCK_QKV_BIAS (1u << 6)        /* q, k and v projections have biases */
+#define MOTE_BLOCK_OUTPUT_BIAS (1u << 7)     /* the attention output projection has a bias */
+#define MOTE_BLOCK_FFN_BIAS (1u << 8)        /* the FFN matrices have biases */
+#define MOTE_BLOCK_QK_NORM (1u << 9)         /* per-head RMSNorm of q and k (Qwen3, Gemma 3) */
+#define MOTE_BLOCK_SANDWICH_NORM (1u << 10)  /* norms on each sub-block's output too (Gemma 3) */
+#define MOTE_BLOCK_EMBED_SCALE (1u << 11)    /* token embedding x sqrt(dim) (Gemma) */
+#define MOTE_BLOCK_ROPE_FACTORS (1u << 12)   /* per-pair RoPE frequency factors (Llama 3 scaling) */
+
+/* Architecture facts a caller may want (filled by mote_model_info_get). The strings are static. */
 typedef struct mote_model_info {
   uint32_t dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, vocab_size, max_seq_len;
   int32_t bos_id, eos_id;
   uint64_t weight_bytes;  /* bytes of all tensors in the file */
   uint32_t chat_template; /* a mote_chat_template value */
-  uint32_t tokenizer_kind; /* 1 SentencePiece BPE, 2 byte-level BPE */
+  uint32_t tokenizer_kind; /* a mote_tokenizer_kind value */
   uint32_t add_bos;        /* 1: the model expects BOS before text (MOTE_TOKENIZE_ADD_BOS) */
+  const char *family;      /* GGUF's architecture name: "llama", "gpt2", "qwen2", "gemma3", "qwen3", "phi3" */
+  const char *norm;        /* "rmsnorm" or "layernorm" */
+  const char *activation;  /* "swiglu", "gelu" (tanh approximation), "gelu_erf", "relu", "geglu" */
+  const char *positions;   /* "rope", "learned" or "sinusoidal" */
+  const char *rope_layout; /* "interleaved" (pairs 2i, 2i+1), "split_half" (i, i + head_dim/2); "" without RoPE */
+  float norm_eps;
+  float rope_theta;       /* RoPE's base (0 without RoPE) */
+  float attention_scale;  /* the q.k scale (1/sqrt(head_dim) unless the model sets its own) */
+  uint32_t sliding_window;   /* 0: every layer sees the whole context; else windowed layers see this many */
+  uint32_t swa_global_every; /* with a window: every this-th layer is global (0: none is) */
+  float rope_theta_local;    /* with a window: the windowed layers' RoPE base */
+  uint32_t block_flags;      /* MOTE_BLOCK_* bits */
+  uint32_t n_tensors;        /* mote_model_tensor's indices are [0, n_tensors) */
+  uint32_t n_vocab_tokens;   /* the tokenizer's entries (may be below vocab_size, the logits' length) */
+  uint32_t n_merges;         /* the tokenizer's BPE merges (byte-level BPE; 0 for SentencePiece) */
+  uint32_t format_version;   /* the .mote file's version */
 } mote_model_info;
 
 /* Validates the model bytes (every header field, offset, size, dtype, shape and tokenizer table)
@@ -78,6 +122,24 @@ typedef struct mote_model_info {
  * The bytes must be 64-byte aligned (an mmap or an aligned flash image is). */
 mote_status mote_model_open(const void *bytes, size_t n_bytes, mote_model *model, char *err, size_t err_n);
 void mote_model_info_get(const mote_model *model, mote_model_info *info);
+
+/* One tensor of the model file (filled by mote_model_tensor). */
+typedef struct mote_tensor_info {
+  char name[48];     /* "blk.3.attn_q", "token_embd" (NUL-terminated) */
+  const char *dtype; /* "f32", "f16", "q8_0", "q4_k", "q4_0x8", ... (static) */
+  uint32_t n_dims;   /* 1 or 2 */
+  uint32_t shape[2]; /* rows, columns; shape[1] is 0 for a vector */
+  uint64_t offset;   /* of its first byte in the model bytes */
+  uint64_t size;     /* bytes */
+} mote_tensor_info;
+
+/* Tensor index of the model file (0 .. mote_model_info.n_tensors - 1), in file order.
+ * MOTE_ERR_INVALID_ARGUMENT for a null or unopened model, a null info or an index past the end. */
+mote_status mote_model_tensor(const mote_model *model, uint32_t index, mote_tensor_info *info);
+
+/* MOTE_OK when this build can run the model; else MOTE_ERR_UNSUPPORTED with the reason in err
+ * (what mote_session_init would refuse it for, before any session options are looked at). */
+mote_status mote_model_check_supported(const mote_model *model, char *err, size_t err_n);
 
 /* Scans every tensor's stored numbers (float elements; quantized blocks' scales and minimums)
  * for NaN or inf: MOTE_ERR_NUMERIC with the first bad tensor and index ("tensor 'blk.0.attn_q'
@@ -202,6 +264,25 @@ const char *mote_session_error(const mote_session *session);
 mote_status mote_tokenize(const mote_model *model, const char *text, size_t text_n, uint32_t flags, int32_t *tokens,
                           size_t capacity, size_t *n_tokens);
 
+/* A vocabulary entry's kind, numbered as GGUF numbers them. */
+typedef enum mote_token_type {
+  MOTE_TOKEN_NORMAL = 1,
+  MOTE_TOKEN_UNKNOWN = 2,      /* <unk> */
+  MOTE_TOKEN_CONTROL = 3,      /* BOS, EOS, <|im_end|>...: printed as nothing by SentencePiece */
+  MOTE_TOKEN_USER_DEFINED = 4, /* matched whole in text (Gemma's "\n" and whitespace runs) */
+  MOTE_TOKEN_UNUSED = 5,
+  MOTE_TOKEN_BYTE = 6          /* SentencePiece's <0xAB> byte fallback */
+} mote_token_type;
+
+/* The token's kind (a mote_token_type value), or 0 for a null model or an id outside the vocabulary. */
+int mote_token_type_of(const mote_model *model, int32_t token);
+
+/* The token's piece as the vocabulary stores it (SentencePiece: with its U+2581 spaces and
+ * "<0x0A>" byte names; byte-level BPE: the raw bytes), not NUL-terminated; *n_bytes gets the
+ * length. MOTE_ERR_BAD_TOKEN outside the vocabulary; MOTE_ERR_BUFFER_TOO_SMALL with *n_bytes set
+ * to the length when it does not fit. mote_detokenize gives the text a token prints instead. */
+mote_status mote_token_text(const mote_model *model, int32_t token, char *out, size_t capacity, size_t *n_bytes);
+
 /* The bytes that token prints after prev_token (-1 at the start). SentencePiece: byte tokens
  * become their byte, control tokens print nothing, the space that follows BOS is dropped.
  * Byte-level BPE: the token's raw bytes, always (control tokens their literal text). Writes up to
@@ -289,6 +370,9 @@ typedef enum mote_chat_template {
   MOTE_CHAT_PHI3 = 6,        /* <|user|>\n...<|end|>\n */
   MOTE_CHAT_LLAMA3_DATED = 7 /* Llama 3.1-3.3: LLAMA3 with a system block "Cutting Knowledge Date: ..." */
 } mote_chat_template;
+
+/* A template's name ("chatml", "gemma", "llama3"), or null outside the enum. */
+const char *mote_chat_template_name(mote_chat_template chat_template);
 
 typedef enum mote_chat_role { MOTE_ROLE_SYSTEM = 0, MOTE_ROLE_USER = 1, MOTE_ROLE_ASSISTANT = 2 } mote_chat_role;
 

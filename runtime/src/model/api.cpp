@@ -30,12 +30,6 @@ constexpr uint32_t kDefaultBatchSize = 64;
 constexpr uint32_t kTokenizeFlags = MOTE_TOKENIZE_ADD_BOS | MOTE_TOKENIZE_SPECIAL;
 constexpr uint32_t kChatFlags = MOTE_CHAT_ADD_ASSISTANT_PROMPT | MOTE_CHAT_CONTINUE;
 
-const Model *model_of(const mote_model *m) {
-  if (m == nullptr) return nullptr;
-  const Model *model = reinterpret_cast<const Model *>(m->opaque_);
-  return model->tag == kModelTag ? model : nullptr;
-}
-
 Session *session_of(const mote_session *s) { return s == nullptr ? nullptr : static_cast<Session *>(s->impl_); }
 
 ErrorSink session_sink(Session &s) { return ErrorSink{s.error, sizeof s.error}; }
@@ -200,28 +194,6 @@ mote_status mote_model_open(const void *bytes, size_t n_bytes, mote_model *model
   if (status != MOTE_OK) return status;
   m->tag = kModelTag;
   return MOTE_OK;
-}
-
-void mote_model_info_get(const mote_model *model, mote_model_info *info) {
-  const Model *m = model_of(model);
-  if (info == nullptr) return;
-  std::memset(info, 0, sizeof *info);
-  if (m == nullptr) return;
-  const format::ModelConfig &c = m->view.config;
-  info->dim = c.dim;
-  info->n_layers = c.n_layers;
-  info->n_heads = c.n_heads;
-  info->n_kv_heads = c.n_kv_heads;
-  info->head_dim = c.head_dim;
-  info->ffn_dim = c.ffn_dim;
-  info->vocab_size = c.vocab_size;
-  info->max_seq_len = c.max_seq_len;
-  info->bos_id = c.bos_id;
-  info->eos_id = c.eos_id;
-  info->chat_template = m->view.chat_template;
-  info->tokenizer_kind = m->view.tokenizer_kind;
-  info->add_bos = m->view.tokenizer.add_bos ? 1u : 0u;
-  info->weight_bytes = m->view.weight_bytes;
 }
 
 mote_status mote_model_check_values(const mote_model *model, char *err, size_t err_n) {

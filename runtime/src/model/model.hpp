@@ -25,6 +25,13 @@ struct Model {
 };
 constexpr uint32_t kModelTag = 0x4D4F5445u;
 
+// The Model inside a caller's mote_model, or null when it is null or was never opened.
+inline const Model *model_of(const mote_model *m) {
+  if (m == nullptr) return nullptr;
+  const Model *model = reinterpret_cast<const Model *>(m->opaque_);
+  return model->tag == kModelTag ? model : nullptr;
+}
+
 // A matrix in the model bytes, used in place: (rows, cols) row-major, rows of whole blocks.
 struct Matrix {
   const void *data;

@@ -313,4 +313,10 @@ Status chat_end_of_turn(const TokenizerView &tok, uint32_t chat_template, int32_
   return sink.count > capacity ? MOTE_ERR_BUFFER_TOO_SMALL : MOTE_OK;
 }
 
+const char *chat_template_name(uint32_t chat_template) {
+  static const char *const kNames[] = {"none",  "chatml", "llama-2", "chatml-qwen",
+                                       "gemma", "llama3", "phi3",    "llama3-dated"};
+  return chat_template < sizeof kNames / sizeof kNames[0] ? kNames[chat_template] : nullptr;
+}
+
 }  // namespace mote

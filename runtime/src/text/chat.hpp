@@ -43,4 +43,8 @@ Status chat_encode(const TokenizerView &tok, uint32_t chat_template, const mote_
 Status chat_end_of_turn(const TokenizerView &tok, uint32_t chat_template, int32_t *tokens, size_t capacity,
                         size_t *n_tokens);
 
+// The template's name ("chatml", "llama-2", "chatml-qwen", "gemma", "llama3", "phi3", "llama3-dated";
+// "none"), or null for a value outside format::ChatTemplate.
+const char *chat_template_name(uint32_t chat_template);
+
 }  // namespace mote
