@@ -167,9 +167,193 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
   return true;
 }
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// The tokenizer (tokenizer.json, and tokenizer_config.json when present), before the slow weights;
+// it may correct config.json's bos and eos ids.
+bool load_hf_tokenizer(const fs::path &dir, const SafetensorsOptions &options, ModelData *m, std::string *error) {
+  std::error_code ec;
+  format::ModelConfig &c = m->config;
+  const std::string tokenizer_path =
+      options.tokenizer_path.empty() ? (dir / "tokenizer.json").string() : options.tokenizer_path;
+  std::vector<uint8_t> tokenizer_bytes, tokenizer_config_bytes;
+  if (!fs::exists(tokenizer_path, ec)) {
+    *error = "'" + dir.string() +
+             "' has no tokenizer.json: mote needs a byte-level BPE tokenizer.json (or --tokenizer FILE)";
+    return false;
+  }
+  if (!read_whole_file(tokenizer_path, &tokenizer_bytes, error, kMaxTokenizerJsonBytes)) return false;
+  const std::string tokenizer_config_path = (dir / "tokenizer_config.json").string();
+  if (fs::exists(tokenizer_config_path, ec) && !read_whole_file(tokenizer_config_path, &tokenizer_config_bytes, error))
+    return false;
+  m->tokenizer.bos_id = c.bos_id;
+  m->tokenizer.eos_id = c.eos_id;
+  if (!hf_tokenizer(std::string(tokenizer_bytes.begin(), tokenizer_bytes.end()),
+                    std::string(tokenizer_config_bytes.begin(), tokenizer_config_bytes.end()), c.vocab_size,
+                    &m->tokenizer, error)) {
+    *error = "'" + tokenizer_path + "': " + *error;
+    return false;
+  }
+  c.bos_id = m->tokenizer.bos_id;
+  c.eos_id = m->tokenizer.eos_id;
+  return true;
+}
+
+// The weight files: model.safetensors, or the shards model.safetensors.index.json names.
+bool weight_files(const fs::path &dir, std::vector<std::string> *files, std::string *error) {
+  std::error_code ec;
+  if (fs::exists(dir / "model.safetensors", ec)) {
+    files->push_back("model.safetensors");
+    return true;
+  }
+  if (!fs::exists(dir / "model.safetensors.index.json", ec)) {
+    *error = "'" + dir.string() + "' has neither model.safetensors nor model.safetensors.index.json";
+    return false;
+  }
+  JsonValue index;
+  if (!read_json_file((dir / "model.safetensors.index.json").string(), &index, error)) return false;
+  const JsonValue *map = index.get("weight_map");
+  if (map == nullptr || map->kind != JsonValue::Kind::object) {
+    *error = "model.safetensors.index.json has no weight_map object";
+    return false;
+  }
+  std::set<std::string> names;
+  for (const auto &member : map->members) {
+    const std::string &file = member.second.text;
+    if (!member.second.is_string() || file.empty() || file.find('/') != std::string::npos ||
+        file.find('\\') != std::string::npos || file == "." || file == "..") {
+      *error = "model.safetensors.index.json maps '" + printable(member.first) + "' to an invalid file name";
+      return false;
+    }
+    names.insert(file);
+  }
+  files->assign(names.begin(), names.end());
+  return true;
+}
+
+struct Located {
+  size_t file;
+  SafetensorsTensor tensor;
+};
+
+// Every tensor of every shard by name. Shards are mapped, not read: only the headers and the
+// tensors converted are ever loaded.
+bool map_shards(const fs::path &dir, const std::vector<std::string> &files,
+                std::vector<std::unique_ptr<posix::FileMap>> *contents, std::map<std::string, Located> *by_name,
+                std::string *error) {
+  contents->resize(files.size());
+  for (size_t f = 0; f < files.size(); ++f) {
+    const std::string file_path = (dir / files[f]).string();
+    std::vector<SafetensorsTensor> tensors;
+    (*contents)[f] = std::make_unique<posix::FileMap>();
+    if (!(*contents)[f]->open(file_path, error)) return false;
+    if (!parse_safetensors((*contents)[f]->bytes(), (*contents)[f]->size(), &tensors, error)) {
+      *error = "'" + file_path + "': " + *error;
+      return false;
+    }
+    for (SafetensorsTensor &t : tensors) {
+      if (by_name->count(t.name) != 0) {
+        *error = "'" + file_path + "': tensor '" + printable(t.name) + "' also appears in another shard";
+        return false;
+      }
+      const std::string name = t.name;
+      by_name->emplace(name, Located{f, std::move(t)});
+    }
+  }
+  return true;
+}
+
+// Which tensor plays each (role, layer): slots[layer * kRoleCount + role], globals at layer L.
+class RoleSlots {
+ public:
+  explicit RoleSlots(uint32_t n_layers) : n_layers_(n_layers), slots_((n_layers + 1) * format::kRoleCount) {}
+  const Located *&at(Role role, uint32_t layer) {
+    return slots_[(layer == format::kNoLayer ? n_layers_ : layer) * format::kRoleCount + static_cast<uint32_t>(role)];
+  }
+
+ private:
+  uint32_t n_layers_;
+  std::vector<const Located *> slots_;
+};
+
+// Places each checkpoint tensor in its slot; refuses names the family does not have, layers past
+// the config's and tensors the architecture has no place for; then any tensor that is missing.
+bool assign_roles(const std::string &where, const HfConfig &hf, const std::map<std::string, Located> &by_name,
+                  RoleSlots *slots, std::string *error) {
+  const HfNames &family = hf_names(*hf.row);
+  const format::ModelConfig &c = hf.config;
+  const uint32_t L = c.n_layers;
+  for (const auto &entry : by_name) {
+    Role role = Role::token_embedding;
+    uint32_t layer = format::kNoLayer;
+    if ((family.ignored[0] != nullptr && ends_with(entry.first, family.ignored[0])) ||
+        (family.ignored[1] != nullptr && ends_with(entry.first, family.ignored[1])))
+      continue;  // derived data (RoPE frequencies, causal masks), not weights
+    if (!parse_hf_tensor_name(family, entry.first, &role, &layer)) {
+      *error = "'" + where + "': tensor '" + printable(entry.first) + "' is not part of " + family.what +
+               " as mote knows it";
+      return false;
+    }
+    if (layer != format::kNoLayer && layer >= L) {
+      *error = "'" + where + "': tensor '" + printable(entry.first) + "' is for layer " + num(layer) +
+               " but num_hidden_layers is " + num(L);
+      return false;
+    }
+    if (role == Role::output && hf.tied) continue;  // a copy of the embedding
+    if (!format::role_needed(format::block_spec(c), role)) {
+      *error = "'" + where + "': tensor '" + printable(entry.first) +
+               "' has no place in the architecture config.json describes";
+      return false;
+    }
+    slots->at(role, layer) = &entry.second;
+  }
+  for (const TensorSlot &w : tensor_slots(c)) {
+    if (slots->at(w.role, w.layer) == nullptr && w.role != Role::rope_freqs) {
+      *error = "'" + where + "' is missing tensor '" + hf_tensor_name(family, w.role, w.layer) + "'" +
+               (w.role == Role::output ? " (config.json says the embeddings are not tied)" : "");
+      return false;
+    }
+  }
+  return true;
+}
+
+// One checkpoint tensor, shape-checked, as the converter uses it (transposed, Gemma's 1 + w).
+bool convert_hf_tensor(const std::string &where, const HfConfig &hf, const TensorSlot &w, const Located &at,
+                       const posix::FileMap &content, const SafetensorsOptions &options, ModelData *m,
+                       std::string *error) {
+  const HfNames &family = hf_names(*hf.row);
+  const SafetensorsTensor &t = at.tensor;
+  const bool vector = w.cols == 0;
+  const bool transposed = find_hf_name(family, w.role)->transposed;
+  const std::vector<uint64_t> expect = vector       ? std::vector<uint64_t>{w.rows}
+                                       : transposed ? std::vector<uint64_t>{w.cols, w.rows}
+                                                    : std::vector<uint64_t>{w.rows, w.cols};
+  if (t.shape != expect) {
+    std::string got, need;
+    for (size_t d = 0; d < t.shape.size(); ++d) got += (d ? ", " : "") + num(t.shape[d]);
+    for (size_t d = 0; d < expect.size(); ++d) need += (d ? ", " : "") + num(expect[d]);
+    *error = "'" + where + "': tensor '" + printable(t.name) + "' has shape [" + got + "]; config.json needs [" +
+             need + "]";
+    return false;
+  }
+  const GgmlType type = t.dtype == "F32" ? GgmlType::f32 : t.dtype == "F16" ? GgmlType::f16 : GgmlType::bf16;
+  std::vector<float> scratch;
+  const bool adds_one = hf.row->hf_norm_adds_one && is_norm_weight(w.role);  // Gemma stores w of its (1 + w) norms
+  const SourceTensor source =
+      as_used(w, {content.bytes() + t.offset, static_cast<uint32_t>(type)}, adds_one, transposed, &scratch);
+  if (!add_tensor(w, source, options.dtype, options.layout, m, error, options.mix)) {
+    *error = "'" + where + "': " + *error;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &options, ModelData *out,
                         std::string *error) {
-  namespace fs = std::filesystem;
   std::error_code ec;
   fs::path dir = path;
   if (!fs::is_directory(dir, ec)) {
@@ -188,128 +372,18 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
     return false;
   }
   m.config = hf.config;
-  const bool tied = hf.tied;
-  const HfNames &family = hf_names(*hf.row);
-  const bool norm_adds_one = hf.row->hf_norm_adds_one;  // Gemma stores w of its (1 + w) norms
-  format::ModelConfig &c = m.config;
+  if (!load_hf_tokenizer(dir, options, &m, error)) return false;
+  hf.config = m.config;  // with the tokenizer's bos and eos
 
-  // The tokenizer, before the (slow) weights.
-  const std::string tokenizer_path =
-      options.tokenizer_path.empty() ? (dir / "tokenizer.json").string() : options.tokenizer_path;
-  std::vector<uint8_t> tokenizer_bytes, tokenizer_config_bytes;
-  if (!fs::exists(tokenizer_path, ec)) {
-    *error = "'" + where + "' has no tokenizer.json: mote needs a byte-level BPE tokenizer.json (or --tokenizer FILE)";
-    return false;
-  }
-  if (!read_whole_file(tokenizer_path, &tokenizer_bytes, error, kMaxTokenizerJsonBytes)) return false;
-  const std::string tokenizer_config_path = (dir / "tokenizer_config.json").string();
-  if (fs::exists(tokenizer_config_path, ec) && !read_whole_file(tokenizer_config_path, &tokenizer_config_bytes, error))
-    return false;
-  m.tokenizer.bos_id = c.bos_id;
-  m.tokenizer.eos_id = c.eos_id;
-  if (!hf_tokenizer(std::string(tokenizer_bytes.begin(), tokenizer_bytes.end()),
-                    std::string(tokenizer_config_bytes.begin(), tokenizer_config_bytes.end()), c.vocab_size,
-                    &m.tokenizer, error)) {
-    *error = "'" + tokenizer_path + "': " + *error;
-    return false;
-  }
-  c.bos_id = m.tokenizer.bos_id;
-  c.eos_id = m.tokenizer.eos_id;
-
-  // The weight files: model.safetensors, or the shards model.safetensors.index.json names.
   std::vector<std::string> files;
-  if (fs::exists(dir / "model.safetensors", ec)) {
-    files.push_back("model.safetensors");
-  } else if (fs::exists(dir / "model.safetensors.index.json", ec)) {
-    JsonValue index;
-    if (!read_json_file((dir / "model.safetensors.index.json").string(), &index, error)) return false;
-    const JsonValue *map = index.get("weight_map");
-    if (map == nullptr || map->kind != JsonValue::Kind::object) {
-      *error = "model.safetensors.index.json has no weight_map object";
-      return false;
-    }
-    std::set<std::string> names;
-    for (const auto &member : map->members) {
-      const std::string &file = member.second.text;
-      if (!member.second.is_string() || file.empty() || file.find('/') != std::string::npos ||
-          file.find('\\') != std::string::npos || file == "." || file == "..") {
-        *error = "model.safetensors.index.json maps '" + printable(member.first) + "' to an invalid file name";
-        return false;
-      }
-      names.insert(file);
-    }
-    files.assign(names.begin(), names.end());
-  } else {
-    *error = "'" + where + "' has neither model.safetensors nor model.safetensors.index.json";
-    return false;
-  }
-
-  struct Located {
-    size_t file;
-    SafetensorsTensor tensor;
-  };
-  // Shards are mapped, not read: only the header and the tensors converted are ever loaded.
-  std::vector<std::unique_ptr<posix::FileMap>> contents(files.size());
+  std::vector<std::unique_ptr<posix::FileMap>> contents;
   std::map<std::string, Located> by_name;
-  for (size_t f = 0; f < files.size(); ++f) {
-    const std::string file_path = (dir / files[f]).string();
-    std::vector<SafetensorsTensor> tensors;
-    contents[f] = std::make_unique<posix::FileMap>();
-    if (!contents[f]->open(file_path, error)) return false;
-    if (!parse_safetensors(contents[f]->bytes(), contents[f]->size(), &tensors, error)) {
-      *error = "'" + file_path + "': " + *error;
-      return false;
-    }
-    for (SafetensorsTensor &t : tensors) {
-      if (by_name.count(t.name) != 0) {
-        *error = "'" + file_path + "': tensor '" + printable(t.name) + "' also appears in another shard";
-        return false;
-      }
-      const std::string name = t.name;
-      by_name.emplace(name, Located{f, std::move(t)});
-    }
-  }
+  RoleSlots slots(m.config.n_layers);
+  if (!weight_files(dir, &files, error) || !map_shards(dir, files, &contents, &by_name, error) ||
+      !assign_roles(where, hf, by_name, &slots, error))
+    return false;
 
-  // Which tensor plays each (role, layer).
-  const uint32_t L = c.n_layers;
-  std::vector<const Located *> slot((L + 1) * format::kRoleCount, nullptr);
-  auto slot_of = [&](Role role, uint32_t layer) -> const Located *& {
-    return slot[(layer == format::kNoLayer ? L : layer) * format::kRoleCount + static_cast<uint32_t>(role)];
-  };
-  for (const auto &entry : by_name) {
-    Role role = Role::token_embedding;
-    uint32_t layer = format::kNoLayer;
-    if ((family.ignored[0] != nullptr && ends_with(entry.first, family.ignored[0])) ||
-        (family.ignored[1] != nullptr && ends_with(entry.first, family.ignored[1])))
-      continue;  // derived data (RoPE frequencies, causal masks), not weights
-    if (!parse_hf_tensor_name(family, entry.first, &role, &layer)) {
-      *error = "'" + where + "': tensor '" + printable(entry.first) + "' is not part of " + family.what +
-               " as mote knows it";
-      return false;
-    }
-    if (layer != format::kNoLayer && layer >= L) {
-      *error = "'" + where + "': tensor '" + printable(entry.first) + "' is for layer " + num(layer) +
-               " but num_hidden_layers is " + num(L);
-      return false;
-    }
-    if (role == Role::output && tied) continue;  // a copy of the embedding
-    if (!format::role_needed(format::block_spec(c), role)) {
-      *error = "'" + where + "': tensor '" + printable(entry.first) +
-               "' has no place in the architecture config.json describes";
-      return false;
-    }
-    slot_of(role, layer) = &entry.second;
-  }
-
-  const std::vector<TensorSlot> wanted = tensor_slots(c);
-  for (const TensorSlot &w : wanted) {
-    if (slot_of(w.role, w.layer) == nullptr && w.role != Role::rope_freqs) {
-      *error = "'" + where + "' is missing tensor '" + hf_tensor_name(family, w.role, w.layer) + "'" +
-               (w.role == Role::output ? " (config.json says the embeddings are not tied)" : "");
-      return false;
-    }
-  }
-
+  const std::vector<TensorSlot> wanted = tensor_slots(m.config);
   for (size_t k = 0; k < wanted.size(); ++k) {
     const TensorSlot &w = wanted[k];
     if (w.role == Role::rope_freqs) {  // computed from config.json's rope_scaling, as llama.cpp stores them
@@ -318,29 +392,8 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
       if (!add_tensor(w, factors, options.dtype, options.layout, &m, error, options.mix)) return false;
       continue;
     }
-    const Located &at = *slot_of(w.role, w.layer);
-    const SafetensorsTensor &t = at.tensor;
-    const bool vector = w.cols == 0;
-    const bool transposed = find_hf_name(family, w.role)->transposed;
-    const std::vector<uint64_t> expect = vector       ? std::vector<uint64_t>{w.rows}
-                                         : transposed ? std::vector<uint64_t>{w.cols, w.rows}
-                                                      : std::vector<uint64_t>{w.rows, w.cols};
-    if (t.shape != expect) {
-      std::string got, need;
-      for (size_t d = 0; d < t.shape.size(); ++d) got += (d ? ", " : "") + num(t.shape[d]);
-      for (size_t d = 0; d < expect.size(); ++d) need += (d ? ", " : "") + num(expect[d]);
-      *error = "'" + where + "': tensor '" + printable(t.name) + "' has shape [" + got + "]; config.json needs [" +
-               need + "]";
-      return false;
-    }
-    const GgmlType type = t.dtype == "F32" ? GgmlType::f32 : t.dtype == "F16" ? GgmlType::f16 : GgmlType::bf16;
-    std::vector<float> scratch;
-    const SourceTensor source = as_used(w, {contents[at.file]->bytes() + t.offset, static_cast<uint32_t>(type)},
-                                        norm_adds_one && is_norm_weight(w.role), transposed, &scratch);
-    if (!add_tensor(w, source, options.dtype, options.layout, &m, error, options.mix)) {
-      *error = "'" + where + "': " + *error;
-      return false;
-    }
+    const Located &at = *slots.at(w.role, w.layer);
+    if (!convert_hf_tensor(where, hf, w, at, *contents[at.file], options, &m, error)) return false;
     if (options.progress) options.progress(k + 1, wanted.size());
   }
   return true;
