@@ -131,9 +131,8 @@ TEST_CASE("mote_model_info_get states what each family's config.json says") {
 TEST_CASE("mote_model_tensor lists every tensor once, inside the file, their sizes summing to weight_bytes") {
   for (const FamilyFacts &facts : kFamilies) {
     CAPTURE(facts.folder);
-    const auto converted =
-        mote_test::gguf_converted(mote_test::golden_path(std::string("tiny_families/") + facts.folder + "/model.gguf"),
-                                  std::nullopt);
+    const auto converted = mote_test::gguf_converted(
+        mote_test::golden_path(std::string("tiny_families/") + facts.folder + "/model.gguf"), std::nullopt);
     mote_model_info info;
     mote_model_info_get(&converted->model, &info);
     std::set<std::string> names;

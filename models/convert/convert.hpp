@@ -13,12 +13,12 @@
 namespace mote::convert {
 
 struct ConvertRequest {
-  std::string input;      // a GGUF file, a Hugging Face folder (or its config.json / .safetensors), a llama2.c checkpoint
-  std::string tokenizer;  // llama2.c: its tokenizer.bin (required); Hugging Face: a tokenizer.json elsewhere
-  std::string dtype;      // a --dtype name (dtype_choice_list), "" for the source's default
-  std::string layout;     // quantized blocks: "interleaved" ("" too) or "gguf"
-  std::string rope;       // llama2.c only: "interleaved" ("" too) or "split"
-  bool gguf_output = false;                         // write GGUF (llama.cpp's names and keys) instead of .mote
+  std::string input;  // a GGUF file, a Hugging Face folder (or its config.json / .safetensors), a llama2.c checkpoint
+  std::string tokenizer;     // llama2.c: its tokenizer.bin (required); Hugging Face: a tokenizer.json elsewhere
+  std::string dtype;         // a --dtype name (dtype_choice_list), "" for the source's default
+  std::string layout;        // quantized blocks: "interleaved" ("" too) or "gguf"
+  std::string rope;          // llama2.c only: "interleaved" ("" too) or "split"
+  bool gguf_output = false;  // write GGUF (llama.cpp's names and keys) instead of .mote
   std::function<void(size_t done, size_t total)> progress;  // per tensor converted, or empty
 };
 

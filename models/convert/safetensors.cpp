@@ -334,8 +334,8 @@ bool convert_hf_tensor(const std::string &where, const HfConfig &hf, const Tenso
     std::string got, need;
     for (size_t d = 0; d < t.shape.size(); ++d) got += (d ? ", " : "") + num(t.shape[d]);
     for (size_t d = 0; d < expect.size(); ++d) need += (d ? ", " : "") + num(expect[d]);
-    *error = "'" + where + "': tensor '" + printable(t.name) + "' has shape [" + got + "]; config.json needs [" +
-             need + "]";
+    *error =
+        "'" + where + "': tensor '" + printable(t.name) + "' has shape [" + got + "]; config.json needs [" + need + "]";
     return false;
   }
   const GgmlType type = t.dtype == "F32" ? GgmlType::f32 : t.dtype == "F16" ? GgmlType::f16 : GgmlType::bf16;

@@ -44,6 +44,90 @@ std::vector<int32_t> bench_prompt(const mote_model_info &info, uint32_t n) {
   return prompt;
 }
 
+// One combination (t threads, a p-token prompt, n decoded tokens), reps times: its rates.
+bool measure(const mote_model &model, const mote_model_info &info, const mote_session_options &options, uint32_t reps,
+             double open_start, BenchResult *result, std::string *error) {
+  auto holder = open_session(model, options, error);
+  if (!holder) return false;
+  mote_session *session = &holder->session;
+  const uint32_t p = result->prompt_tokens, n = result->gen_tokens;
+  const std::vector<int32_t> prompt = bench_prompt(info, p);
+  result->arena_bytes = holder->arena_bytes;
+  std::vector<double> prompt_rates, decode_rates;
+  for (uint32_t r = 0; r < reps; ++r) {
+    mote_session_reset(session);
+    const double t0 = now_seconds();
+    if (mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK) {
+      *error = mote_session_error(session);
+      return false;
+    }
+    const double t1 = now_seconds();
+    if (r == 0) result->first_token_s = t1 - open_start;
+    const float *logits = mote_logits(session);
+    for (uint32_t i = 0; i < n; ++i) {
+      // Greedy without the sampler, so decode time is the forward pass alone.
+      const int32_t next = static_cast<int32_t>(std::max_element(logits, logits + info.vocab_size) - logits);
+      if (mote_decode(session, next, &logits) != MOTE_OK) {
+        *error = mote_session_error(session);
+        return false;
+      }
+    }
+    const double t2 = now_seconds();
+    prompt_rates.push_back(p / (t1 - t0));
+    decode_rates.push_back(n / (t2 - t1));
+  }
+  result->prompt_rate = spread(prompt_rates);
+  result->decode_rate = spread(decode_rates);
+  return true;
+}
+
+const char *kv_name(mote_kv_dtype kv) { return kv == MOTE_KV_F32 ? "f32" : kv == MOTE_KV_F16 ? "f16" : "q8_0"; }
+
+// The results as -o asks: one JSON array, CSV rows, or a markdown table with a summary line.
+void print_results(const std::string &output, const std::string &model_path, mote_backend backend,
+                   const mote_model_info &info, mote_kv_dtype kv, uint32_t reps,
+                   const std::vector<BenchResult> &results) {
+  const char *backend_label = mote_backend_name(backend);
+  const double weight_mb = info.weight_bytes / 1e6;
+  if (output == "json") {
+    std::printf("[\n");
+    for (size_t i = 0; i < results.size(); ++i) {
+      const BenchResult &r = results[i];
+      std::printf(
+          "  {\"model\": \"%s\", \"backend\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, "
+          "\"gen_tokens\": %u, \"reps\": %u, \"batch_size\": %u, \"kv\": \"%s\", \"prompt_tokens_per_s\": %.3f, "
+          "\"prompt_tokens_per_s_stddev\": %.3f, \"decode_tokens_per_s\": %.3f, \"decode_tokens_per_s_stddev\": %.3f, "
+          "\"weight_bytes\": %llu, \"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f, "
+          "\"open_to_first_token_s\": %.4f}%s\n",
+          model_path.c_str(), backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.gen_tokens, reps, r.batch,
+          kv_name(kv), r.prompt_rate.mean, r.prompt_rate.stddev, r.decode_rate.mean, r.decode_rate.stddev,
+          static_cast<unsigned long long>(info.weight_bytes), r.arena_bytes,
+          r.decode_rate.mean * static_cast<double>(info.weight_bytes) / 1e9, r.first_token_s,
+          i + 1 < results.size() ? "," : "");
+    }
+    std::printf("]\n");
+  } else if (output == "csv") {
+    std::printf("model,backend,isa,threads,test,tokens_per_s,stddev\n");
+    for (const BenchResult &r : results) {
+      std::printf("%s,%s,%s,%u,pp%u,%.3f,%.3f\n", model_path.c_str(), backend_label, mote_isa_name(), r.threads,
+                  r.prompt_tokens, r.prompt_rate.mean, r.prompt_rate.stddev);
+      std::printf("%s,%s,%s,%u,tg%u,%.3f,%.3f\n", model_path.c_str(), backend_label, mote_isa_name(), r.threads,
+                  r.gen_tokens, r.decode_rate.mean, r.decode_rate.stddev);
+    }
+  } else {
+    std::printf("| model | weights | backend | isa | threads | test | t/s |\n");
+    std::printf("| --- | ---: | --- | --- | ---: | ---: | ---: |\n");
+    for (const BenchResult &r : results) {
+      std::printf("| %s | %.1f MB | %s | %s | %u | pp%u | %.1f ± %.1f |\n", model_path.c_str(), weight_mb,
+                  backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.prompt_rate.mean, r.prompt_rate.stddev);
+      std::printf("| %s | %.1f MB | %s | %s | %u | tg%u | %.1f ± %.1f |\n", model_path.c_str(), weight_mb,
+                  backend_label, mote_isa_name(), r.threads, r.gen_tokens, r.decode_rate.mean, r.decode_rate.stddev);
+    }
+    std::printf("\nmodel open to first token: %.3f s; decode reads %.2f GB/s of weights (first row)\n",
+                results.front().first_token_s, results.front().decode_rate.mean * info.weight_bytes / 1e9);
+  }
+}
+
 }  // namespace
 
 int command_bench(int argc, char **argv) {
@@ -125,85 +209,20 @@ int command_bench(int argc, char **argv) {
         session_options.batch_size = batch;
         session_options.kv_dtype = kv.dtype;
         session_options.backend = backend;
-        auto holder = open_session(loaded->model, session_options, &error);
-        if (!holder) return report("bench", error, kExitError);
-        mote_session *session = &holder->session;
-        const std::vector<int32_t> prompt = bench_prompt(info, p);
         BenchResult result;
         result.threads = t;
         result.prompt_tokens = p;
         result.gen_tokens = n;
         result.batch = batch;
-        result.arena_bytes = holder->arena_bytes;
-        std::vector<double> prompt_rates, decode_rates;
-        for (uint32_t r = 0; r < reps; ++r) {
-          mote_session_reset(session);
-          const double t0 = now_seconds();
-          if (mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK)
-            return report("bench", mote_session_error(session), kExitError);
-          const double t1 = now_seconds();
-          if (r == 0) result.first_token_s = t1 - open_start;
-          const float *logits = mote_logits(session);
-          for (uint32_t i = 0; i < n; ++i) {
-            // Greedy without the sampler, so decode time is the forward pass alone.
-            const int32_t next = static_cast<int32_t>(std::max_element(logits, logits + info.vocab_size) - logits);
-            if (mote_decode(session, next, &logits) != MOTE_OK)
-              return report("bench", mote_session_error(session), kExitError);
-          }
-          const double t2 = now_seconds();
-          prompt_rates.push_back(p / (t1 - t0));
-          decode_rates.push_back(n / (t2 - t1));
-        }
-        result.prompt_rate = spread(prompt_rates);
-        result.decode_rate = spread(decode_rates);
+        if (!measure(loaded->model, info, session_options, reps, open_start, &result, &error))
+          return report("bench", error, kExitError);
         results.push_back(result);
       }
     }
   }
 
   loaded->exit_if_changed();  // rates measured on a model written in place would mislead
-  const char *backend_label = mote_backend_name(backend);
-  const double weight_mb = info.weight_bytes / 1e6;
-  if (output == "json") {
-    std::printf("[\n");
-    for (size_t i = 0; i < results.size(); ++i) {
-      const BenchResult &r = results[i];
-      std::printf(
-          "  {\"model\": \"%s\", \"backend\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, "
-          "\"gen_tokens\": %u, \"reps\": %u, \"batch_size\": %u, \"kv\": \"%s\", \"prompt_tokens_per_s\": %.3f, "
-          "\"prompt_tokens_per_s_stddev\": %.3f, \"decode_tokens_per_s\": %.3f, \"decode_tokens_per_s_stddev\": %.3f, "
-          "\"weight_bytes\": %llu, \"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f, "
-          "\"open_to_first_token_s\": %.4f}%s\n",
-          model_path.c_str(), backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.gen_tokens, reps, r.batch,
-          kv.dtype == MOTE_KV_F32   ? "f32"
-          : kv.dtype == MOTE_KV_F16 ? "f16"
-                                    : "q8_0",
-          r.prompt_rate.mean, r.prompt_rate.stddev, r.decode_rate.mean, r.decode_rate.stddev,
-          static_cast<unsigned long long>(info.weight_bytes), r.arena_bytes,
-          r.decode_rate.mean * static_cast<double>(info.weight_bytes) / 1e9, r.first_token_s,
-          i + 1 < results.size() ? "," : "");
-    }
-    std::printf("]\n");
-  } else if (output == "csv") {
-    std::printf("model,backend,isa,threads,test,tokens_per_s,stddev\n");
-    for (const BenchResult &r : results) {
-      std::printf("%s,%s,%s,%u,pp%u,%.3f,%.3f\n", model_path.c_str(), backend_label, mote_isa_name(), r.threads,
-                  r.prompt_tokens, r.prompt_rate.mean, r.prompt_rate.stddev);
-      std::printf("%s,%s,%s,%u,tg%u,%.3f,%.3f\n", model_path.c_str(), backend_label, mote_isa_name(), r.threads,
-                  r.gen_tokens, r.decode_rate.mean, r.decode_rate.stddev);
-    }
-  } else {
-    std::printf("| model | weights | backend | isa | threads | test | t/s |\n");
-    std::printf("| --- | ---: | --- | --- | ---: | ---: | ---: |\n");
-    for (const BenchResult &r : results) {
-      std::printf("| %s | %.1f MB | %s | %s | %u | pp%u | %.1f ± %.1f |\n", model_path.c_str(), weight_mb,
-                  backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.prompt_rate.mean, r.prompt_rate.stddev);
-      std::printf("| %s | %.1f MB | %s | %s | %u | tg%u | %.1f ± %.1f |\n", model_path.c_str(), weight_mb,
-                  backend_label, mote_isa_name(), r.threads, r.gen_tokens, r.decode_rate.mean, r.decode_rate.stddev);
-    }
-    std::printf("\nmodel open to first token: %.3f s; decode reads %.2f GB/s of weights (first row)\n",
-                results.front().first_token_s, results.front().decode_rate.mean * info.weight_bytes / 1e9);
-  }
+  print_results(output, model_path, backend, info, kv.dtype, reps, results);
   return 0;
 }
 

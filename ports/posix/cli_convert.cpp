@@ -44,8 +44,8 @@ int command_convert(int argc, char **argv) {
           {"--tokenizer", Option::kString, &request.tokenizer, "FILE", "a llama2.c checkpoint's tokenizer.bin"},
           {"--dtype", Option::kString, &request.dtype, "TYPE", dtype_help.c_str(), nullptr,
            "GGUF: as stored; Hugging Face: f16; llama2.c: f32"},
-          {"--rope", Option::kString, &request.rope, "LAYOUT", "a llama2.c checkpoint's RoPE pairs: interleaved or split",
-           nullptr, "interleaved"},
+          {"--rope", Option::kString, &request.rope, "LAYOUT",
+           "a llama2.c checkpoint's RoPE pairs: interleaved or split", nullptr, "interleaved"},
           {"--layout", Option::kString, &request.layout, "LAYOUT", "quantized blocks: interleaved or gguf", nullptr,
            "interleaved"},
       }};

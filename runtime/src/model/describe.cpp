@@ -54,12 +54,18 @@ uint32_t block_flags(const format::BlockSpec &spec) {
     bool set;
     uint32_t bit;
   } kBits[] = {
-      {spec.norm_bias, MOTE_BLOCK_NORM_BIAS},         {spec.post_norm, MOTE_BLOCK_POST_NORM},
-      {spec.tied_embeddings, MOTE_BLOCK_TIED_EMBEDDINGS}, {spec.gated_ffn, MOTE_BLOCK_GATED_FFN},
-      {spec.fused_gate_up, MOTE_BLOCK_FUSED_GATE_UP}, {spec.fused_qkv, MOTE_BLOCK_FUSED_QKV},
-      {spec.qkv_bias, MOTE_BLOCK_QKV_BIAS},           {spec.output_bias, MOTE_BLOCK_OUTPUT_BIAS},
-      {spec.ffn_bias, MOTE_BLOCK_FFN_BIAS},           {spec.qk_norm, MOTE_BLOCK_QK_NORM},
-      {spec.sandwich_norm, MOTE_BLOCK_SANDWICH_NORM}, {spec.embed_scale, MOTE_BLOCK_EMBED_SCALE},
+      {spec.norm_bias, MOTE_BLOCK_NORM_BIAS},
+      {spec.post_norm, MOTE_BLOCK_POST_NORM},
+      {spec.tied_embeddings, MOTE_BLOCK_TIED_EMBEDDINGS},
+      {spec.gated_ffn, MOTE_BLOCK_GATED_FFN},
+      {spec.fused_gate_up, MOTE_BLOCK_FUSED_GATE_UP},
+      {spec.fused_qkv, MOTE_BLOCK_FUSED_QKV},
+      {spec.qkv_bias, MOTE_BLOCK_QKV_BIAS},
+      {spec.output_bias, MOTE_BLOCK_OUTPUT_BIAS},
+      {spec.ffn_bias, MOTE_BLOCK_FFN_BIAS},
+      {spec.qk_norm, MOTE_BLOCK_QK_NORM},
+      {spec.sandwich_norm, MOTE_BLOCK_SANDWICH_NORM},
+      {spec.embed_scale, MOTE_BLOCK_EMBED_SCALE},
       {spec.rope_factors, MOTE_BLOCK_ROPE_FACTORS},
   };
   uint32_t flags = 0;
