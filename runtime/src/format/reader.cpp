@@ -240,21 +240,16 @@ Status check_merges(const TokenizerHeader &h, const uint8_t *base, uint64_t size
   return MOTE_OK;
 }
 
-Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSink err) {
-  if (offset % kAlignment != 0 || !fits(offset, size, view->size) || size < sizeof(TokenizerHeader)) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer section [%llu, +%llu) is misaligned, too small or past the end",
-                static_cast<unsigned long long>(offset), static_cast<unsigned long long>(size));
-  }
-  const uint8_t *base = view->bytes + offset;
-  TokenizerHeader h;
-  std::memcpy(&h, base, sizeof h);
+// The header's fields: known kind, flags, pre-tokenizer and template, special ids in range and
+// equal to the config's.
+Status check_tokenizer_header(const TokenizerHeader &h, const ModelConfig &config, ErrorSink err) {
   if (h.kind != static_cast<uint32_t>(TokenizerKind::sentencepiece_bpe) &&
       h.kind != static_cast<uint32_t>(TokenizerKind::byte_level_bpe)) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown tokenizer kind %u", static_cast<unsigned>(h.kind));
   }
-  if (h.n_tokens != view->config.vocab_size) {
+  if (h.n_tokens != config.vocab_size) {
     return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer has %u tokens but the vocabulary size is %u",
-                static_cast<unsigned>(h.n_tokens), static_cast<unsigned>(view->config.vocab_size));
+                static_cast<unsigned>(h.n_tokens), static_cast<unsigned>(config.vocab_size));
   }
   if ((h.flags & ~(kTokAddSpacePrefix | kTokAddBos | kTokNoDigitSplit | kTokPreTokenizer)) != 0) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown tokenizer flags 0x%x", static_cast<unsigned>(h.flags));
@@ -278,10 +273,10 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
   if (h.chat_template >= kChatTemplateCount) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown chat template %u", static_cast<unsigned>(h.chat_template));
   }
-  if (h.bos_id != view->config.bos_id || h.eos_id != view->config.eos_id) {
+  if (h.bos_id != config.bos_id || h.eos_id != config.eos_id) {
     return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer bos/eos ids %d/%d disagree with the config's %d/%d",
-                static_cast<int>(h.bos_id), static_cast<int>(h.eos_id), static_cast<int>(view->config.bos_id),
-                static_cast<int>(view->config.eos_id));
+                static_cast<int>(h.bos_id), static_cast<int>(h.eos_id), static_cast<int>(config.bos_id),
+                static_cast<int>(config.eos_id));
   }
   const int64_t n = h.n_tokens;
   if (h.bos_id < -1 || h.bos_id >= n || h.eos_id < -1 || h.eos_id >= n || h.unk_id < -1 || h.unk_id >= n) {
@@ -289,6 +284,12 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
                 static_cast<int>(h.bos_id), static_cast<int>(h.eos_id), static_cast<int>(h.unk_id),
                 static_cast<unsigned>(h.n_tokens));
   }
+  return MOTE_OK;
+}
+
+// The tables inside the section [base, base + size): aligned and in bounds, piece offsets
+// ascending and short, token types known, scores finite.
+Status check_tokenizer_tables(const TokenizerHeader &h, const uint8_t *base, uint64_t size, ErrorSink err) {
   struct Table {
     const char *name;
     uint64_t offset, bytes;
@@ -337,25 +338,15 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
       return fail(err, MOTE_ERR_BAD_MODEL, "token %u has a non-finite score", static_cast<unsigned>(i));
     }
   }
-  TokenizerView &tok = view->tokenizer;
-  tok.n_tokens = h.n_tokens;
-  tok.piece_offsets = reinterpret_cast<const uint32_t *>(offsets);
-  tok.piece_bytes = reinterpret_cast<const char *>(base + h.piece_bytes_offset);
-  tok.scores = reinterpret_cast<const float *>(base + h.scores_offset);
-  tok.types = types;
-  tok.sorted_ids = reinterpret_cast<const uint32_t *>(base + h.sorted_ids_offset);
-  tok.bos_id = h.bos_id;
-  tok.eos_id = h.eos_id;
-  tok.unk_id = h.unk_id;
-  tok.add_space_prefix = (h.flags & kTokAddSpacePrefix) != 0;
-  tok.add_bos = (h.flags & kTokAddBos) != 0;
-  tok.split_digits = (h.flags & kTokNoDigitSplit) == 0;
-  tok.pre_tokenizer = h.pre_tokenizer;
-  // Strictly ascending (bytes, id) with every id in range proves sorted_ids is a permutation,
-  // which binary search relies on.
-  for (uint32_t i = 0; i < h.n_tokens; ++i) {
+  return MOTE_OK;
+}
+
+// Strictly ascending (bytes, id) with every id in range proves sorted_ids is a permutation,
+// which binary search relies on.
+Status check_sorted_ids(const TokenizerView &tok, ErrorSink err) {
+  for (uint32_t i = 0; i < tok.n_tokens; ++i) {
     const uint32_t id = tok.sorted_ids[i];
-    if (id >= h.n_tokens) {
+    if (id >= tok.n_tokens) {
       return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer sorted index entry %u is id %u, outside the vocabulary",
                   static_cast<unsigned>(i), static_cast<unsigned>(id));
     }
@@ -368,9 +359,39 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
       }
     }
   }
+  return MOTE_OK;
+}
+
+Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSink err) {
+  if (offset % kAlignment != 0 || !fits(offset, size, view->size) || size < sizeof(TokenizerHeader)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer section [%llu, +%llu) is misaligned, too small or past the end",
+                static_cast<unsigned long long>(offset), static_cast<unsigned long long>(size));
+  }
+  const uint8_t *base = view->bytes + offset;
+  TokenizerHeader h;
+  std::memcpy(&h, base, sizeof h);
+  Status status = check_tokenizer_header(h, view->config, err);
+  if (status == MOTE_OK) status = check_tokenizer_tables(h, base, size, err);
+  if (status != MOTE_OK) return status;
+  TokenizerView &tok = view->tokenizer;
+  tok.n_tokens = h.n_tokens;
+  tok.piece_offsets = reinterpret_cast<const uint32_t *>(base + h.piece_offsets_offset);
+  tok.piece_bytes = reinterpret_cast<const char *>(base + h.piece_bytes_offset);
+  tok.scores = reinterpret_cast<const float *>(base + h.scores_offset);
+  tok.types = base + h.types_offset;
+  tok.sorted_ids = reinterpret_cast<const uint32_t *>(base + h.sorted_ids_offset);
+  tok.bos_id = h.bos_id;
+  tok.eos_id = h.eos_id;
+  tok.unk_id = h.unk_id;
+  tok.add_space_prefix = (h.flags & kTokAddSpacePrefix) != 0;
+  tok.add_bos = (h.flags & kTokAddBos) != 0;
+  tok.split_digits = (h.flags & kTokNoDigitSplit) == 0;
+  tok.pre_tokenizer = h.pre_tokenizer;
+  status = check_sorted_ids(tok, err);
+  if (status != MOTE_OK) return status;
   tok.kind = h.kind;
   if (h.kind == static_cast<uint32_t>(TokenizerKind::byte_level_bpe)) {
-    const Status status = check_merges(h, base, size, &tok, err);
+    status = check_merges(h, base, size, &tok, err);
     if (status != MOTE_OK) return status;
   }
   view->tokenizer_kind = h.kind;
@@ -402,19 +423,10 @@ const TensorEntry *find_tensor(const ModelView &view, Role role, uint32_t layer)
   return nullptr;
 }
 
-Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err) {
-  *view = ModelView{};
-  if (bytes == nullptr) return fail(err, MOTE_ERR_INVALID_ARGUMENT, "model bytes are null");
-  if (n < sizeof(FileHeader)) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "file is %llu bytes, shorter than the %u-byte header",
-                static_cast<unsigned long long>(n), static_cast<unsigned>(sizeof(FileHeader)));
-  }
-  if (reinterpret_cast<uintptr_t>(bytes) % kAlignment != 0) {
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "model bytes must be %u-byte aligned (mmap them or align the buffer)",
-                static_cast<unsigned>(kAlignment));
-  }
-  FileHeader h;
-  std::memcpy(&h, bytes, sizeof h);
+namespace {
+
+// The file header against the bytes given: magic, version, section sizes, file size, checksum.
+Status check_file_header(const FileHeader &h, const uint8_t *bytes, size_t n, ErrorSink err) {
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) {
     return fail(err, MOTE_ERR_BAD_MODEL, "bad magic: not a .mote file (it starts with %02x %02x %02x %02x)", h.magic[0],
                 h.magic[1], h.magic[2], h.magic[3]);
@@ -444,35 +456,16 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
     return fail(err, MOTE_ERR_BAD_MODEL, "payload checksum %016llx does not match the header's %016llx (corrupt file)",
                 static_cast<unsigned long long>(checksum), static_cast<unsigned long long>(h.payload_checksum));
   }
-  view->bytes = bytes;
-  view->size = n;
+  return MOTE_OK;
+}
 
-  if (h.config_offset % kAlignment != 0 || !fits(h.config_offset, sizeof(ModelConfig), n)) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "config at byte %llu is misaligned or past the end of the file",
-                static_cast<unsigned long long>(h.config_offset));
-  }
-  std::memcpy(&view->config, bytes + h.config_offset, sizeof(ModelConfig));
-  Status status = check_config(view->config, err);
-  if (status != MOTE_OK) return status;
-
-  if (h.tensor_count > 4096) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "tensor count %u is too large (at most 4096)",
-                static_cast<unsigned>(h.tensor_count));
-  }
-  const uint64_t table_bytes = static_cast<uint64_t>(h.tensor_count) * sizeof(TensorEntry);
-  if (h.tensor_table_offset % kAlignment != 0 || !fits(h.tensor_table_offset, table_bytes, n)) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "tensor table [%llu, +%llu) is misaligned or past the end of the file",
-                static_cast<unsigned long long>(h.tensor_table_offset), static_cast<unsigned long long>(table_bytes));
-  }
-  if (h.data_offset % kAlignment != 0 || h.data_offset < sizeof(FileHeader) || !fits(h.data_offset, h.data_size, n)) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "data section [%llu, +%llu) is misaligned or past the end of the file",
-                static_cast<unsigned long long>(h.data_offset), static_cast<unsigned long long>(h.data_size));
-  }
-  view->tensors = reinterpret_cast<const TensorEntry *>(bytes + h.tensor_table_offset);
+// Each tensor entry (bounds, dtype, shape: check_tensor), no (role, layer) twice.
+Status check_tensor_table(ModelView *view, const FileHeader &h, ErrorSink err) {
+  view->tensors = reinterpret_cast<const TensorEntry *>(view->bytes + h.tensor_table_offset);
   view->n_tensors = h.tensor_count;
   for (uint32_t i = 0; i < h.tensor_count; ++i) {
     const TensorEntry &t = view->tensors[i];
-    status = check_tensor(*view, t, h.data_offset, h.data_offset + h.data_size, err);
+    const Status status = check_tensor(*view, t, h.data_offset, h.data_offset + h.data_size, err);
     if (status != MOTE_OK) return status;
     for (uint32_t j = 0; j < i; ++j) {
       if (view->tensors[j].role == t.role && view->tensors[j].layer == t.layer) {
@@ -483,8 +476,12 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
     }
     view->weight_bytes += t.size;
   }
-  // Every tensor the block spec needs must be present, and no other (the classifier only when
-  // untied, biases only when the config has them).
+  return MOTE_OK;
+}
+
+// Every tensor the block spec needs must be present, and no other (the classifier only when
+// untied, biases only when the config has them).
+Status check_tensor_roles(const ModelView *view, ErrorSink err) {
   const BlockSpec spec = block_spec(view->config);
   for (uint32_t role = 1; role < kRoleCount; ++role) {
     const Role r = static_cast<Role>(role);
@@ -501,7 +498,7 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
       }
     }
   }
-  for (uint32_t i = 0; i < h.tensor_count; ++i) {  // then any the spec has no use for
+  for (uint32_t i = 0; i < view->n_tensors; ++i) {  // then any the spec has no use for
     const TensorEntry &t = view->tensors[i];
     if (!role_needed(spec, static_cast<Role>(t.role))) {
       char name[48];
@@ -513,12 +510,16 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
                   name);
     }
   }
-  // RoPE factors divide frequencies: a zero, negative or non-finite one would rotate by NaN.
-  // (A handful of floats, so checked at load, unlike the weights.)
+  return MOTE_OK;
+}
+
+// RoPE factors divide frequencies: a zero, negative or non-finite one would rotate by NaN.
+// (A handful of floats, so checked at load, unlike the weights.)
+Status check_rope_factors(const ModelView *view, ErrorSink err) {
   if (const TensorEntry *factors = find_tensor(*view, Role::rope_freqs, kNoLayer)) {
     for (uint32_t i = 0; i < factors->shape[0]; ++i) {
       float f;
-      std::memcpy(&f, bytes + factors->offset + 4ull * i, sizeof f);
+      std::memcpy(&f, view->bytes + factors->offset + 4ull * i, sizeof f);
       if (!(std::isfinite(f) && f > 0.0f)) {
         char number[40];
         return fail(err, MOTE_ERR_BAD_MODEL,
@@ -527,6 +528,53 @@ Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err
       }
     }
   }
+  return MOTE_OK;
+}
+
+}  // namespace
+
+Status open_model(const uint8_t *bytes, size_t n, ModelView *view, ErrorSink err) {
+  *view = ModelView{};
+  if (bytes == nullptr) return fail(err, MOTE_ERR_INVALID_ARGUMENT, "model bytes are null");
+  if (n < sizeof(FileHeader)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "file is %llu bytes, shorter than the %u-byte header",
+                static_cast<unsigned long long>(n), static_cast<unsigned>(sizeof(FileHeader)));
+  }
+  if (reinterpret_cast<uintptr_t>(bytes) % kAlignment != 0) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "model bytes must be %u-byte aligned (mmap them or align the buffer)",
+                static_cast<unsigned>(kAlignment));
+  }
+  FileHeader h;
+  std::memcpy(&h, bytes, sizeof h);
+  Status status = check_file_header(h, bytes, n, err);
+  if (status != MOTE_OK) return status;
+  view->bytes = bytes;
+  view->size = n;
+  if (h.config_offset % kAlignment != 0 || !fits(h.config_offset, sizeof(ModelConfig), n)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "config at byte %llu is misaligned or past the end of the file",
+                static_cast<unsigned long long>(h.config_offset));
+  }
+  std::memcpy(&view->config, bytes + h.config_offset, sizeof(ModelConfig));
+  status = check_config(view->config, err);
+  if (status != MOTE_OK) return status;
+
+  if (h.tensor_count > 4096) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor count %u is too large (at most 4096)",
+                static_cast<unsigned>(h.tensor_count));
+  }
+  const uint64_t table_bytes = static_cast<uint64_t>(h.tensor_count) * sizeof(TensorEntry);
+  if (h.tensor_table_offset % kAlignment != 0 || !fits(h.tensor_table_offset, table_bytes, n)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tensor table [%llu, +%llu) is misaligned or past the end of the file",
+                static_cast<unsigned long long>(h.tensor_table_offset), static_cast<unsigned long long>(table_bytes));
+  }
+  if (h.data_offset % kAlignment != 0 || h.data_offset < sizeof(FileHeader) || !fits(h.data_offset, h.data_size, n)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "data section [%llu, +%llu) is misaligned or past the end of the file",
+                static_cast<unsigned long long>(h.data_offset), static_cast<unsigned long long>(h.data_size));
+  }
+  status = check_tensor_table(view, h, err);
+  if (status == MOTE_OK) status = check_tensor_roles(view, err);
+  if (status == MOTE_OK) status = check_rope_factors(view, err);
+  if (status != MOTE_OK) return status;
   return check_tokenizer(view, h.tokenizer_offset, h.tokenizer_size, err);
 }
 
