@@ -79,12 +79,6 @@ Status device_fail(ErrorSink err, cudaError_t e, const char *what) {
     if (e_ != cudaSuccess) return device_fail(err, e_, (what)); \
   } while (0)
 
-const Model *model_of(const mote_model *m) {
-  if (m == nullptr) return nullptr;
-  const Model *model = reinterpret_cast<const Model *>(m->opaque_);
-  return model->tag == kModelTag ? model : nullptr;
-}
-
 CudaSession *state_of(const Session &s) { return static_cast<CudaSession *>(s.backend_state); }
 
 // The file's tensor region: [*begin, *end) covers every tensor.
