@@ -169,8 +169,7 @@ format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::opti
   }
   format::DType blocks = requested ? *requested : same_layout_dtype(ggml_type).value_or(format::DType::f16);
   // As llama-quantize does: 4-bit requests keep the token embedding and the classifier in 8 bits.
-  // The classifier's errors reach every logit: SmolLM2 re-quantized from its Q4_1 GGUF scored
-  // +25% perplexity over f16 on a GPL-3 slice with a q4_0 classifier, +18% with a q8_0 one.
+  // The classifier's errors reach every logit (the perplexity cost: bench/README.md, "Tuning decisions").
   // "4-bit" is any block type below 8 bits a value (q4_0's 4.5, q4_1's 5).
   const bool embedding_or_classifier = slot.role == format::Role::token_embedding || slot.role == format::Role::output;
   const format::DTypeTraits &row = format::traits_of(blocks);

@@ -203,8 +203,8 @@ struct BlockPairs : Rows16<Arch> {
   using Acc = __m256;
   static constexpr size_t kBlocks = 2;
   // kGroups stays Rows16's 2: prefetch_ahead then also asks for the next group's bytes at the
-  // same offset, a whole group further ahead. bench_matvec q8_0x8 49152x576 (weights streamed)
-  // read 36-39 GB/s so and 24-28 GB/s with one group's prefetch (interleaved runs, busy VM).
+  // same offset, a whole group further ahead, which streams faster than one group's prefetch
+  // (bench/README.md, "Tuning decisions").
   // Quad k of activation blocks b and b + 1 (32 bytes on): the 4 bytes at q and at q + 32.
   static Ints quad(const int8_t *q) {
     const Ints pair = _mm512_maskz_loadu_epi32(0x0101, q);
@@ -407,8 +407,8 @@ inline void interleaved_rest(float *out, size_t out_stride, const Block *group, 
 
 // Whether a tile of n tokens reads two groups side by side (Rows16, where AVX-512 has it). Not
 // when decoding: one token's pass streams the weights from memory, and two streams side by side
-// decoded slower than one (SmolLM2 Q4_K_M, mote bench -t 1 -n 64: 58 vs 83 tok/s, interleaved
-// runs) although the kernel is 1.5x faster on weights in L2; prefill reuses each block n times.
+// decoded slower than one although the kernel is faster on weights in L2 (bench/README.md, "Tuning decisions");
+// prefill reuses each block n times.
 template <class Arch>
 inline bool two_groups_per_tile(size_t n) {
   return n > 1;

@@ -68,9 +68,7 @@ inline void dot_4_rows(float *out, const Weight *w, size_t row_stride, const flo
   Batch acc[4] = {Batch(0.0f), Batch(0.0f), Batch(0.0f), Batch(0.0f)};
   // Four rows are four short streams (a row of 576 halves is 18 cache lines), too short for the
   // hardware prefetcher to ramp up: ask for the rows 8 rows below, into L2 (prefetcht2 on x86),
-  // at the pace these are read. Decode, interleaved A/B: f16 +9-17% at 2 threads; f32 +3-11%
-  // at 1 thread (to this VM's single-core read limit), +2% at 2. 4 rows ahead into L1 gave f16
-  // half of that and f32 nothing; 16 rows ahead, less at 2 threads.
+  // at the pace these are read. 8 rows into L2 beat 4 into L1 and 16 into L2 (bench/README.md, "Tuning decisions").
   const char *ahead_block = reinterpret_cast<const char *>(w + 8 * row_stride);
   constexpr size_t kStepBytes = 4 * width * sizeof(Weight);
   for (size_t c = 0; c < simd_end; c += width) {

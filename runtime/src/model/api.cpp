@@ -21,9 +21,9 @@ static_assert(alignof(Model) <= alignof(mote_model), "mote_model must be aligned
 namespace {
 
 // Prompt tokens per pass over the weights by default. Float prefill streams every weight from
-// memory once per batch: at 16 tokens that bound f32 prefill (SmolLM2-135M: 538 MB a pass); 64
-// makes the products compute-bound (+25-40% f32, less for f16) for ~23 KB of arena per token of
-// SmolLM2, and its activations (64 x 1536 floats) still fit a 512 KB L2.
+// memory once per batch: small batches are bound by that read, 64 makes the products
+// compute-bound for a modest arena, and its activations still fit a 512 KB L2 (figures:
+// bench/README.md, "Tuning decisions").
 constexpr uint32_t kDefaultBatchSize = 64;
 
 // Every flag bit mote_tokenize and mote_chat_tokenize define; any other is refused.

@@ -39,14 +39,13 @@ constexpr size_t kMinPassWork = 256 * 1024;
 // Prefill passes (one per prompt: nothing to amortize over, nothing to probe) start threads only
 // for at least this much work in all: waking a parked helper, or creating it on the first pass,
 // costs tens of microseconds on a bare machine and up to milliseconds in a VM whose idle vCPU
-// the host has descheduled, and the pass waits for it at the end (measured: aidreams260K's
-// 32-token prompt, ~8M multiply-adds, 0.6 ms on one thread, 3-13 ms when it woke a helper).
+// the host has descheduled, and the pass waits for it at the end (bench/README.md, "Tuning decisions").
 constexpr size_t kMinPrefillWork = 64u << 20;
 constexpr size_t kChunkWork = 24 * 1024;
 // A prefill chunk holds at least this many bytes of weight rows: each thread then streams long
 // runs of its own rows. (Chunks of kChunkWork are a kernel tile's dozen rows there, alternating
 // between the threads, and a tile's prefetch past its chunk's end fetches rows the other thread
-// computes; measured at 2 threads: f16 pp512 531 -> 605 tok/s, f32 532 -> 570.)
+// computes: bench/README.md, "Tuning decisions".)
 constexpr size_t kPrefillChunkBytes = 128 * 1024;
 // One decoding pass in this many runs the other way (serial or parallel) to see which is
 // faster now; each probe that loses doubles the interval (a parallel probe on a busy machine
