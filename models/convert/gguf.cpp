@@ -284,36 +284,39 @@ bool GgufFile::integers(const std::string &key, std::vector<int64_t> *out, std::
   return true;
 }
 
-bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *error) {
-  GgufFile &f = *out;
-  f = GgufFile{};
-  f.bytes = bytes;
-  f.size = n;
-  Reader r{bytes, n, 0, "the header", error};
-  if (n < 4 || std::memcmp(bytes, "GGUF", 4) != 0) {
+namespace {
+
+// Magic, version and the two counts, each bounded by what the rest of the file can hold.
+bool parse_header(Reader &r, GgufFile &f, uint64_t *tensor_count, uint64_t *kv_count) {
+  std::string *error = r.error;
+  if (f.size < 4 || std::memcmp(f.bytes, "GGUF", 4) != 0) {
     *error = "not a GGUF file: bad magic (the file does not start with 'GGUF')";
     return false;
   }
   r.pos = 4;
-  uint64_t tensor_count = 0, kv_count = 0;
   if (!r.read(&f.version)) return false;
   if (f.version != 2 && f.version != 3) {
     *error = "GGUF version " + num(f.version) + " is not supported (only versions 2 and 3)";
     return false;
   }
-  if (!r.read(&tensor_count) || !r.read(&kv_count)) return false;
+  if (!r.read(tensor_count) || !r.read(kv_count)) return false;
   // The smallest key takes 13 bytes (length, type, one byte) and the smallest tensor info 32
   // (name length, n_dims, one dim, type, offset): bound the counts before any allocation.
-  if (kv_count > r.remaining() / 13) {
-    *error =
-        "GGUF header claims " + num(kv_count) + " metadata keys, more than the file (" + num(n) + " bytes) can hold";
+  if (*kv_count > r.remaining() / 13) {
+    *error = "GGUF header claims " + num(*kv_count) + " metadata keys, more than the file (" + num(f.size) +
+             " bytes) can hold";
     return false;
   }
-  if (tensor_count > r.remaining() / 32) {
-    *error = "GGUF header claims " + num(tensor_count) + " tensors, more than the file (" + num(n) + " bytes) can hold";
+  if (*tensor_count > r.remaining() / 32) {
+    *error = "GGUF header claims " + num(*tensor_count) + " tensors, more than the file (" + num(f.size) +
+             " bytes) can hold";
     return false;
   }
+  return true;
+}
 
+bool parse_metadata(Reader &r, GgufFile &f, uint64_t kv_count) {
+  std::string *error = r.error;
   for (uint64_t i = 0; i < kv_count; ++i) {
     std::string key;
     r.context = "metadata key " + num(i);
@@ -334,75 +337,84 @@ bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *erro
     f.keys.push_back(key);
     f.values.emplace(std::move(key), std::move(value));
   }
+  return true;
+}
 
-  if (const GgufValue *a = f.find("general.alignment")) {
-    if (!a->is_integer()) {
-      *error = std::string("GGUF general.alignment has type ") + gguf_type_name(a->type) + ", expected an integer";
-      return false;
-    }
-    const bool negative =
-        (a->type == GgufType::i8 || a->type == GgufType::i16 || a->type == GgufType::i32 || a->type == GgufType::i64) &&
-        a->i < 0;
-    const uint64_t alignment = a->u != 0 ? a->u : static_cast<uint64_t>(a->i);
-    if (negative || !is_power_of_two(alignment) || alignment > kMaxAlignment) {
-      *error = "GGUF general.alignment " + (negative ? std::to_string(a->i) : num(alignment)) +
-               " is not a power of two in [1, " + num(kMaxAlignment) + "]";
-      return false;
-    }
-    f.alignment = alignment;
+// general.alignment, when present: a power of two up to kMaxAlignment.
+bool parse_alignment(GgufFile &f, std::string *error) {
+  const GgufValue *a = f.find("general.alignment");
+  if (a == nullptr) return true;
+  if (!a->is_integer()) {
+    *error = std::string("GGUF general.alignment has type ") + gguf_type_name(a->type) + ", expected an integer";
+    return false;
   }
-
-  f.tensors.reserve(static_cast<size_t>(tensor_count));
-  for (uint64_t i = 0; i < tensor_count; ++i) {
-    GgufTensorInfo t;
-    r.context = "tensor info " + num(i);
-    if (!r.string(&t.name)) return false;
-    const std::string name = "GGUF tensor '" + printable(t.name) + "'";
-    r.context = "tensor info " + num(i) + " ('" + printable(t.name) + "')";
-    if (f.tensor_index.count(t.name) != 0) {
-      *error = name + " appears twice";
-      return false;
-    }
-    if (!r.read(&t.n_dims)) return false;
-    if (t.n_dims < 1 || t.n_dims > 4) {
-      *error = name + " has " + num(t.n_dims) + " dimensions (1 to 4 allowed)";
-      return false;
-    }
-    t.n_elements = 1;
-    for (uint32_t d = 0; d < t.n_dims; ++d) {
-      if (!r.read(&t.dims[d])) return false;
-      if (t.dims[d] == 0) {
-        *error = name + " has a dimension of size 0";
-        return false;
-      }
-      if (t.dims[d] > kMaxElements / t.n_elements) {
-        *error = name + " has too many elements (the product of its dimensions overflows)";
-        return false;
-      }
-      t.n_elements *= t.dims[d];
-    }
-    if (!r.read(&t.type) || !r.read(&t.offset)) return false;
-    const GgmlTypeInfo *info = ggml_type_info(t.type);
-    if (info == nullptr) {
-      *error = name + " has unknown ggml type " + num(t.type);
-      return false;
-    }
-    if (t.dims[0] % info->block_elements != 0) {
-      *error = name + " rows of " + num(t.dims[0]) + " elements are not a whole number of " + info->name + " blocks (" +
-               num(info->block_elements) + " elements)";
-      return false;
-    }
-    if (t.offset % f.alignment != 0) {
-      *error = name + " offset " + num(t.offset) + " is not a multiple of the alignment (" + num(f.alignment) + ")";
-      return false;
-    }
-    t.n_bytes = t.n_elements / info->block_elements * info->block_bytes;  // < 2^56 * 292 / 1: fits
-    f.tensor_index.emplace(t.name, f.tensors.size());
-    f.tensors.push_back(std::move(t));
+  const bool negative =
+      (a->type == GgufType::i8 || a->type == GgufType::i16 || a->type == GgufType::i32 || a->type == GgufType::i64) &&
+      a->i < 0;
+  const uint64_t alignment = a->u != 0 ? a->u : static_cast<uint64_t>(a->i);
+  if (negative || !is_power_of_two(alignment) || alignment > kMaxAlignment) {
+    *error = "GGUF general.alignment " + (negative ? std::to_string(a->i) : num(alignment)) +
+             " is not a power of two in [1, " + num(kMaxAlignment) + "]";
+    return false;
   }
+  f.alignment = alignment;
+  return true;
+}
 
-  // The data section starts at the next multiple of the alignment after the tensor infos.
-  f.data_offset = (static_cast<uint64_t>(r.pos) + f.alignment - 1) / f.alignment * f.alignment;
+// One tensor info: name, dimensions (overflow-checked), ggml type, offset in the data section.
+bool parse_tensor_info(Reader &r, const GgufFile &f, uint64_t i, GgufTensorInfo *out) {
+  std::string *error = r.error;
+  GgufTensorInfo &t = *out;
+  r.context = "tensor info " + num(i);
+  if (!r.string(&t.name)) return false;
+  const std::string name = "GGUF tensor '" + printable(t.name) + "'";
+  r.context = "tensor info " + num(i) + " ('" + printable(t.name) + "')";
+  if (f.tensor_index.count(t.name) != 0) {
+    *error = name + " appears twice";
+    return false;
+  }
+  if (!r.read(&t.n_dims)) return false;
+  if (t.n_dims < 1 || t.n_dims > 4) {
+    *error = name + " has " + num(t.n_dims) + " dimensions (1 to 4 allowed)";
+    return false;
+  }
+  t.n_elements = 1;
+  for (uint32_t d = 0; d < t.n_dims; ++d) {
+    if (!r.read(&t.dims[d])) return false;
+    if (t.dims[d] == 0) {
+      *error = name + " has a dimension of size 0";
+      return false;
+    }
+    if (t.dims[d] > kMaxElements / t.n_elements) {
+      *error = name + " has too many elements (the product of its dimensions overflows)";
+      return false;
+    }
+    t.n_elements *= t.dims[d];
+  }
+  if (!r.read(&t.type) || !r.read(&t.offset)) return false;
+  const GgmlTypeInfo *info = ggml_type_info(t.type);
+  if (info == nullptr) {
+    *error = name + " has unknown ggml type " + num(t.type);
+    return false;
+  }
+  if (t.dims[0] % info->block_elements != 0) {
+    *error = name + " rows of " + num(t.dims[0]) + " elements are not a whole number of " + info->name + " blocks (" +
+             num(info->block_elements) + " elements)";
+    return false;
+  }
+  if (t.offset % f.alignment != 0) {
+    *error = name + " offset " + num(t.offset) + " is not a multiple of the alignment (" + num(f.alignment) + ")";
+    return false;
+  }
+  t.n_bytes = t.n_elements / info->block_elements * info->block_bytes;  // < 2^56 * 292 / 1: fits
+  return true;
+}
+
+// The data section starts at the next multiple of the alignment after the tensor infos; every
+// tensor's bytes must lie inside the file. Offsets become file offsets.
+bool place_tensor_data(GgufFile &f, size_t infos_end, std::string *error) {
+  const uint64_t n = f.size;
+  f.data_offset = (static_cast<uint64_t>(infos_end) + f.alignment - 1) / f.alignment * f.alignment;
   if (!f.tensors.empty() && f.data_offset > n) {
     *error =
         "GGUF data section starts at byte " + num(f.data_offset) + ", past the end of the file (" + num(n) + " bytes)";
@@ -418,6 +430,28 @@ bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *erro
     t.offset += f.data_offset;
   }
   return true;
+}
+
+}  // namespace
+
+bool parse_gguf(const uint8_t *bytes, size_t n, GgufFile *out, std::string *error) {
+  GgufFile &f = *out;
+  f = GgufFile{};
+  f.bytes = bytes;
+  f.size = n;
+  Reader r{bytes, n, 0, "the header", error};
+  uint64_t tensor_count = 0, kv_count = 0;
+  if (!parse_header(r, f, &tensor_count, &kv_count)) return false;
+  if (!parse_metadata(r, f, kv_count)) return false;
+  if (!parse_alignment(f, error)) return false;
+  f.tensors.reserve(static_cast<size_t>(tensor_count));
+  for (uint64_t i = 0; i < tensor_count; ++i) {
+    GgufTensorInfo t;
+    if (!parse_tensor_info(r, f, i, &t)) return false;
+    f.tensor_index.emplace(t.name, f.tensors.size());
+    f.tensors.push_back(std::move(t));
+  }
+  return place_tensor_data(f, r.pos, error);
 }
 
 bool is_gguf_file(const std::string &path) {

@@ -73,50 +73,25 @@ std::string token_text(const JsonValue *v) {
   return content != nullptr && content->is_string() ? content->text : "";
 }
 
-}  // namespace
+// The vocabulary as tokenizer.json numbers it: model.vocab, then added_tokens (which may restate
+// a vocabulary entry to mark it special).
+struct VocabTable {
+  std::vector<std::string> tokens;
+  std::vector<uint8_t> types;
+  std::vector<bool> filled;
+  explicit VocabTable(uint32_t vocab_size) : tokens(vocab_size), types(vocab_size, kTokenUnused), filled(vocab_size) {}
 
-bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenizer_config_json, uint32_t vocab_size,
-                  TokenizerData *tok, std::string *error) {
-  JsonValue json;
-  if (!parse_json(tokenizer_json.data(), tokenizer_json.size(), &json, error)) {
-    *error = "tokenizer.json: " + *error;
-    return false;
-  }
-  const JsonValue *model = json.get("model");
-  const JsonValue *type = model != nullptr ? model->get("type") : nullptr;
-  if (model == nullptr || model->kind != JsonValue::Kind::object) {
-    *error = "tokenizer.json has no model object";
-    return false;
-  }
-  if (type != nullptr && (!type->is_string() || type->text != "BPE")) {
-    *error = "tokenizer.json model type '" + (type->is_string() ? printable(type->text) : std::string("?")) +
-             "' is not supported (only byte-level BPE)";
-    return false;
-  }
-  if (!has_byte_level(json.get("pre_tokenizer"))) {
-    *error = "tokenizer.json has no ByteLevel pre-tokenizer: only byte-level BPE tokenizers are supported";
-    return false;
-  }
-  const JsonValue *vocab = model->get("vocab");
-  if (vocab == nullptr || vocab->kind != JsonValue::Kind::object) {
-    *error = "tokenizer.json model.vocab is not an object";
-    return false;
-  }
-  std::vector<std::string> tokens(vocab_size);
-  std::vector<uint8_t> types(vocab_size, kTokenUnused);
-  std::vector<bool> filled(vocab_size, false);
-  auto place = [&](const std::string &text, const JsonValue *id, uint8_t token_type, bool added) {
+  bool place(const std::string &text, const JsonValue *id, uint8_t token_type, bool added, std::string *error) {
     if (id == nullptr || id->kind != JsonValue::Kind::number || !id->integral || id->integer < 0) {
       *error = "tokenizer.json token '" + printable(text) + "' has no valid id";
       return false;
     }
-    if (id->integer >= static_cast<int64_t>(vocab_size)) {
+    if (id->integer >= static_cast<int64_t>(tokens.size())) {
       *error = "tokenizer.json token '" + printable(text) + "' has id " + std::to_string(id->integer) +
-               ", outside the model's vocabulary of " + num(vocab_size);
+               ", outside the model's vocabulary of " + num(tokens.size());
       return false;
     }
     const size_t i = static_cast<size_t>(id->integer);
-    // An added token may restate a vocabulary entry (same id, same text) to mark it special.
     if (filled[i] && !(added && tokens[i] == text)) {
       *error =
           "tokenizer.json gives id " + num(i) + " to both '" + printable(tokens[i]) + "' and '" + printable(text) + "'";
@@ -126,54 +101,133 @@ bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenize
     types[i] = token_type;
     filled[i] = true;
     return true;
-  };
-  for (const auto &member : vocab->members) {
-    if (!place(member.first, &member.second, kTokenNormal, false)) return false;
   }
-  if (const JsonValue *added = json.get("added_tokens"); added != nullptr && added->kind == JsonValue::Kind::array) {
-    for (const JsonValue &a : added->items) {
-      const JsonValue *content = a.get("content"), *special = a.get("special");
-      if (content == nullptr || !content->is_string()) {
-        *error = "tokenizer.json has an added token without content";
-        return false;
-      }
-      const bool is_special = special != nullptr && special->kind == JsonValue::Kind::boolean && special->boolean;
-      if (!place(content->text, a.get("id"), is_special ? kTokenControl : kTokenUserDefined, true)) return false;
-    }
-  }
-  std::vector<std::pair<std::string, std::string>> merges;
-  if (const JsonValue *list = model->get("merges"); list != nullptr && list->kind == JsonValue::Kind::array) {
-    merges.reserve(list->items.size());
-    for (size_t i = 0; i < list->items.size(); ++i) {
-      const JsonValue &m = list->items[i];
-      if (m.is_string()) {  // "A B" (tokenizers < 0.20)
-        const size_t space = m.text.find(' ');
-        if (space == std::string::npos || m.text.find(' ', space + 1) != std::string::npos) {
-          *error =
-              "tokenizer.json merge " + num(i) + " '" + printable(m.text) + "' is not two tokens split by one space";
-          return false;
-        }
-        merges.emplace_back(m.text.substr(0, space), m.text.substr(space + 1));
-      } else if (m.kind == JsonValue::Kind::array && m.items.size() == 2 && m.items[0].is_string() &&
-                 m.items[1].is_string()) {  // ["A", "B"] (tokenizers >= 0.20)
-        merges.emplace_back(m.items[0].text, m.items[1].text);
-      } else {
-        *error = "tokenizer.json merge " + num(i) + " is neither \"A B\" nor [\"A\", \"B\"]";
-        return false;
-      }
-    }
-  }
-  const int32_t keep_bos = tok->bos_id, keep_eos = tok->eos_id;
-  if (!build_byte_level_vocab(tokens, types, merges, "tokenizer.json", tok, error)) return false;
-  auto find_id = [&](const std::string &text) -> int32_t {
+
+  int32_t find_id(const std::string &text) const {
     if (text.empty()) return -1;
     for (size_t i = 0; i < tokens.size(); ++i) {
       if (filled[i] && tokens[i] == text) return static_cast<int32_t>(i);
     }
     return -1;
-  };
+  }
+};
+
+// The model object of a byte-level BPE tokenizer.json, or null with the reason in *error.
+const JsonValue *byte_level_bpe_model(const JsonValue &json, std::string *error) {
+  const JsonValue *model = json.get("model");
+  const JsonValue *type = model != nullptr ? model->get("type") : nullptr;
+  if (model == nullptr || model->kind != JsonValue::Kind::object) {
+    *error = "tokenizer.json has no model object";
+    return nullptr;
+  }
+  if (type != nullptr && (!type->is_string() || type->text != "BPE")) {
+    *error = "tokenizer.json model type '" + (type->is_string() ? printable(type->text) : std::string("?")) +
+             "' is not supported (only byte-level BPE)";
+    return nullptr;
+  }
+  if (!has_byte_level(json.get("pre_tokenizer"))) {
+    *error = "tokenizer.json has no ByteLevel pre-tokenizer: only byte-level BPE tokenizers are supported";
+    return nullptr;
+  }
+  return model;
+}
+
+bool read_vocabulary(const JsonValue &json, const JsonValue &model, VocabTable *table, std::string *error) {
+  const JsonValue *vocab = model.get("vocab");
+  if (vocab == nullptr || vocab->kind != JsonValue::Kind::object) {
+    *error = "tokenizer.json model.vocab is not an object";
+    return false;
+  }
+  for (const auto &member : vocab->members) {
+    if (!table->place(member.first, &member.second, kTokenNormal, false, error)) return false;
+  }
+  const JsonValue *added = json.get("added_tokens");
+  if (added == nullptr || added->kind != JsonValue::Kind::array) return true;
+  for (const JsonValue &a : added->items) {
+    const JsonValue *content = a.get("content"), *special = a.get("special");
+    if (content == nullptr || !content->is_string()) {
+      *error = "tokenizer.json has an added token without content";
+      return false;
+    }
+    const bool is_special = special != nullptr && special->kind == JsonValue::Kind::boolean && special->boolean;
+    if (!table->place(content->text, a.get("id"), is_special ? kTokenControl : kTokenUserDefined, true, error))
+      return false;
+  }
+  return true;
+}
+
+// model.merges: "A B" strings (tokenizers < 0.20) or ["A", "B"] pairs (>= 0.20).
+bool read_merges(const JsonValue &model, std::vector<std::pair<std::string, std::string>> *merges, std::string *error) {
+  const JsonValue *list = model.get("merges");
+  if (list == nullptr || list->kind != JsonValue::Kind::array) return true;
+  merges->reserve(list->items.size());
+  for (size_t i = 0; i < list->items.size(); ++i) {
+    const JsonValue &m = list->items[i];
+    if (m.is_string()) {
+      const size_t space = m.text.find(' ');
+      if (space == std::string::npos || m.text.find(' ', space + 1) != std::string::npos) {
+        *error = "tokenizer.json merge " + num(i) + " '" + printable(m.text) + "' is not two tokens split by one space";
+        return false;
+      }
+      merges->emplace_back(m.text.substr(0, space), m.text.substr(space + 1));
+    } else if (m.kind == JsonValue::Kind::array && m.items.size() == 2 && m.items[0].is_string() &&
+               m.items[1].is_string()) {
+      merges->emplace_back(m.items[0].text, m.items[1].text);
+    } else {
+      *error = "tokenizer.json merge " + num(i) + " is neither \"A B\" nor [\"A\", \"B\"]";
+      return false;
+    }
+  }
+  return true;
+}
+
+// tokenizer_config.json: add_bos_token, the chat template, and special ids config.json left out.
+bool apply_tokenizer_config(const std::string &config_json, const VocabTable &table, TokenizerData *tok,
+                            std::string *error) {
+  JsonValue cfg;
+  if (!parse_json(config_json.data(), config_json.size(), &cfg, error)) {
+    *error = "tokenizer_config.json: " + *error;
+    return false;
+  }
+  const JsonValue *add_bos = cfg.get("add_bos_token");
+  if (add_bos != nullptr && add_bos->kind == JsonValue::Kind::boolean && add_bos->boolean)
+    tok->flags |= format::kTokAddBos;
+  if (const JsonValue *chat = cfg.get("chat_template")) {
+    if (chat->is_string()) {
+      tok->chat_template = detect_chat_template(chat->text);
+    } else if (chat->kind == JsonValue::Kind::array) {  // [{"name": "default", "template": "..."}]
+      for (const JsonValue &entry : chat->items) {
+        const JsonValue *name = entry.get("name"), *text = entry.get("template");
+        if (name != nullptr && name->is_string() && name->text == "default" && text != nullptr && text->is_string())
+          tok->chat_template = detect_chat_template(text->text);
+      }
+    }
+  }
+  if (tok->bos_id < 0) tok->bos_id = table.find_id(token_text(cfg.get("bos_token")));
+  if (tok->eos_id < 0) tok->eos_id = table.find_id(token_text(cfg.get("eos_token")));
+  return true;
+}
+
+}  // namespace
+
+bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenizer_config_json, uint32_t vocab_size,
+                  TokenizerData *tok, std::string *error) {
+  JsonValue json;
+  if (!parse_json(tokenizer_json.data(), tokenizer_json.size(), &json, error)) {
+    *error = "tokenizer.json: " + *error;
+    return false;
+  }
+  const JsonValue *model = byte_level_bpe_model(json, error);
+  if (model == nullptr) return false;
+  VocabTable table(vocab_size);
+  if (!read_vocabulary(json, *model, &table, error)) return false;
+  std::vector<std::pair<std::string, std::string>> merges;
+  if (!read_merges(*model, &merges, error)) return false;
+
+  const int32_t keep_bos = tok->bos_id, keep_eos = tok->eos_id;
+  if (!build_byte_level_vocab(table.tokens, table.types, merges, "tokenizer.json", tok, error)) return false;
   const JsonValue *unk = model->get("unk_token");
-  tok->unk_id = unk != nullptr && unk->is_string() ? find_id(unk->text) : -1;
+  tok->unk_id = unk != nullptr && unk->is_string() ? table.find_id(unk->text) : -1;
   tok->bos_id = keep_bos;
   tok->eos_id = keep_eos;
   PreTokenizerChoice choice;
@@ -185,30 +239,7 @@ bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenize
   tok->pre_tokenizer = choice.kind;
   tok->flags = choice.flags;
   tok->chat_template = format::ChatTemplate::none;
-  if (!tokenizer_config_json.empty()) {
-    JsonValue cfg;
-    if (!parse_json(tokenizer_config_json.data(), tokenizer_config_json.size(), &cfg, error)) {
-      *error = "tokenizer_config.json: " + *error;
-      return false;
-    }
-    const JsonValue *add_bos = cfg.get("add_bos_token");
-    if (add_bos != nullptr && add_bos->kind == JsonValue::Kind::boolean && add_bos->boolean)
-      tok->flags |= format::kTokAddBos;
-    if (const JsonValue *chat = cfg.get("chat_template")) {
-      if (chat->is_string()) {
-        tok->chat_template = detect_chat_template(chat->text);
-      } else if (chat->kind == JsonValue::Kind::array) {  // [{"name": "default", "template": "..."}]
-        for (const JsonValue &entry : chat->items) {
-          const JsonValue *name = entry.get("name"), *text = entry.get("template");
-          if (name != nullptr && name->is_string() && name->text == "default" && text != nullptr && text->is_string())
-            tok->chat_template = detect_chat_template(text->text);
-        }
-      }
-    }
-    // Special ids config.json left out, by their text.
-    if (tok->bos_id < 0) tok->bos_id = find_id(token_text(cfg.get("bos_token")));
-    if (tok->eos_id < 0) tok->eos_id = find_id(token_text(cfg.get("eos_token")));
-  }
+  if (!tokenizer_config_json.empty() && !apply_tokenizer_config(tokenizer_config_json, table, tok, error)) return false;
   return true;
 }
 
