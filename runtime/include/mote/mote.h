@@ -253,6 +253,12 @@ mote_status mote_session_state_load(mote_session *session, const void *buffer, s
 /* Tokens currently in the KV cache, and how many it holds. */
 uint32_t mote_session_position(const mote_session *session);
 uint32_t mote_session_context_length(const mote_session *session);
+/* Copies the tokens in the KV cache (positions 0 .. position - 1) into tokens and the count into
+ * *n_tokens: after mote_session_state_load, the tokens the state was saved with (what a prompt
+ * cache compares a new prompt with). A capacity below the count is MOTE_ERR_BUFFER_TOO_SMALL
+ * with *n_tokens set to it and nothing copied; null session or n_tokens, or null tokens with a
+ * capacity, is MOTE_ERR_INVALID_ARGUMENT; MOTE_ERR_BUSY inside another call on the session. */
+mote_status mote_session_tokens(const mote_session *session, int32_t *tokens, size_t capacity, size_t *n_tokens);
 /* The message of the last failing call on this session ("" when none). */
 const char *mote_session_error(const mote_session *session);
 

@@ -377,6 +377,18 @@ uint32_t mote_session_context_length(const mote_session *session) {
   return s == nullptr ? 0 : s->context_length;
 }
 
+mote_status mote_session_tokens(const mote_session *session, int32_t *tokens, size_t capacity, size_t *n_tokens) {
+  if (n_tokens == nullptr || (tokens == nullptr && capacity > 0)) return MOTE_ERR_INVALID_ARGUMENT;
+  *n_tokens = 0;
+  const SessionGuard guard(session);
+  const Session *s = guard.session();
+  if (s == nullptr) return guard.refusal();
+  *n_tokens = s->position;
+  if (capacity < s->position) return MOTE_ERR_BUFFER_TOO_SMALL;
+  if (s->position > 0) std::memcpy(tokens, s->history, s->position * sizeof(int32_t));
+  return MOTE_OK;
+}
+
 const char *mote_session_error(const mote_session *session) {
   const Session *s = session_of(session);
   return s == nullptr ? "session is null or not initialized" : s->error;
