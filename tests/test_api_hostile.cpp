@@ -65,6 +65,8 @@ TEST_CASE("status names and options: any integer is answered") {
   CHECK(std::string(mote_isa_name()).size() > 0);
 
   CHECK(std::string(mote_status_name(MOTE_ERR_BUSY)) == "session busy");
+  CHECK(std::string(mote_status_name(MOTE_ERR_ABORTED)) == "aborted");
+  CHECK(std::string(status_name_of_int(MOTE_ERR_ABORTED + 1)) == "unknown status");
 
   const mote_model &model = tiny().model;
   mote_session_options options = mote_session_options_default();

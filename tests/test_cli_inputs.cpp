@@ -3,7 +3,7 @@
 // --chunks 1, and prompts far longer than the context. Each ends within a time and memory bound
 // with one error line or a result (a watchdog kills a run that outgrows the bound, so the suite
 // survives a regression). Perplexity's streaming reader scores exactly the tokens of the whole
-// file, and chat's /save never replaces a file silently.
+// file, and chat's /export never replaces a file silently.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -205,7 +205,7 @@ TEST_CASE("inputs: chat's over-long messages get the real reason alone") {
   // A message that fits, one that fits no conversation (the first one's turn stays), another
   // that fits: one stderr line naming the reason, and both short messages answered.
   const std::string input = w.path("chat_long.txt");
-  write_text(input, "hi\n" + std::string(200, 'x') + "\nhi again\n/save " + w.path("kept.txt") + "\n");
+  write_text(input, "hi\n" + std::string(200, 'x') + "\nhi again\n/export " + w.path("kept.txt") + "\n");
   const Result r = run_cli("chat -m " + model + " --ctx 64 -n 2 --temp 0", input);
   INFO("stderr: " << r.err);
   CHECK(r.code == 0);
@@ -220,27 +220,28 @@ TEST_CASE("inputs: chat's over-long messages get the real reason alone") {
   expect_bounded("chat -m " + model + " -n 2 --temp 0", input, "this message does not fit the context of 96 tokens", 0);
 }
 
-TEST_CASE("inputs: chat's /save asks before replacing a file and says what it wrote") {
+TEST_CASE("inputs: chat's /export asks before replacing a file and says what it wrote") {
   if (!have_cli()) return;
   Workspace &w = workspace();
   const std::string saved = w.path("conversation.txt");
   std::filesystem::remove(saved);
   const std::string input = w.path("chat_save.txt");
-  write_text(input, "hi\n/save " + saved + "\n/save " + saved + "\n/save\n/save!\nhello\n/save! " + saved + "\n");
+  write_text(input,
+             "hi\n/export " + saved + "\n/export " + saved + "\n/export\n/export!\nhello\n/export! " + saved + "\n");
   const Result r = run_cli("chat -m " + quote(tiny_chat_model()) + " -n 3 --temp 0", input);
   INFO("stderr: " << r.err);
   REQUIRE(r.code == 0);
   const std::string text = slurp(saved);
   REQUIRE(text.find("user: hi\nassistant: ") == 0);
-  CHECK(text.find("user: hello\nassistant: ") != std::string::npos);  // the second /save! replaced it
+  CHECK(text.find("user: hello\nassistant: ") != std::string::npos);  // the second /export! replaced it
   // The first save, the refusal, the usage line twice, the replacement: one line each.
   const std::string wrote_first =
       "mote chat: wrote " + std::to_string(text.find("user: hello")) + " bytes to '" + saved;
   CHECK(r.err.find(wrote_first) == 0);
-  CHECK(r.err.find("'" + saved + "' exists; /save! " + saved + " replaces it") != std::string::npos);
-  const size_t usage = r.err.find("mote chat: usage: /save FILE");
+  CHECK(r.err.find("'" + saved + "' exists; /export! " + saved + " replaces it") != std::string::npos);
+  const size_t usage = r.err.find("mote chat: usage: /export FILE");
   CHECK(usage != std::string::npos);
-  CHECK(r.err.find("mote chat: usage: /save FILE", usage + 1) != std::string::npos);
+  CHECK(r.err.find("mote chat: usage: /export FILE", usage + 1) != std::string::npos);
   CHECK(r.err.find("wrote " + std::to_string(text.size()) + " bytes to '" + saved) != std::string::npos);
   CHECK(count_newlines(r.err) == 5);
 }

@@ -35,6 +35,11 @@ std::vector<SessionCall> session_calls() {
   static const int32_t tokens[] = {1, 5, 9};
   return {
       {"mote_prefill", [](mote_session *s) { return mote_prefill(s, tokens, 3); }},
+      {"mote_prefill_logits",
+       [](mote_session *s) {
+         std::vector<float> out(3 * 1024);
+         return mote_prefill_logits(s, tokens, 3, 0, out.data(), out.size());
+       }},
       {"mote_decode",
        [](mote_session *s) {
          const float *logits = nullptr;

@@ -315,3 +315,32 @@ TEST_CASE("saving into a buffer that is too small says the size it needs") {
   CHECK(mote_session_state_size(nullptr) == 0);
   CHECK(mote_session_state_save(nullptr, buffer.data(), buffer.size(), &written) == MOTE_ERR_INVALID_ARGUMENT);
 }
+
+TEST_CASE("mote_session_tokens: the cache's tokens, and after a load the saved state's") {
+  const auto gemma = tiny_gemma3();
+  const uint32_t vocab = info_of(gemma->model).vocab_size;
+  std::mt19937 rng(5);
+  const std::vector<int32_t> tokens = random_tokens(rng, 9, vocab);
+  auto s = open_session(gemma->model, options_for(kContext, MOTE_KV_F32, 1));
+  std::vector<int32_t> got(16, -1);
+  size_t n = 99;
+  CHECK(mote_session_tokens(&s->session, got.data(), got.size(), &n) == MOTE_OK);
+  CHECK(n == 0);
+  REQUIRE(mote_prefill(&s->session, tokens.data(), tokens.size()) == MOTE_OK);
+  CHECK(mote_session_tokens(&s->session, got.data(), got.size(), &n) == MOTE_OK);
+  CHECK(std::vector<int32_t>(got.begin(), got.begin() + n) == tokens);
+  CHECK(mote_session_tokens(&s->session, got.data(), 8, &n) == MOTE_ERR_BUFFER_TOO_SMALL);
+  CHECK(n == 9);
+  CHECK(mote_session_tokens(&s->session, nullptr, 0, &n) == MOTE_ERR_BUFFER_TOO_SMALL);
+  CHECK(mote_session_tokens(&s->session, nullptr, 4, &n) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_session_tokens(&s->session, got.data(), got.size(), nullptr) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_session_tokens(nullptr, got.data(), got.size(), &n) == MOTE_ERR_INVALID_ARGUMENT);
+
+  std::vector<uint8_t> state(mote_session_state_size(&s->session));
+  REQUIRE(mote_session_state_save(&s->session, state.data(), state.size(), nullptr) == MOTE_OK);
+  auto restored = open_session(gemma->model, options_for(kContext, MOTE_KV_F32, 1));
+  REQUIRE(mote_session_state_load(&restored->session, state.data(), state.size(), nullptr, 0) == MOTE_OK);
+  std::fill(got.begin(), got.end(), -1);
+  CHECK(mote_session_tokens(&restored->session, got.data(), got.size(), &n) == MOTE_OK);
+  CHECK(std::vector<int32_t>(got.begin(), got.begin() + n) == tokens);
+}

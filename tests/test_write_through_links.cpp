@@ -1,5 +1,5 @@
 // posix::write_file_atomically given a symlink writes the link's final target, atomically in the
-// target's folder, and leaves the links as links (`mote convert -o` and chat's /save use it):
+// target's folder, and leaves the links as links (`mote convert -o`, chat's /export and /save use it):
 // a link to an existing file, a dangling link, a chain of links, a loop.
 #include <sys/stat.h>
 #include <unistd.h>

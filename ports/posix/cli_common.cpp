@@ -472,6 +472,7 @@ mote_session_options GenerationSettings::session_options() const {
   o.n_threads = threads;
   o.batch_size = batch;
   o.backend = backend;
+  o.on_progress = report_progress;
   return o;
 }
 
@@ -613,29 +614,53 @@ mote_status generate(const mote_model &model, mote_session *session, const Gener
   return status;
 }
 
-mote_status prefill_with_progress(mote_session *session, const int32_t *tokens, size_t n) {
-  constexpr size_t kShowAbove = 256;  // shorter prompts take well under a second
-  constexpr size_t kStep = 64;
-  if (n <= kShowAbove || isatty(2) == 0) {
-    const mote_status status = mote_prefill(session, tokens, n);
-    exit_if_model_changed();
-    return status;
-  }
-  const double start = now_seconds();
-  for (size_t done = 0; done < n;) {
-    const size_t step = std::min(kStep, n - done);
-    const mote_status status = mote_prefill(session, tokens + done, step);
-    exit_if_model_changed();
-    if (status != MOTE_OK) {
-      std::fputs("\r\033[K", stderr);
-      return status;
-    }
-    done += step;
-    std::fprintf(stderr, "\rprompt %zu/%zu tokens, %.0f tok/s\033[K", done, n, done / (now_seconds() - start));
+namespace {
+
+volatile std::sig_atomic_t interrupt_requested = 0;
+
+void on_interrupt(int) { interrupt_requested = 1; }
+
+// The prompt's progress line: shown by report_progress while prefill_with_progress runs a long
+// prompt with stderr on a terminal.
+struct PromptLine {
+  bool shown = false;
+  double start = 0;
+} prompt_line;
+
+}  // namespace
+
+void catch_interrupt() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);  // no SA_RESTART: Ctrl-C also ends a wait for input
+}
+
+bool interrupted() { return interrupt_requested != 0; }
+
+void clear_interrupt() { interrupt_requested = 0; }
+
+const volatile std::sig_atomic_t *interrupt_flag() { return &interrupt_requested; }
+
+int report_progress(void *, uint32_t done, uint32_t total) {
+  exit_if_model_changed();  // the batch ran on the model file: if it was written meanwhile, stop
+  if (prompt_line.shown) {
+    std::fprintf(stderr, "\rprompt %u/%u tokens, %.0f tok/s\033[K", static_cast<unsigned>(done),
+                 static_cast<unsigned>(total), done / (now_seconds() - prompt_line.start));
     std::fflush(stderr);
   }
-  std::fputs("\r\033[K", stderr);  // erased: the reply starts on a clean line
-  return MOTE_OK;
+  return interrupt_requested != 0 ? 1 : 0;
+}
+
+mote_status prefill_with_progress(mote_session *session, const int32_t *tokens, size_t n) {
+  constexpr size_t kShowAbove = 256;  // shorter prompts take well under a second
+  prompt_line.shown = n > kShowAbove && isatty(2) != 0;
+  prompt_line.start = now_seconds();
+  const mote_status status = mote_prefill(session, tokens, n);
+  if (prompt_line.shown) std::fputs("\r\033[K", stderr);  // erased: the reply starts on a clean line
+  prompt_line.shown = false;
+  exit_if_model_changed();
+  return status;
 }
 
 void end_reply_line() {

@@ -15,8 +15,18 @@
 
 namespace mote::cli {
 
-constexpr int kExitError = 1;  // the command ran and failed (bad file, arena, context...)
-constexpr int kExitUsage = 2;  // the command line was wrong
+constexpr int kExitError = 1;          // the command ran and failed (bad file, arena, context...)
+constexpr int kExitUsage = 2;          // the command line was wrong
+constexpr int kExitInterrupted = 130;  // Ctrl-C, as a shell reports a SIGINT death
+
+// Ctrl-C: after catch_interrupt(), SIGINT sets a flag instead of ending the process (without
+// SA_RESTART, so it also ends a wait for input). The sessions of GenerationSettings stop their
+// prefill through mote's on_progress callback when it is set (MOTE_ERR_ABORTED); generate() stops
+// before its next token.
+void catch_interrupt();
+bool interrupted();
+void clear_interrupt();
+const volatile std::sig_atomic_t *interrupt_flag();
 
 // One command-line option: every spelling it answers to, what it sets, and its help line. A
 // command's table of these is the single source of truth for both parsing and `--help`.
@@ -222,9 +232,15 @@ mote_status generate(const mote_model &model, mote_session *session, const Gener
                      int32_t previous, FILE *out, Generated *generated,
                      const volatile std::sig_atomic_t *interrupt = nullptr);
 
-// Prints the prompt-processing progress ("prompt 1200/5343 tokens, 410 tok/s") on stderr while
-// prefilling long prompts when stderr is a terminal, erased when done.
+// mote_prefill that prints the prompt-processing progress ("prompt 1200/5343 tokens, 410 tok/s")
+// on stderr after each batch of a long prompt when stderr is a terminal, erased when done: the
+// sessions' on_progress callback (GenerationSettings::session_options) prints it. Ctrl-C stops
+// it at the last complete batch (MOTE_ERR_ABORTED).
 mote_status prefill_with_progress(mote_session *session, const int32_t *tokens, size_t n);
+
+// The on_progress callback of the CLI's sessions: the progress line while prefill_with_progress
+// runs, exit_if_model_changed(), and non-zero once Ctrl-C was pressed.
+int report_progress(void *user, uint32_t done, uint32_t total);
 
 // Ends the reply's line on a terminal (piped output stays exactly the text).
 void end_reply_line();
@@ -246,6 +262,8 @@ int command_perplexity(int argc, char **argv);
 int command_embed(int argc, char **argv);
 
 // One chat turn for `mote run --chat`: the reply alone goes to stdout.
-int run_chat_turn(GenerationSettings &settings, const std::string &system, const std::string &prompt);
+struct PromptCache;
+int run_chat_turn(GenerationSettings &settings, const PromptCache &cache, const std::string &system,
+                  const std::string &prompt);
 
 }  // namespace mote::cli

@@ -7,8 +7,9 @@
 // fresh session with its first token replaced by BOS (when the model has one), and only its
 // second half is scored: with first = N/2, the logits at positions first .. N-2 predict tokens
 // first+1 .. N-1, so N-1-first tokens per window (255 of 512), exactly llama.cpp's count, so the
-// values compare with llama-perplexity's. Positions 0..first are prefilled (only the last one's
-// logits are computed); the rest are decoded one token at a time.
+// values compare with llama-perplexity's. Each window is one mote_prefill_logits of its first
+// N-1 tokens, which returns the logits of positions first .. N-2 (batch by batch, the same bits
+// as decoding them one at a time would give).
 //
 // --kl-divergence-base FILE saves each scored position's log-probabilities in llama.cpp's file
 // (kld_file.hpp); with --kl-divergence it reads them back instead and compares, on the file's own
@@ -233,15 +234,16 @@ bool use_base_windows(const mote_model &model, const mote_model_info &info, cons
 }
 
 // Runs each window in a fresh session (its first token replaced by BOS when the model has one):
-// positions 0..first prefilled, the rest decoded one token at a time, each scored position's
-// logits scored and handed to base. The running perplexity after each window goes to stderr
-// (ended by a newline before a failure, so its message is a line of its own).
+// its first window - 1 tokens prefilled, with the logits of positions first .. window - 2, each
+// scored against the token after it and handed to base. The running perplexity after each window
+// goes to stderr (ended by a newline before a failure, so its message is a line of its own).
 bool run_windows(mote_session *session, const mote_model_info &info, const std::vector<int32_t> &tokens,
                  uint32_t window, size_t n_windows, LoadedModel *loaded, BaseLogits *base, Score *score,
                  std::string *error) {
-  const uint32_t first = window / 2;
+  const uint32_t first = window / 2, vocab = info.vocab_size;
   const bool replace_with_bos = info.add_bos != 0 && info.bos_id >= 0;
   std::vector<int32_t> batch_tokens(window);
+  std::vector<float> logits(static_cast<size_t>(window - 1 - first) * vocab);
   const auto fail = [&](size_t w, const std::string &message) {
     if (w > 0) std::fputc('\n', stderr);
     *error = message;
@@ -251,13 +253,12 @@ bool run_windows(mote_session *session, const mote_model_info &info, const std::
     std::copy_n(tokens.begin() + static_cast<std::ptrdiff_t>(w * window), window, batch_tokens.begin());
     if (replace_with_bos) batch_tokens[0] = info.bos_id;
     mote_session_reset(session);
-    if (mote_prefill(session, batch_tokens.data(), first + 1) != MOTE_OK) return fail(w, mote_session_error(session));
-    const float *logits = mote_logits(session);
+    if (mote_prefill_logits(session, batch_tokens.data(), window - 1, first, logits.data(), logits.size()) != MOTE_OK)
+      return fail(w, mote_session_error(session));
     for (uint32_t j = first + 1; j < window; ++j) {
-      score->add(negative_log_likelihood(logits, info.vocab_size, batch_tokens[j]));
-      if (!base->add(logits, info.vocab_size, batch_tokens[j], error)) return fail(w, *error);
-      if (j + 1 < window && mote_decode(session, batch_tokens[j], &logits) != MOTE_OK)
-        return fail(w, mote_session_error(session));
+      const float *row = logits.data() + static_cast<size_t>(j - 1 - first) * vocab;
+      score->add(negative_log_likelihood(row, vocab, batch_tokens[j]));
+      if (!base->add(row, vocab, batch_tokens[j], error)) return fail(w, *error);
     }
     loaded->exit_if_changed();  // a window scored on weights written in place is no score
     std::fprintf(stderr, "[%zu]%.4f,", w + 1, score->perplexity());

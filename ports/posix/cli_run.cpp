@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cli_common.hpp"
+#include "cli_prompt_cache.hpp"
 
 namespace mote::cli {
 namespace {
@@ -47,6 +48,7 @@ void print_prompt(const mote_model &model, const std::vector<int32_t> &tokens) {
 
 int command_run(int argc, char **argv) {
   GenerationSettings settings;
+  PromptCache cache;
   std::string prompt, prompt_file, system;
   bool chat = false, prompt_given = false, no_display_prompt = false;
   CommandHelp command{
@@ -72,19 +74,22 @@ int command_run(int argc, char **argv) {
   }();
   if (chat_requested) settings.use_chat_defaults();
   settings.add_options(&command.options);
+  cache.add_options(&command.options);
   std::vector<std::string> positional;
   const int parsed = parse_command(command, argc, argv, &positional);
   if (parsed != kParsed) return parsed;
   std::string error;
   if (!positional.empty()) return report("run", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (!system.empty() && !chat) return report("run", "--system needs --chat", kExitUsage);
+  if (cache.read_only && !cache.active())
+    return report("run", "--prompt-cache-ro needs --prompt-cache FILE", kExitUsage);
   if (prompt_given && !prompt_file.empty()) return report("run", "give -p or -f, not both", kExitUsage);
   if (!settings.finish(&error)) return report("run", error, kExitUsage);
   if (!prompt_given && prompt_file.empty()) {
     return report("run", "a prompt is required (-p TEXT or -f FILE)", kExitUsage);
   }
   if (!prompt_file.empty() && !read_prompt_file(prompt_file, &prompt, &error)) return report("run", error, kExitError);
-  if (chat) return run_chat_turn(settings, system, prompt);
+  if (chat) return run_chat_turn(settings, cache, system, prompt);
 
   std::unique_ptr<LoadedModel> loaded;
   std::unique_ptr<SessionHolder> holder;
@@ -112,12 +117,18 @@ int command_run(int argc, char **argv) {
   }
   if (!no_display_prompt) print_prompt(loaded->model, tokens);
 
+  catch_interrupt();
   const double prefill_start = now_seconds();
-  mote_status status = prefill_with_progress(session, tokens.data(), tokens.size());
+  size_t reused = 0;
+  mote_status status = cache.prefill(session, tokens, &reused);
   const double prefill_seconds = now_seconds() - prefill_start;
+  if (status == MOTE_ERR_ABORTED) {
+    end_reply_line();
+    return report("run", "interrupted", kExitInterrupted);
+  }
   if (status != MOTE_OK) return report("run", mote_session_error(session), kExitError);
   Generated generated;
-  status = generate(loaded->model, session, settings, tokens.back(), stdout, &generated);
+  status = generate(loaded->model, session, settings, tokens.back(), stdout, &generated, interrupt_flag());
   end_reply_line();
   if (status == MOTE_ERR_CONTEXT_FULL) {
     stats_line("mote run: stopped: the context of %u tokens is full\n", static_cast<unsigned>(capacity));
@@ -125,10 +136,13 @@ int command_run(int argc, char **argv) {
     begin_stderr_line();
     return report("run", generated.error, kExitError);
   }
+  if (reused > 0) stats_line("prompt cache: %zu of the prompt's %zu tokens reused\n", reused, tokens.size());
+  const size_t prefilled = tokens.size() - reused;
   stats_line("prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
-             tokens.size(), tokens.size() / prefill_seconds, (prefill_seconds + generated.first_token_seconds) * 1e3,
+             prefilled, prefilled / prefill_seconds, (prefill_seconds + generated.first_token_seconds) * 1e3,
              static_cast<unsigned>(generated.tokens),
              generated.tokens > 0 ? generated.tokens / generated.seconds : 0.0);
+  if (interrupted()) return report("run", "interrupted", kExitInterrupted);
   return 0;
 }
 

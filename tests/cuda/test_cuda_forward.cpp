@@ -237,3 +237,37 @@ TEST_CASE("cuda forward: the session's device allocation is sized by mote_cuda_a
   }
   mote_cuda_model_free(&shared);
 }
+
+namespace {
+
+int stop_at_first_batch(void *user, uint32_t, uint32_t) { return ++*static_cast<int *>(user) == 1 ? 1 : 0; }
+
+}  // namespace
+
+TEST_CASE("cuda forward: per-position logits are refused cleanly; on_progress stops a prefill as on the CPU") {
+  if (!have_device()) return;
+  auto m = convert_and_open(golden_path("tiny_gqa.bin"), golden_path("tiny_tok70.bin"));
+  mote_model_info info;
+  mote_model_info_get(&m->model, &info);
+  const std::vector<int32_t> tokens = prompt_of(20, info.vocab_size);
+  mote_session_options options = mote_session_options_default();
+  options.batch_size = 4;
+  auto whole = open(m->model, options, MOTE_BACKEND_CUDA);
+  std::vector<float> out(tokens.size() * info.vocab_size);
+  CHECK(mote_prefill_logits(&whole->session, tokens.data(), tokens.size(), 0, out.data(), out.size()) ==
+        MOTE_ERR_UNSUPPORTED);
+  CHECK(std::string(mote_session_error(&whole->session)) == "the cuda backend has no per-position logits");
+  CHECK(mote_session_position(&whole->session) == 0);
+  REQUIRE(mote_prefill(&whole->session, tokens.data(), tokens.size()) == MOTE_OK);
+
+  int calls = 0;
+  options.on_progress = stop_at_first_batch;
+  options.progress_user = &calls;
+  auto stopped = open(m->model, options, MOTE_BACKEND_CUDA);
+  CHECK(mote_prefill(&stopped->session, tokens.data(), tokens.size()) == MOTE_ERR_ABORTED);
+  REQUIRE(mote_session_position(&stopped->session) == 4);
+  REQUIRE(mote_prefill(&stopped->session, tokens.data() + 4, tokens.size() - 4) == MOTE_OK);
+  const float *a = mote_logits(&whole->session), *b = mote_logits(&stopped->session);
+  REQUIRE((a != nullptr && b != nullptr));
+  for (uint32_t i = 0; i < info.vocab_size; ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-3));
+}

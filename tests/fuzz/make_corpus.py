@@ -174,6 +174,25 @@ def hf_small(seed):
     return json.dumps(config, indent=1).encode(), safetensors(tensors, seed)
 
 
+def state_seeds():
+    """fuzz_state's inputs: an even first byte loads the rest as it is; an odd one XORs the rest
+    into the target's own valid state (tiny_mha, context 16, 5 tokens) from offset 8 * (byte >> 1)
+    and fixes its checksum. Offsets of the header fields: models/FORMAT.md, "Session state"."""
+    def mutate(offset, xor):
+        return bytes([(offset // 8) << 1 | 1]) + bytes(offset % 8) + xor
+    return [
+        ("valid", b"\x01"),
+        ("position", mutate(56, bytes(4) + struct.pack("<I", 8))),   # position 5 -> 13: the size disagrees
+        ("context", mutate(48, struct.pack("<I", 0x10))),            # context 16 -> 0
+        ("kv_dtype", mutate(48, bytes(4) + struct.pack("<I", 2))),   # f32 -> q8_0
+        ("token", mutate(88, struct.pack("<I", 0x40))),              # token 1 -> 65, past the vocabulary
+        ("flags", mutate(64, bytes(4) + struct.pack("<I", 2))),      # an unknown flag
+        ("total_size", mutate(32, struct.pack("<Q", 8))),            # the header's size field
+        ("header_only", b"\x00MOTS" + struct.pack("<III", 1, 88, 0) + bytes(72)),
+        ("empty", b"\x00"),
+    ]
+
+
 def main():
     cli, out_dir = sys.argv[1], sys.argv[2]
     scratch = os.path.join(out_dir, "scratch")
@@ -289,6 +308,8 @@ def main():
         n = [1, 2, 33, 1000][i % 4]
         logits = struct.pack("<%df" % n, *[rng.gauss(0, 3) for _ in range(n)])
         write(out_dir, "sampler", "logits%02d" % i, options + logits)
+    for name, data in state_seeds():
+        write(out_dir, "state", name, data)
     for name in os.listdir(scratch):
         os.remove(os.path.join(scratch, name))
     os.rmdir(scratch)

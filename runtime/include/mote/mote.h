@@ -41,7 +41,8 @@ typedef enum mote_status {
   MOTE_ERR_BAD_TOKEN = 7,        /* a token id outside the vocabulary */
   MOTE_ERR_DEVICE = 8,           /* a backend's device call failed (the message names it) */
   MOTE_ERR_NUMERIC = 9,          /* the model produced NaN or inf (e.g. corrupt weights) */
-  MOTE_ERR_BUSY = 10             /* another call is in progress on this session (see Threads above) */
+  MOTE_ERR_BUSY = 10,            /* another call is in progress on this session (see Threads above) */
+  MOTE_ERR_ABORTED = 11          /* the session's on_progress callback asked to stop; the session stays valid */
 } mote_status;
 
 /* The library's version. The macros are the headers' (what the caller compiled against);
@@ -159,6 +160,18 @@ typedef enum mote_kv_dtype { MOTE_KV_F32 = 0, MOTE_KV_F16 = 1, MOTE_KV_Q8_0 = 2 
  * mote::mote_cuda) and an NVIDIA GPU; elsewhere mote_session_init says which is missing. */
 typedef enum mote_backend { MOTE_BACKEND_CPU = 0, MOTE_BACKEND_CUDA = 1 } mote_backend;
 
+/* Progress of a long call, and the way to stop it (mote_session_options.on_progress). Called
+ * with the call's progress so far: by mote_prefill and mote_prefill_logits after each batch of
+ * prompt tokens (done = the call's tokens now in the cache, total = the call's n_tokens), and by
+ * mote_generate, first so for its prompt, then after each generated token is decoded (done =
+ * tokens generated, total = max_new_tokens). Return 0 to go on; non-zero stops the call with
+ * MOTE_ERR_ABORTED, the session valid and consistent at that point: a prefill keeps every batch
+ * already run (mote_session_position counts them; prefilling the rest later gives the same logits
+ * as an uninterrupted prefill), mote_generate keeps every token it reported. mote_decode does not
+ * call it. It runs inside the call: a call on the same session from it returns MOTE_ERR_BUSY
+ * (the getters answer). A signal handler may set a flag the callback reads (Ctrl-C). */
+typedef int (*mote_on_progress)(void *user, uint32_t done, uint32_t total);
+
 typedef struct mote_session_options {
   uint32_t context_length; /* tokens the KV cache holds; 0 = the model's max_seq_len */
   mote_kv_dtype kv_dtype;
@@ -174,6 +187,9 @@ typedef struct mote_session_options {
   /* CUDA only: weights already on the device (a mote_cuda_model from mote_cuda_model_upload),
    * shared by every session given it; null: the session uploads its own copy. */
   const void *device_model;
+  /* Called between prefill batches and generation steps (see mote_on_progress); null: never. */
+  mote_on_progress on_progress;
+  void *progress_user; /* passed to on_progress as user */
 } mote_session_options;
 
 /* The default options: the model's full context, f32 KV cache, one thread, batches of 64. */
@@ -237,6 +253,12 @@ mote_status mote_session_state_load(mote_session *session, const void *buffer, s
 /* Tokens currently in the KV cache, and how many it holds. */
 uint32_t mote_session_position(const mote_session *session);
 uint32_t mote_session_context_length(const mote_session *session);
+/* Copies the tokens in the KV cache (positions 0 .. position - 1) into tokens and the count into
+ * *n_tokens: after mote_session_state_load, the tokens the state was saved with (what a prompt
+ * cache compares a new prompt with). A capacity below the count is MOTE_ERR_BUFFER_TOO_SMALL
+ * with *n_tokens set to it and nothing copied; null session or n_tokens, or null tokens with a
+ * capacity, is MOTE_ERR_INVALID_ARGUMENT; MOTE_ERR_BUSY inside another call on the session. */
+mote_status mote_session_tokens(const mote_session *session, int32_t *tokens, size_t capacity, size_t *n_tokens);
 /* The message of the last failing call on this session ("" when none). */
 const char *mote_session_error(const mote_session *session);
 
@@ -292,11 +314,22 @@ mote_status mote_token_text(const mote_model *model, int32_t token, char *out, s
 mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t token, char *out, size_t capacity,
                             size_t *n_bytes);
 
-/* Runs tokens through the model, appending them to the KV cache. */
+/* Runs tokens through the model, appending them to the KV cache, batch_size tokens at a time
+ * (on_progress is called after each batch). */
 mote_status mote_prefill(mote_session *session, const int32_t *tokens, size_t n_tokens);
 /* Appends one token and returns the logits of the next (vocab_size floats, valid until the
  * next call on this session). */
 mote_status mote_decode(mote_session *session, int32_t token, const float **logits);
+/* mote_prefill that also writes the logits of every position from first on: the logits after
+ * tokens[first], tokens[first + 1], ..., tokens[n_tokens - 1] (each what mote_decode of that
+ * token would return, bit for bit), (n_tokens - first) * vocab_size floats into out, position
+ * after position. Costs one classifier product per such position (run a batch at a time).
+ * first > n_tokens is MOTE_ERR_INVALID_ARGUMENT; out_n below (n_tokens - first) * vocab_size is
+ * MOTE_ERR_BUFFER_TOO_SMALL (nothing runs). mote_logits is the last position's afterwards. An
+ * abort (on_progress) leaves out's rows of the batches that ran written. The CUDA backend does
+ * not have it (MOTE_ERR_UNSUPPORTED). */
+mote_status mote_prefill_logits(mote_session *session, const int32_t *tokens, size_t n_tokens, size_t first,
+                                float *out, size_t out_n);
 /* The logits after the last prefilled or decoded token (null before any). */
 const float *mote_logits(const mote_session *session);
 

@@ -117,8 +117,29 @@ bool ends_generation(const Model &m, int32_t token) {
   return token == c.bos_id || token == c.eos_id || m.view.tokenizer.types[token] == kTokenControl;
 }
 
+// Whether the session's progress callback asks to stop, told done of total (each below the
+// context length, so they fit its 32-bit arguments).
+bool progress_says_stop(const Session &s, size_t done, size_t total) {
+  return s.on_progress != nullptr &&
+         s.on_progress(s.progress_user, static_cast<uint32_t>(done), static_cast<uint32_t>(total)) != 0;
+}
+
+Status aborted(Session &s, const char *what, size_t done, size_t total) {
+  return fail(session_sink(s), MOTE_ERR_ABORTED, "stopped by the progress callback after %llu of %llu %s",
+              static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), what);
+}
+
+// What a prefill reports and returns besides the cache: on_progress after each batch (not for
+// mote_decode), and the logits of the call's tokens from first on into out (mote_prefill_logits;
+// out null: the last token's only).
+struct PrefillRequest {
+  bool report_progress;
+  size_t first;
+  float *out;
+};
+
 // mote_prefill's work, for a caller that holds the session's guard (mote_decode, mote_generate too).
-Status prefill(Session &s, const int32_t *tokens, size_t n_tokens) {
+Status prefill(Session &s, const int32_t *tokens, size_t n_tokens, PrefillRequest request = {true, 0, nullptr}) {
   const ErrorSink sink = session_sink(s);
   if (tokens == nullptr && n_tokens > 0) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "tokens are null");
   // Everything is checked before the first token runs, so a failed call changes nothing.
@@ -136,9 +157,19 @@ Status prefill(Session &s, const int32_t *tokens, size_t n_tokens) {
   }
   for (size_t i = 0; i < n_tokens; i += s.batch_size) {
     const size_t n = n_tokens - i < s.batch_size ? n_tokens - i : s.batch_size;
-    const Status status = n == 1 && i + n == n_tokens ? s.backend->decode(s, tokens[i])
-                                                      : s.backend->prefill(s, tokens + i, n, i + n == n_tokens);
+    const bool last = i + n == n_tokens;
+    Status status = MOTE_OK;
+    if (request.out != nullptr && i + n > request.first) {
+      const size_t first_row = request.first > i ? request.first - i : 0;
+      float *out = request.out + (i + first_row - request.first) * static_cast<size_t>(vocab);
+      status = s.backend->prefill_logits(s, tokens + i, n, first_row, out);
+    } else {
+      status = n == 1 && last ? s.backend->decode(s, tokens[i]) : s.backend->prefill(s, tokens + i, n, last);
+    }
     if (status != MOTE_OK) return status;
+    if (request.report_progress && progress_says_stop(s, i + n, n_tokens)) {
+      return aborted(s, "prompt tokens", i + n, n_tokens);
+    }
   }
   return MOTE_OK;
 }
@@ -225,6 +256,8 @@ mote_session_options mote_session_options_default(void) {
   o.bidirectional = 0;
   o.backend = MOTE_BACKEND_CPU;
   o.device_model = nullptr;
+  o.on_progress = nullptr;
+  o.progress_user = nullptr;
   return o;
 }
 
@@ -344,6 +377,18 @@ uint32_t mote_session_context_length(const mote_session *session) {
   return s == nullptr ? 0 : s->context_length;
 }
 
+mote_status mote_session_tokens(const mote_session *session, int32_t *tokens, size_t capacity, size_t *n_tokens) {
+  if (n_tokens == nullptr || (tokens == nullptr && capacity > 0)) return MOTE_ERR_INVALID_ARGUMENT;
+  *n_tokens = 0;
+  const SessionGuard guard(session);
+  const Session *s = guard.session();
+  if (s == nullptr) return guard.refusal();
+  *n_tokens = s->position;
+  if (capacity < s->position) return MOTE_ERR_BUFFER_TOO_SMALL;
+  if (s->position > 0) std::memcpy(tokens, s->history, s->position * sizeof(int32_t));
+  return MOTE_OK;
+}
+
 const char *mote_session_error(const mote_session *session) {
   const Session *s = session_of(session);
   return s == nullptr ? "session is null or not initialized" : s->error;
@@ -395,9 +440,34 @@ mote_status mote_decode(mote_session *session, int32_t token, const float **logi
   const SessionGuard guard(session);
   Session *s = guard.session();
   if (s == nullptr) return guard.refusal();
-  const Status status = prefill(*s, &token, 1);
+  const Status status = prefill(*s, &token, 1, PrefillRequest{false, 0, nullptr});
   if (logits != nullptr && status == MOTE_OK) *logits = s->state.logits;
   return status;
+}
+
+mote_status mote_prefill_logits(mote_session *session, const int32_t *tokens, size_t n_tokens, size_t first, float *out,
+                                size_t out_n) {
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  if (s == nullptr) return guard.refusal();
+  const ErrorSink sink = session_sink(*s);
+  if (s->backend->prefill_logits == nullptr) {
+    return fail(sink, MOTE_ERR_UNSUPPORTED, "the %s backend has no per-position logits", s->backend->name);
+  }
+  if (first > n_tokens) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "first position %llu is past the %llu tokens",
+                static_cast<unsigned long long>(first), static_cast<unsigned long long>(n_tokens));
+  }
+  const size_t rows = n_tokens - first, vocab = s->model.view.config.vocab_size;
+  if (rows > 0 && out == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "out is null");
+  if (rows > out_n / vocab) {
+    const bool representable = rows <= SIZE_MAX / vocab;
+    return fail(sink, MOTE_ERR_BUFFER_TOO_SMALL, "out holds %llu floats; %llu positions of %llu logits need %s%llu",
+                static_cast<unsigned long long>(out_n), static_cast<unsigned long long>(rows),
+                static_cast<unsigned long long>(vocab), representable ? "" : "more than ",
+                static_cast<unsigned long long>(representable ? rows * vocab : SIZE_MAX));
+  }
+  return prefill(*s, tokens, n_tokens, PrefillRequest{true, first, rows > 0 ? out : nullptr});
 }
 
 const float *mote_logits(const mote_session *session) {
@@ -504,6 +574,7 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
     status = s->backend->decode(*s, token);  // the cache holds every token the caller saw
     if (status != MOTE_OK) return status;
     if (stop) break;
+    if (progress_says_stop(*s, i + 1, max_new_tokens)) return aborted(*s, "tokens to generate", i + 1, max_new_tokens);
   }
   return MOTE_OK;
 }

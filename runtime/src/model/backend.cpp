@@ -8,12 +8,17 @@ namespace mote {
 namespace {
 
 Status cpu_prefill(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
-  forward(s, tokens, n_tokens, want_logits);
+  forward(s, tokens, n_tokens, want_logits ? LogitRows::last(n_tokens) : LogitRows::none(n_tokens));
   return MOTE_OK;
 }
 
 Status cpu_decode(Session &s, int32_t token) {
-  forward(s, &token, 1, true);
+  forward(s, &token, 1, LogitRows::last(1));
+  return MOTE_OK;
+}
+
+Status cpu_prefill_logits(Session &s, const int32_t *tokens, size_t n_tokens, size_t first, float *out) {
+  forward(s, tokens, n_tokens, LogitRows{first, out});
   return MOTE_OK;
 }
 
@@ -24,7 +29,8 @@ Status cpu_device_memory(const Model &, const mote_session_options &, uint64_t *
   return MOTE_OK;
 }
 
-const Backend kCpuBackend = {"cpu", nullptr, cpu_device_memory, nullptr, cpu_prefill, cpu_decode, nullptr};
+const Backend kCpuBackend = {"cpu",       nullptr,    cpu_device_memory, nullptr,
+                             cpu_prefill, cpu_decode, nullptr,           cpu_prefill_logits};
 
 }  // namespace
 

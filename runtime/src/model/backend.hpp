@@ -33,6 +33,10 @@ struct Backend {
   Status (*decode)(Session &s, int32_t token);
   // Frees what init took outside the arena.
   void (*release)(Session &s);
+  // prefill that also writes the logits of rows [first, n_tokens) of this step into out
+  // ((n_tokens - first) x vocab floats, row after row) and the last row's into s.state.logits
+  // (first < n_tokens). Null: the backend has no per-position logits (MOTE_ERR_UNSUPPORTED).
+  Status (*prefill_logits)(Session &s, const int32_t *tokens, size_t n_tokens, size_t first, float *out);
 };
 
 // The table for a backend kind, or null when this build lacks it.

@@ -41,7 +41,7 @@ extern "C" mote_status mote_embed(mote_session *session, const int32_t *tokens, 
     }
   }
   s->position = 0;
-  forward(*s, tokens, n_tokens, false);
+  forward(*s, tokens, n_tokens, LogitRows::none(n_tokens));
   pool_hidden(*s, n_tokens, pool, out);
   if (normalize != 0) {
     double squares = 0.0;

@@ -170,7 +170,7 @@ void rope_angles(const RopeTable &rope, size_t pos, size_t n_tokens, size_t half
   }
 }
 
-void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
+void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, LogitRows rows) {
   const format::ModelConfig &c = s.model.view.config;
   const kernels::KernelTable &k = *s.kernels;
   const Weights &w = s.weights;
@@ -273,7 +273,9 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
       matmul(s, st.hidden, lw.ffn_up, ffn_in, n_tokens);
       add_bias(s, st.hidden, lw.up_bias, ffn_dim, n_tokens);
     }
-    activate(s, st.hidden, st.up, n_tokens * ffn_dim);
+    // Row by row: a row's values then sit in the same SIMD lanes or scalar tail as in a batch of
+    // one (the SIMD activations round unlike their scalar twins), so the batch never shows.
+    for (size_t t = 0; t < n_tokens; ++t) activate(s, st.hidden + t * ffn_dim, st.up + t * ffn_dim, ffn_dim);
     matmul(s, st.block_out, lw.ffn_down, prepare_input(s, st.hidden, ffn_dim, n_tokens), n_tokens);
     add_bias(s, st.block_out, lw.down_bias, dim, n_tokens);
     if (spec.sandwich_norm) normalize(s, st.block_out, st.block_out, lw.post_ffn_norm, dim, n_tokens);
@@ -283,23 +285,29 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, bool want_
 
   for (size_t t = 0; t < n_tokens; ++t) s.history[pos + t] = tokens[t];
   s.position = static_cast<uint32_t>(pos + n_tokens);
-  s.has_logits = want_logits;
-  if (!want_logits) return;
-  float *last = st.x + (n_tokens - 1) * dim;
-  if (!spec.post_norm) normalize(s, last, last, w.output_norm, dim, 1);
-  matmul(s, st.logits, w.classifier, prepare_input(s, last, dim, 1), 1);
+  if (rows.out == nullptr && rows.first < n_tokens) rows.first = n_tokens - 1;  // s.state.logits holds one row
+  s.has_logits = rows.first < n_tokens;
+  if (!s.has_logits) return;
+  // The rows asked for, normalized and classified as one batch (the kernels give each row the
+  // bits a batch of one would): into the caller's buffer, or the last row into the logits.
+  const size_t n_rows = n_tokens - rows.first;
+  float *first_row = st.x + rows.first * dim;
+  if (!spec.post_norm) normalize(s, first_row, first_row, w.output_norm, dim, n_rows);
+  const size_t vocab = c.vocab_size;
+  matmul(s, rows.out != nullptr ? rows.out : st.logits, w.classifier, prepare_input(s, first_row, dim, n_rows), n_rows);
+  if (rows.out != nullptr) std::memcpy(st.logits, rows.out + (n_rows - 1) * vocab, vocab * sizeof(float));
 }
 
 }  // namespace
 
-void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits) {
+void forward(Session &s, const int32_t *tokens, size_t n_tokens, LogitRows rows) {
   // The pass's largest step and whole work (multiply-adds) decide whether threads are worth
   // starting at all (tiny models: never).
   const format::ModelConfig &c = s.model.view.config;
   const size_t dim = c.dim, ffn_dim = c.ffn_dim;
   const size_t q_dim = static_cast<size_t>(c.n_heads) * c.head_dim,
                kv_dim = static_cast<size_t>(c.n_kv_heads) * c.head_dim;
-  const size_t classifier = want_logits ? static_cast<size_t>(c.vocab_size) * dim : 0;
+  const size_t classifier = (n_tokens - rows.first) * c.vocab_size * dim;
   const size_t attention = 2 * q_dim * n_tokens * (s.position + n_tokens);
   size_t largest = n_tokens * ffn_dim * dim;
   if (n_tokens * q_dim * dim > largest) largest = n_tokens * q_dim * dim;
@@ -307,7 +315,7 @@ void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logit
   if (attention > largest) largest = attention;
   const size_t per_layer = n_tokens * dim * (2 * q_dim + 2 * kv_dim + (s.spec.gated_ffn ? 3 : 2) * ffn_dim) + attention;
   const size_t total = c.n_layers * per_layer + classifier;
-  s.crew.run(s.n_threads, n_tokens, largest, total, [&] { forward_pass(s, tokens, n_tokens, want_logits); });
+  s.crew.run(s.n_threads, n_tokens, largest, total, [&] { forward_pass(s, tokens, n_tokens, rows); });
 }
 
 void pool_hidden(Session &s, size_t n_tokens, mote_pool pool, float *out) {

@@ -51,17 +51,17 @@ struct Norm {
 // the difference.
 struct LayerWeights {
   Norm attn_norm;
-  Matrix wq;  // (n_heads * head_dim, dim)
-  Matrix wk;  // (n_kv_heads * head_dim, dim)
-  Matrix wv;  // (n_kv_heads * head_dim, dim)
-  Matrix wo;  // (dim, n_heads * head_dim)
+  Matrix wq;                                       // (n_heads * head_dim, dim)
+  Matrix wk;                                       // (n_kv_heads * head_dim, dim)
+  Matrix wv;                                       // (n_kv_heads * head_dim, dim)
+  Matrix wo;                                       // (dim, n_heads * head_dim)
   const float *q_bias, *k_bias, *v_bias, *o_bias;  // (q_dim), (kv_dim), (kv_dim), (dim)
   const float *q_norm, *k_norm;                    // (head_dim) each, shared by the heads
   Norm post_attn_norm;                             // sandwich norms only
   Norm ffn_norm;
-  Matrix ffn_gate;  // (ffn_dim, dim) gated FFNs only
-  Matrix ffn_down;  // (dim, ffn_dim)
-  Matrix ffn_up;    // (ffn_dim, dim) (GPT-2's c_fc)
+  Matrix ffn_gate;                               // (ffn_dim, dim) gated FFNs only
+  Matrix ffn_down;                               // (dim, ffn_dim)
+  Matrix ffn_up;                                 // (ffn_dim, dim) (GPT-2's c_fc)
   const float *gate_bias, *down_bias, *up_bias;  // (ffn_dim), (dim), (ffn_dim)
   Norm post_ffn_norm;
 };
@@ -77,42 +77,42 @@ struct Weights {
 // RoPE's angles for the batch's positions under one base: every layer shares them, except the
 // windowed layers of a model whose windows rotate with their own base (Gemma 3).
 struct RopeTable {
-  float *cos;             // (batch, head_dim / 2)
-  float *sin;             // (batch, head_dim / 2)
-  double *inv_freq;       // (head_dim / 2) theta^(-2i / head_dim), divided by rope_freqs' factor
+  float *cos;        // (batch, head_dim / 2)
+  float *sin;        // (batch, head_dim / 2)
+  double *inv_freq;  // (head_dim / 2) theta^(-2i / head_dim), divided by rope_freqs' factor
 };
 
 // The current wave of activations, for up to batch_size tokens at once (token-major: row t of
 // x is token t's residual stream). Decoding uses row 0 only.
 struct RunState {
-  float *x;          // (batch, dim) the residual stream
-  float *normed;     // (batch, max(dim, q_dim)) a block's normalized input; the attention's output reuses it
-  float *block_out;  // (batch, dim) a block's output before the residual add
-  float *hidden;     // (batch, ffn_dim) the FFN's gate (or, ungated, up) projection, then its activated values
-  float *up;         // (batch, ffn_dim) the FFN's up projection (gated FFNs)
-  float *q;          // (batch, n_heads * head_dim)
-  float *k;          // (batch, n_kv_heads * head_dim) keys before they enter the cache
-  float *v;          // (batch, n_kv_heads * head_dim)
-  float *att;        // (n_heads, context) attention scores, one row per head
-  float *logits;     // (vocab) of the last token
+  float *x;                   // (batch, dim) the residual stream
+  float *normed;              // (batch, max(dim, q_dim)) a block's normalized input; the attention's output reuses it
+  float *block_out;           // (batch, dim) a block's output before the residual add
+  float *hidden;              // (batch, ffn_dim) the FFN's gate (or, ungated, up) projection, then its activated values
+  float *up;                  // (batch, ffn_dim) the FFN's up projection (gated FFNs)
+  float *q;                   // (batch, n_heads * head_dim)
+  float *k;                   // (batch, n_kv_heads * head_dim) keys before they enter the cache
+  float *v;                   // (batch, n_kv_heads * head_dim)
+  float *att;                 // (n_heads, context) attention scores, one row per head
+  float *logits;              // (vocab) of the last token
   kernels::Q8Activations xq;  // (batch, max(dim, q_dim, ffn_dim)) a product's input in 8-bit blocks,
                               // planned only when some weight type takes them (else null)
-  float *sinusoids;  // (context, dim) sinusoidal positions only: PE(pos) as FORMAT.md defines it
-  RopeTable rope;        // the global layers' (every layer's, without windows)
-  RopeTable rope_local;  // the windowed layers' own base; equal to rope (same pointers) otherwise
+  float *sinusoids;           // (context, dim) sinusoidal positions only: PE(pos) as FORMAT.md defines it
+  RopeTable rope;             // the global layers' (every layer's, without windows)
+  RopeTable rope_local;       // the windowed layers' own base; equal to rope (same pointers) otherwise
 };
 
 struct KvCache {
-  void *keys;           // (n_layers, context, kv_dim) of f32, f16 or int8
-  void *values;         // same
-  float *key_scales;    // q8_0 only: (n_layers, context, n_kv_heads * blocks_per_head) per 32-block
-  float *value_scales;  // same
+  void *keys;                // (n_layers, context, kv_dim) of f32, f16 or int8
+  void *values;              // same
+  float *key_scales;         // q8_0 only: (n_layers, context, n_kv_heads * blocks_per_head) per 32-block
+  float *value_scales;       // same
   uint32_t blocks_per_head;  // ceil(head_dim / 32)
   mote_kv_dtype dtype;
 };
 
 struct Session {
-  Model model;  // the validated view, copied: sessions depend on the model bytes only
+  Model model;             // the validated view, copied: sessions depend on the model bytes only
   const Backend *backend;  // where the forward pass runs
   void *backend_state;     // the backend's own state, in the arena (null for the CPU)
   format::BlockSpec spec;  // what each step of the forward pass does
@@ -124,11 +124,13 @@ struct Session {
   uint32_t context_length;
   uint32_t position;  // tokens in the cache
   uint32_t n_threads;
-  Crew crew;  // the threads of a forward pass
+  Crew crew;              // the threads of a forward pass
   uint32_t batch_size;    // tokens one prefill step runs through the weights together
   int32_t *history;       // (context) the tokens in the cache, for the repetition penalty
   Candidate *candidates;  // (vocab) sampler scratch
   Rng rng;
+  mote_on_progress on_progress;  // the options' callback (null: none) and its user pointer
+  void *progress_user;
   bool has_logits;
   char error[256];
   // 1 while a call runs on the session: an overlapping one gets MOTE_ERR_BUSY (see SessionGuard).
@@ -182,9 +184,20 @@ void pool_hidden(Session &s, size_t n_tokens, mote_pool pool, float *out);
 // table (n_pos, dim); dim even. Computed in double, stored as float.
 void sinusoidal_positions(float *table, size_t n_pos, size_t dim);
 
+// Which rows of a forward step get logits: rows [first, n_tokens) of the step. The last row's
+// land in s.state.logits; with out, every one's goes to out ((n_tokens - first) x vocab, row
+// after row, the classifier run over them as one batch). first == n_tokens: none (a prefill's
+// steps before its last).
+struct LogitRows {
+  size_t first;
+  float *out;
+  static LogitRows last(size_t n_tokens) { return LogitRows{n_tokens - 1, nullptr}; }
+  static LogitRows none(size_t n_tokens) { return LogitRows{n_tokens, nullptr}; }
+};
+
 // Runs n_tokens (1..batch_size) tokens at s.position through the model, appending them to the
-// KV cache; computes the last token's logits when want_logits (prefill skips them for all but
-// its final step). The caller checked the tokens and the remaining capacity.
-void forward(Session &s, const int32_t *tokens, size_t n_tokens, bool want_logits);
+// KV cache, with the logits of rows (prefill skips them for all but its final step). The caller
+// checked the tokens and the remaining capacity.
+void forward(Session &s, const int32_t *tokens, size_t n_tokens, LogitRows rows);
 
 }  // namespace mote

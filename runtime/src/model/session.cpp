@@ -16,8 +16,8 @@ Status check_supported(const format::ModelView &view, ErrorSink err) {
     if (weight_type(t.dtype) == nullptr) {
       char name[48];
       format::tensor_name(t, name, sizeof name);
-      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s, which this build does not run",
-                  name, format::dtype_traits(t.dtype)->name);
+      return fail(err, MOTE_ERR_UNSUPPORTED, "tensor '%s' is %s, which this build does not run", name,
+                  format::dtype_traits(t.dtype)->name);
     }
     // Fused QKV and gate/up matrices are used as row ranges: each must be whole row groups.
     const uint32_t group = format::dtype_traits(t.dtype)->interleaved_rows;
@@ -183,6 +183,8 @@ void bind_session(Session &s, const Model &model, const mote_session_options &op
   s.context_length = options.context_length;
   s.n_threads = options.n_threads == 0 ? 1 : options.n_threads;
   s.batch_size = options.batch_size;
+  s.on_progress = options.on_progress;
+  s.progress_user = options.progress_user;
   Weights &w = s.weights;
   w.token_embedding = bind_matrix(view, Role::token_embedding, format::kNoLayer);
   w.positions = bind_matrix(view, Role::pos_embd, format::kNoLayer);

@@ -1,0 +1,211 @@
+// The CLI's session state and interrupts: run's and chat's --prompt-cache (the text equals a run
+// without the cache; a cache of another shape or a corrupt one is one warning and is ignored),
+// chat's /save, /load, /export and /regenerate, and Ctrl-C (SIGINT) stopping `mote run` in its
+// prompt or its reply with exit code 130 (SmolLM2, a prompt long enough to interrupt).
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "cli_support.hpp"
+
+using namespace mote_cli_test;
+
+namespace {
+
+// tiny_llama.gguf (byte-level BPE, ChatML) converted by the CLI: chat needs a template.
+const std::string &chat_model() {
+  static std::string model;
+  if (model.empty()) {
+    model = workspace().path("state_chat.mote");
+    const Result r = run_cli("convert " + quote(mote_test::golden_path("tiny_llama.gguf")) + " -o " + quote(model));
+    INFO("convert stderr: " << r.err);
+    REQUIRE(r.code == 0);
+  }
+  return model;
+}
+
+size_t count(const std::string &text, const std::string &needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("run --prompt-cache: later runs reuse the common prefix and print what a run without it prints") {
+  if (!have_cli()) return;
+  Workspace &w = workspace();
+  const std::string model = quote(tiny_model()), cache = w.path("run.cache");
+  std::filesystem::remove(cache);
+  const std::string prompt = "-p 'the dog'", longer = "-p 'the dog ran'";  // 13 tokens of this vocabulary
+  const std::string common = "run -m " + model + " -n 8 --temp 0 --ctx 32 ";
+  const Result plain = run_cli(common + prompt), plain_longer = run_cli(common + longer);
+  REQUIRE(plain.code == 0);
+
+  const Result first = run_cli(common + prompt + " --prompt-cache " + quote(cache));
+  INFO("stderr: " << first.err);
+  CHECK(first.code == 0);
+  CHECK(first.out == plain.out);
+  CHECK(first.err.find("reused") == std::string::npos);  // nothing to reuse yet
+  REQUIRE(std::filesystem::exists(cache));
+
+  const Result again = run_cli(common + prompt + " --prompt-cache " + quote(cache));
+  INFO("stderr: " << again.err);
+  CHECK(again.out == plain.out);
+  CHECK(again.err.find("prompt cache: ") != std::string::npos);  // all but the last token reused
+  const Result extended = run_cli(common + longer + " --prompt-cache-ro --prompt-cache " + quote(cache));
+  INFO("stderr: " << extended.err);
+  CHECK(extended.out == plain_longer.out);
+  CHECK(extended.err.find("prompt cache: ") != std::string::npos);
+
+  // --prompt-cache-ro never writes: the file is the first prompt's state still.
+  const std::string before = slurp(cache);
+  CHECK(run_cli(common + "-p 'a different start' --prompt-cache-ro --prompt-cache " + quote(cache)).code == 0);
+  CHECK(slurp(cache) == before);
+  expect_error(common + prompt + " --prompt-cache-ro", 2, "--prompt-cache-ro needs --prompt-cache FILE");
+}
+
+TEST_CASE("run --prompt-cache: a corrupt or mismatched cache file is one warning and is ignored") {
+  if (!have_cli()) return;
+  Workspace &w = workspace();
+  const std::string model = quote(tiny_model()), cache = w.path("bad.cache");
+  const std::string common = "run -m " + model + " -n 6 --temp 0 -p 'the dog ran' ";
+  const Result plain = run_cli(common + "--ctx 32");
+
+  write_text(cache, std::string(200, 'x'));  // past the header's size: the magic is wrong
+  Result r = run_cli(common + "--ctx 32 --prompt-cache " + quote(cache));
+  INFO("stderr: " << r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out == plain.out);
+  CHECK(count(r.err, "warning: ignoring the prompt cache") == 1);
+  CHECK(r.err.find("not a mote session state") != std::string::npos);
+  // It was replaced by a valid state, which the same session shape reuses ...
+  r = run_cli(common + "--ctx 32 --prompt-cache " + quote(cache));
+  CHECK(r.err.find("warning") == std::string::npos);
+  CHECK(r.err.find("prompt cache: ") != std::string::npos);
+  // ... and another context length refuses (one line naming why), the text unchanged.
+  r = run_cli(common + "--ctx 24 --prompt-cache " + quote(cache));
+  CHECK(r.code == 0);
+  CHECK(r.out == plain.out);
+  CHECK(count(r.err, "warning: ignoring the prompt cache") == 1);
+  CHECK(r.err.find("context length 32 is not this session's 24") != std::string::npos);
+  // A truncated state: the same.
+  const std::string valid = slurp(cache);
+  write_text(cache, valid.substr(0, valid.size() / 2));
+  r = run_cli(common + "--ctx 24 --prompt-cache-ro --prompt-cache " + quote(cache));
+  CHECK(r.out == plain.out);
+  CHECK(r.err.find("truncated") != std::string::npos);
+}
+
+TEST_CASE("chat: /save and /load carry the conversation to another process; /export writes the text") {
+  if (!have_cli()) return;
+  Workspace &w = workspace();
+  const std::string model = quote(chat_model()), state = w.path("chat.state"), text = w.path("chat.txt");
+  std::filesystem::remove(state);
+  std::filesystem::remove(text);
+  const std::string input = w.path("chat_state_in.txt");
+  write_text(input, "hi\n/save " + state + "\n/save " + state + "\nhow are you\n/export " + text + "\n");
+  const Result whole = run_cli("chat -m " + model + " -n 5 --temp 0 --ctx 96", input);
+  INFO("stderr: " << whole.err);
+  REQUIRE(whole.code == 0);
+  CHECK(whole.err.find("saved the session (") != std::string::npos);
+  CHECK(whole.err.find("exists; /save! " + state + " replaces it") != std::string::npos);
+  CHECK(slurp(text).find("user: hi\nassistant: ") == 0);
+  CHECK(slurp(text).find("user: how are you\nassistant: ") != std::string::npos);
+
+  // A new process loads the state and answers the second message as the first process did.
+  write_text(input, "/load " + state + "\nhow are you\n");
+  const Result resumed = run_cli("chat -m " + model + " -n 5 --temp 0 --ctx 96", input);
+  INFO("resumed stderr: " << resumed.err);
+  CHECK(resumed.code == 0);
+  CHECK(resumed.err.find("loaded '" + state + "'") != std::string::npos);
+  REQUIRE(!resumed.out.empty());
+  CHECK(whole.out.size() > resumed.out.size());
+  CHECK(whole.out.compare(whole.out.size() - resumed.out.size(), resumed.out.size(), resumed.out) == 0);
+
+  // Another shape or a broken file: one line, and the conversation goes on as if never asked.
+  write_text(input, "/load " + state + "\n/load " + w.path("missing.state") + "\n/load\nhi\n");
+  const Result refused = run_cli("chat -m " + model + " -n 5 --temp 0 --ctx 80", input);
+  INFO("refused stderr: " << refused.err);
+  CHECK(refused.code == 0);
+  CHECK(refused.err.find("context length 96 is not this session's 80 (the conversation is unchanged)") !=
+        std::string::npos);
+  CHECK(refused.err.find("missing.state") != std::string::npos);
+  CHECK(refused.err.find("usage: /load FILE") != std::string::npos);
+  CHECK(count_newlines(refused.err) == 3);
+  CHECK(refused.out == whole.out.substr(0, whole.out.find('\n') + 1));  // "hi" answered as at the start
+}
+
+TEST_CASE("chat: /regenerate replaces the last reply; with nothing to redo it says so") {
+  if (!have_cli()) return;
+  Workspace &w = workspace();
+  const std::string text = w.path("regenerated.txt"), input = w.path("chat_regen_in.txt");
+  std::filesystem::remove(text);
+  write_text(input, "/regenerate\nhi\n/regenerate\n/export " + text + "\n");
+  const Result r = run_cli("chat -m " + quote(chat_model()) + " -n 5 --temp 0 --ctx 96", input);
+  INFO("stderr: " << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find("mote chat: no reply to regenerate\n") == 0);
+  // Greedy: the regenerated reply is the first one again, and the transcript holds it once.
+  const std::string reply = r.out.substr(0, r.out.find('\n') + 1);
+  CHECK(r.out == reply + reply);
+  CHECK(slurp(text) == "user: hi\nassistant: " + reply);
+}
+
+TEST_CASE("chat --prompt-cache: the first turn reuses the saved state") {
+  if (!have_cli()) return;
+  Workspace &w = workspace();
+  const std::string cache = w.path("chat.cache"), input = w.path("chat_cache_in.txt");
+  std::filesystem::remove(cache);
+  write_text(input, "hi\nhow are you\n");
+  const std::string command = "chat -m " + quote(chat_model()) + " -n 5 --temp 0 --ctx 96 --verbose";
+  const Result plain = run_cli(command, input);
+  const Result first = run_cli(command + " --prompt-cache " + quote(cache), input);
+  const Result second = run_cli(command + " --prompt-cache " + quote(cache), input);
+  INFO("stderr: " << second.err);
+  CHECK(first.out == plain.out);
+  CHECK(second.out == plain.out);
+  CHECK(std::filesystem::exists(cache));
+  // --verbose counts the prompt tokens run: the second process ran one for its first turn.
+  CHECK(second.err.find("prompt 1 tokens") != std::string::npos);
+  CHECK(first.err.find("prompt 1 tokens") == std::string::npos);
+}
+
+TEST_CASE("SmolLM2: Ctrl-C stops `mote run` in its prompt or its reply, exit code 130") {
+  if (!have_cli()) return;
+  const std::string gguf = mote_test::smollm2_gguf();
+  if (gguf.empty()) return;
+  Workspace &w = workspace();
+  const std::string model = w.path("smollm2_state.mote");
+  if (!std::filesystem::exists(model)) REQUIRE(run_cli("convert " + quote(gguf) + " -o " + quote(model)).code == 0);
+  // SIGINT after a second: `timeout --preserve-status` passes on the command's own exit code.
+  const auto interrupted_run = [&](const std::string &args) {
+    const std::string out = w.path("int_out.txt"), err = w.path("int_err.txt");
+    const auto start = std::chrono::steady_clock::now();
+    const int status = std::system(("timeout --preserve-status -s INT 1 " + cli_invocation() + " run -m " +
+                                    quote(model) + " " + args + " >" + quote(out) + " 2>" + quote(err))
+                                       .c_str());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    Result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return std::make_pair(r, seconds);
+  };
+  // A prompt of ~7,600 tokens takes many seconds to prefill: the abort comes at the next batch.
+  const auto [prompt, prompt_seconds] =
+      interrupted_run("-f /usr/share/common-licenses/GPL-3 -n 4 -t 1 --ctx 8192 --no-display-prompt");
+  INFO("stderr: " << prompt.err);
+  CHECK(prompt.code == 130);
+  CHECK(prompt.err.find("mote run: interrupted") != std::string::npos);
+  CHECK(prompt.out.empty());
+  CHECK(prompt_seconds < 6);
+  // A reply without end: stopped after what it printed.
+  const auto [reply, reply_seconds] = interrupted_run("-p 'Once upon a time' -n -1 --ignore-eos --ctx 4096 -t 1");
+  INFO("stderr: " << reply.err);
+  CHECK(reply.code == 130);
+  CHECK(reply.out.size() > std::string("Once upon a time").size());
+  CHECK(reply.err.find("decode: ") != std::string::npos);  // the statistics of what ran
+  CHECK(reply_seconds < 6);
+}
