@@ -69,6 +69,8 @@ extern "C" const char *mote_status_name(mote_status status) {
       return "non-finite number";
     case MOTE_ERR_BUSY:
       return "session busy";
+    case MOTE_ERR_GRAMMAR:
+      return "grammar error";
   }
   return "unknown status";
 }
