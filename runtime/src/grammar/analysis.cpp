@@ -86,11 +86,15 @@ class Analysis {
     }
   }
 
+  // Passes alternate between rule order and its reverse, so a chain of rules written in either
+  // order settles in one pass.
   Status find_fixed_point() {
-    for (bool changed = true; changed;) {
+    bool forward = true;
+    for (bool changed = true; changed; forward = !forward) {
       changed = false;
       if (!spend(g_.n_elements + g_.n_rules)) return too_complex();
-      for (uint32_t r = 0; r < g_.n_rules; ++r) {
+      for (uint32_t i = 0; i < g_.n_rules; ++i) {
+        const uint32_t r = forward ? i : g_.n_rules - 1 - i;
         const uint8_t updated = flags_[r] | rule_flags(r);
         changed = changed || updated != flags_[r];
         flags_[r] = updated;
