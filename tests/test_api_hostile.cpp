@@ -66,7 +66,8 @@ TEST_CASE("status names and options: any integer is answered") {
 
   CHECK(std::string(mote_status_name(MOTE_ERR_BUSY)) == "session busy");
   CHECK(std::string(mote_status_name(MOTE_ERR_ABORTED)) == "aborted");
-  CHECK(std::string(status_name_of_int(MOTE_ERR_ABORTED + 1)) == "unknown status");
+  CHECK(std::string(mote_status_name(MOTE_ERR_GRAMMAR)) == "grammar error");
+  CHECK(std::string(status_name_of_int(MOTE_ERR_GRAMMAR + 1)) == "unknown status");
 
   const mote_model &model = tiny().model;
   mote_session_options options = mote_session_options_default();
@@ -227,6 +228,79 @@ TEST_CASE("session functions: null and uninitialized sessions, bad tokens, bad s
   uint32_t generated = 0;
   CHECK(mote_generate(session, nullptr, 0, 0, &sampler, nullptr, nullptr, &generated) == MOTE_OK);
   CHECK(generated == 0);
+}
+
+TEST_CASE("grammar functions: null, unaligned, uncompiled and model-less arguments") {
+  const std::string text = "root ::= [a-z]+\n";
+  size_t bytes = 0;
+  char message[256] = "";
+  CHECK(mote_grammar_arena_size(nullptr, 5, &bytes, message, sizeof message) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_grammar_arena_size(text.data(), text.size(), nullptr, message, sizeof message) ==
+        MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_grammar_arena_size(nullptr, 0, &bytes, nullptr, 0) == MOTE_ERR_GRAMMAR);  // no rules
+  REQUIRE(mote_grammar_arena_size(text.data(), text.size(), &bytes, nullptr, 0) == MOTE_OK);
+  mote_test::AlignedBuffer arena(bytes + 64);
+  void *aligned = arena.data.get();
+  mote_grammar grammar{};
+  mote_model unopened{};
+  CHECK(mote_grammar_init(nullptr, nullptr, text.data(), text.size(), aligned, bytes, nullptr, 0) ==
+        MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_grammar_init(&grammar, &unopened, text.data(), text.size(), aligned, bytes, nullptr, 0) ==
+        MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_grammar_init(&grammar, nullptr, text.data(), text.size(), nullptr, bytes, nullptr, 0) ==
+        MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_grammar_init(&grammar, nullptr, text.data(), text.size(), arena.data.get() + 8, bytes, message,
+                          sizeof message) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(message).find("aligned") != std::string::npos);
+  CHECK(mote_grammar_init(&grammar, nullptr, nullptr, 9, aligned, bytes, nullptr, 0) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_grammar_init(&grammar, nullptr, text.data(), text.size(), aligned, 0, nullptr, 0) ==
+        MOTE_ERR_ARENA_TOO_SMALL);
+
+  // Null and never-compiled grammars (a failed init leaves impl_ null).
+  for (mote_grammar *bad : {static_cast<mote_grammar *>(nullptr), &grammar}) {
+    CHECK(mote_grammar_reset(bad) == MOTE_ERR_INVALID_ARGUMENT);
+    CHECK(mote_grammar_accept_bytes(bad, "a", 1, nullptr, 0) == MOTE_ERR_INVALID_ARGUMENT);
+    CHECK(mote_grammar_accept_token(bad, -1, 1, nullptr, 0) == MOTE_ERR_INVALID_ARGUMENT);
+    CHECK(mote_grammar_state(bad) == 0);
+  }
+  std::memset(aligned, 0, bytes);
+  mote_grammar stale{aligned};  // points at an arena that holds no compiled grammar
+  CHECK(mote_grammar_reset(&stale) == MOTE_ERR_INVALID_ARGUMENT);
+
+  // A grammar compiled without a model matches bytes but cannot mask a model's tokens.
+  REQUIRE(mote_grammar_init(&grammar, nullptr, text.data(), text.size(), aligned, bytes, nullptr, 0) == MOTE_OK);
+  CHECK(mote_grammar_accept_bytes(&grammar, nullptr, 1, nullptr, 0) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_grammar_accept_bytes(&grammar, nullptr, 0, nullptr, 0) == MOTE_OK);
+  CHECK(mote_grammar_accept_token(&grammar, -1, 1, message, sizeof message) == MOTE_ERR_INVALID_ARGUMENT);
+  auto s = mote_test::open_session(tiny().model, mote_session_options_default());
+  const int32_t one = 1;
+  REQUIRE(mote_decode(&s->session, one, nullptr) == MOTE_OK);
+  const mote_sampler_options sampler = mote_sampler_options_default();
+  int32_t token = 0;
+  CHECK(mote_sample_grammar(&s->session, &sampler, &grammar, &token) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(mote_session_error(&s->session)).find("another model") != std::string::npos);
+  CHECK(mote_sample_grammar(&s->session, &sampler, nullptr, &token) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_sample_grammar(nullptr, &sampler, &grammar, &token) == MOTE_ERR_INVALID_ARGUMENT);
+  mote_grammar never{};
+  CHECK(mote_generate_constrained(&s->session, nullptr, 0, 4, &sampler, &never, nullptr, nullptr, nullptr) ==
+        MOTE_ERR_INVALID_ARGUMENT);
+
+  // With the model: token ids are checked.
+  REQUIRE(mote_grammar_init(&grammar, &tiny().model, text.data(), text.size(), aligned, bytes, nullptr, 0) ==
+          MOTE_OK);
+  for (const int32_t bad : {-1, 64, INT32_MAX, INT32_MIN}) {
+    CHECK(mote_grammar_accept_token(&grammar, -1, bad, nullptr, 0) == MOTE_ERR_BAD_TOKEN);
+  }
+  CHECK(mote_sample_grammar(&s->session, nullptr, &grammar, &token) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_sample_grammar(&s->session, &sampler, &grammar, nullptr) == MOTE_ERR_INVALID_ARGUMENT);
+
+  size_t written = 0;
+  char out[8];
+  CHECK(mote_grammar_from_json_schema(nullptr, 4, out, sizeof out, &written, nullptr, 0) ==
+        MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_grammar_from_json_schema("{}", 2, nullptr, 8, &written, nullptr, 0) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_grammar_from_json_schema("{}", 2, out, sizeof out, nullptr, nullptr, 0) == MOTE_ERR_BUFFER_TOO_SMALL);
+  CHECK(mote_grammar_from_json_schema(nullptr, 0, nullptr, 0, &written, nullptr, 0) == MOTE_ERR_GRAMMAR);
 }
 
 namespace {

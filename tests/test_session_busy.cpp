@@ -30,6 +30,23 @@ struct SessionCall {
   std::function<mote_status(mote_session *)> call;
 };
 
+// A grammar that takes any text, compiled for tiny()'s vocabulary.
+mote_grammar *any_text_grammar() {
+  static const char text[] = "root ::= .*";
+  static std::vector<unsigned char> arena;
+  static mote_grammar grammar{};
+  if (arena.empty()) {
+    size_t bytes = 0;
+    char err[256] = "";
+    REQUIRE(mote_grammar_arena_size(text, sizeof text - 1, &bytes, err, sizeof err) == MOTE_OK);
+    arena.resize(bytes + 64);
+    void *aligned = arena.data() + (64 - reinterpret_cast<uintptr_t>(arena.data()) % 64) % 64;
+    REQUIRE(mote_grammar_init(&grammar, &tiny().model, text, sizeof text - 1, aligned, bytes, err, sizeof err) ==
+            MOTE_OK);
+  }
+  return &grammar;
+}
+
 // One valid call of each function that changes a session (mote_session_init aside: it makes one).
 std::vector<SessionCall> session_calls() {
   static const int32_t tokens[] = {1, 5, 9};
@@ -55,6 +72,17 @@ std::vector<SessionCall> session_calls() {
        [](mote_session *s) {
          const mote_sampler_options options = greedy();
          return mote_generate(s, tokens, 3, 2, &options, nullptr, nullptr, nullptr);
+       }},
+      {"mote_sample_grammar",
+       [](mote_session *s) {
+         const mote_sampler_options options = greedy();
+         int32_t token = 0;
+         return mote_sample_grammar(s, &options, any_text_grammar(), &token);
+       }},
+      {"mote_generate_constrained",
+       [](mote_session *s) {
+         const mote_sampler_options options = greedy();
+         return mote_generate_constrained(s, tokens, 3, 2, &options, any_text_grammar(), nullptr, nullptr, nullptr);
        }},
       {"mote_embed",
        [](mote_session *s) {

@@ -408,6 +408,7 @@ void GenerationSettings::add_options(std::vector<Option> *options) {
   };
   options->insert(options->end(), mine.begin(), mine.end());
   kv.add_options(options);
+  grammar.add_options(options);
 }
 
 void KvCacheOptions::add_options(std::vector<Option> *options) {
@@ -449,7 +450,7 @@ bool parse_backend(const std::string &name, bool gpu, mote_backend *backend, std
 }
 
 bool GenerationSettings::finish(std::string *error) {
-  if (!kv.finish(error)) return false;
+  if (!kv.finish(error) || !grammar.check(error)) return false;
   if (!parse_backend(backend_name, gpu, &backend, error)) return false;
   if (threads == 0 || threads > kMaxThreads) {
     *error = "--threads must be in [1, " + std::to_string(kMaxThreads) + "]";
@@ -486,7 +487,9 @@ bool open_generation(const GenerationSettings &settings, std::unique_ptr<LoadedM
   *loaded = load_model(settings.model_path, error);
   if (!*loaded) return false;
   *holder = open_session((*loaded)->model, settings.session_options(), error);
-  return *holder != nullptr;
+  if (*holder == nullptr) return false;
+  return !settings.grammar.given() ||
+         compile_grammar(settings.grammar, (*loaded)->model, &settings.compiled_grammar, error);
 }
 
 uint32_t available_cpus() {
@@ -583,12 +586,18 @@ mote_status generate(const mote_model &model, mote_session *session, const Gener
   ReplyWriter writer(out, settings.stop, &generated->text);
   std::vector<char> piece(256);
   mote_status status = MOTE_OK;
+  mote_grammar *grammar = settings.compiled_grammar ? &settings.compiled_grammar->grammar : nullptr;
+  if (grammar != nullptr) mote_grammar_reset(grammar);
   for (uint32_t i = 0; i < settings.n_new && (interrupt == nullptr || *interrupt == 0); ++i) {
     int32_t token = 0;
-    status = mote_sample(session, &settings.sampler, &token);
-    if (status == MOTE_ERR_NUMERIC) generated->error = "generation step " + std::to_string(i) + ": ";
+    status = grammar != nullptr ? mote_sample_grammar(session, &settings.sampler, grammar, &token)
+                                : mote_sample(session, &settings.sampler, &token);
+    if (status == MOTE_ERR_NUMERIC || status == MOTE_ERR_GRAMMAR) {
+      generated->error = "generation step " + std::to_string(i) + ": ";
+    }
     if (status != MOTE_OK) break;
-    if (!settings.ignore_eos && mote_token_ends_generation(&model, token)) break;
+    // A grammar allows an end token only once it is complete: it always ends the reply.
+    if ((!settings.ignore_eos || grammar != nullptr) && mote_token_ends_generation(&model, token)) break;
     if (mote_session_position(session) >= mote_session_context_length(session)) {
       status = MOTE_ERR_CONTEXT_FULL;
       break;
@@ -606,6 +615,7 @@ mote_status generate(const mote_model &model, mote_session *session, const Gener
     const float *logits = nullptr;
     status = mote_decode(session, token, &logits);  // the cache holds every token the reader saw
     if (status != MOTE_OK || stop) break;
+    if (grammar != nullptr && (mote_grammar_state(grammar) & MOTE_GRAMMAR_CAN_CONTINUE) == 0) break;
     previous = token;
   }
   writer.finish();

@@ -188,6 +188,26 @@ bool could_fit(const mote_model &model, size_t text_bytes, size_t tokens);
 // by models/fetch_smollm2.sh into cache_dir().
 std::string default_model_path();
 
+// --grammar, --grammar-file, --json-schema, --json (cli_grammar.cpp).
+struct GrammarOptions {
+  std::string gbnf, file, schema;
+  bool json = false;
+
+  bool given() const;
+  void add_options(std::vector<Option> *options);
+  bool check(std::string *error) const;  // at most one of them
+};
+
+// A compiled grammar and the arena it lives in.
+struct GrammarHolder {
+  mote_grammar grammar{};
+  std::unique_ptr<uint8_t, void (*)(void *)> arena{nullptr, std::free};
+};
+
+// Compiles the grammar the options name for model's vocabulary; false with a one-line reason.
+bool compile_grammar(const GrammarOptions &options, const mote_model &model, std::shared_ptr<GrammarHolder> *out,
+                     std::string *error);
+
 // What generating commands (run, chat) share: the model, the sampler, threads and context.
 struct GenerationSettings {
   std::string model_path;
@@ -203,6 +223,10 @@ struct GenerationSettings {
   std::string backend_name = "cpu";
   bool gpu = false;                         // --gpu: --backend cuda
   mote_backend backend = MOTE_BACKEND_CPU;  // backend_name, parsed by finish()
+  GrammarOptions grammar;
+  // The compiled grammar (open_generation fills it when one is given): each reply starts it anew
+  // and ends once it is complete and can take nothing more.
+  mutable std::shared_ptr<GrammarHolder> compiled_grammar;
 
   // Chat's sampling defaults, shared by `mote chat` and `mote run --chat`.
   void use_chat_defaults();

@@ -42,7 +42,8 @@ typedef enum mote_status {
   MOTE_ERR_DEVICE = 8,           /* a backend's device call failed (the message names it) */
   MOTE_ERR_NUMERIC = 9,          /* the model produced NaN or inf (e.g. corrupt weights) */
   MOTE_ERR_BUSY = 10,            /* another call is in progress on this session (see Threads above) */
-  MOTE_ERR_ABORTED = 11          /* the session's on_progress callback asked to stop; the session stays valid */
+  MOTE_ERR_ABORTED = 11,         /* the session's on_progress callback asked to stop; the session stays valid */
+  MOTE_ERR_GRAMMAR = 12          /* a grammar that does not compile, or text or a token it cannot continue */
 } mote_status;
 
 /* The library's version. The macros are the headers' (what the caller compiled against);
@@ -433,6 +434,88 @@ mote_status mote_chat_tokenize(const mote_model *model, const mote_chat_message 
 /* The tokens that close an assistant reply already in the KV cache (ChatML: <|im_end|> and
  * a newline). The first one is the token that ends a reply: mote_generate stops at it. */
 mote_status mote_chat_end_of_turn(const mote_model *model, int32_t *tokens, size_t capacity, size_t *n_tokens);
+
+/* ---- Grammar ---------------------------------------------------------------------------- */
+
+/* Constrained output: a GBNF grammar (llama.cpp's format: rules `name ::= ...`, alternatives |,
+ * groups ( ), repetition * + ? {m} {m,} {m,n}, character classes [a-z] [^"\\] with escapes
+ * \x.. \u.... \U........ \t \n \r, string literals, `.` for any character, rule references,
+ * # comments, and a rule named root) compiled into a caller's arena, no heap:
+ *
+ *   size_t n = 0;  mote_grammar_arena_size(text, text_n, &n, err, sizeof err);
+ *   mote_grammar_init(&grammar, &model, text, text_n, arena, n, err, sizeof err);
+ *   mote_generate_constrained(&session, prompt, n_prompt, 256, &options, &grammar, on_token, 0, 0);
+ *
+ * The grammar matches UTF-8 bytes (a token may end inside a character). A grammar is mutable
+ * state, like a session: one call at a time; it may be reset and used again. Bounds keep hostile
+ * grammars finite (each exceeded one is MOTE_ERR_GRAMMAR with a one-line message, never a crash):
+ * 262,144 compiled elements (repetition {m,n} is expanded), groups nested 128 deep, 8,192 words of
+ * stacks while matching (deeply nested text, e.g. JSON, runs out there) and 8,192 rule expansions
+ * a character. Left recursion (a ::= a "x") is refused at compile time, as llama.cpp does. */
+typedef struct mote_grammar {
+  void *impl_; /* lives at the start of the grammar's arena */
+} mote_grammar;
+
+/* The exact arena bytes mote_grammar_init needs for text (64-byte aligned arena). Checks the
+ * syntax (MOTE_ERR_GRAMMAR with the line); mote_grammar_init checks the rest. */
+mote_status mote_grammar_arena_size(const char *text, size_t text_n, size_t *bytes, char *err, size_t err_n);
+
+/* Compiles text into arena and resets the matcher. MOTE_ERR_GRAMMAR, with one line in err, for a
+ * syntax error, an undefined or twice-defined rule, no root rule, left recursion, or a grammar
+ * that allows nothing (root can never complete). model: the vocabulary whose tokens the grammar
+ * masks (its bytes must stay mapped while the grammar is used); null for a grammar that only
+ * matches bytes (mote_grammar_accept_bytes). The text is not needed afterwards. */
+mote_status mote_grammar_init(mote_grammar *grammar, const mote_model *model, const char *text, size_t text_n,
+                              void *arena, size_t arena_n, char *err, size_t err_n);
+
+/* Forgets every accepted byte. */
+mote_status mote_grammar_reset(mote_grammar *grammar);
+
+/* Accepts bytes, all or nothing: MOTE_ERR_GRAMMAR when they cannot continue the grammar (the
+ * grammar is unchanged). */
+mote_status mote_grammar_accept_bytes(mote_grammar *grammar, const char *bytes, size_t n, char *err, size_t err_n);
+
+/* Accepts the bytes token prints after prev_token (-1 at the start); a token that ends
+ * generation is accepted only when the grammar is complete (and changes nothing). Needs a
+ * grammar compiled with a model: MOTE_ERR_INVALID_ARGUMENT otherwise. */
+mote_status mote_grammar_accept_token(mote_grammar *grammar, int32_t prev_token, int32_t token, char *err,
+                                      size_t err_n);
+
+/* mote_grammar_state's bits. */
+#define MOTE_GRAMMAR_COMPLETE 1u     /* the bytes accepted so far are a whole sentence of the grammar */
+#define MOTE_GRAMMAR_CAN_CONTINUE 2u /* some byte may still follow */
+/* MOTE_GRAMMAR_* bits of the grammar's state (0 for a null or uninitialized grammar). */
+uint32_t mote_grammar_state(const mote_grammar *grammar);
+
+/* mote_sample with every token that cannot continue the grammar masked (its logit set to -inf;
+ * a token that ends generation is allowed only when the grammar is complete), then accepts the
+ * token into the grammar (a token that ends generation is not accepted: nothing follows it).
+ * Greedy and top-k sampling check tokens in order of logit until they have the one or k they
+ * need; otherwise every token is checked. The grammar must have been compiled with the session's
+ * model. MOTE_ERR_GRAMMAR when no token can continue it. */
+mote_status mote_sample_grammar(mote_session *session, const mote_sampler_options *options, mote_grammar *grammar,
+                                int32_t *token);
+
+/* mote_generate through mote_sample_grammar: also stops once the grammar is complete and can take
+ * no more bytes (an end token sampled when it is complete stops it as in mote_generate).
+ * grammar null: mote_generate. The grammar continues from its current state (reset it first
+ * for a new reply). */
+mote_status mote_generate_constrained(mote_session *session, const int32_t *prompt, size_t n_prompt,
+                                      uint32_t max_new_tokens, const mote_sampler_options *options,
+                                      mote_grammar *grammar, mote_on_token on_token, void *user,
+                                      uint32_t *n_generated);
+
+/* Translates a JSON schema into a GBNF grammar (NUL-terminated) in out: objects with properties
+ * (in the schema's order; the ones in "required" always present, the others optional), arrays
+ * (items, minItems, maxItems), strings (minLength, maxLength), numbers, integers, booleans, null,
+ * enum, const, anyOf/oneOf, type lists, nesting, and $ref to "#/definitions/NAME" or
+ * "#/$defs/NAME". An empty schema {} is any JSON value. The output is compact JSON with optional
+ * whitespace between tokens. *written (may be null) gets the bytes the grammar needs (without the
+ * NUL): on MOTE_ERR_BUFFER_TOO_SMALL that is the capacity to retry with, plus one. The schema
+ * parser is bounded: nesting 64 deep; a malformed schema or an unsupported keyword value is
+ * MOTE_ERR_GRAMMAR with one line in err. */
+mote_status mote_grammar_from_json_schema(const char *schema, size_t schema_n, char *out, size_t capacity,
+                                          size_t *written, char *err, size_t err_n);
 
 #ifdef __cplusplus
 }

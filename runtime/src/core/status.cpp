@@ -71,6 +71,8 @@ extern "C" const char *mote_status_name(mote_status status) {
       return "session busy";
     case MOTE_ERR_ABORTED:
       return "aborted";
+    case MOTE_ERR_GRAMMAR:
+      return "grammar error";
   }
   return "unknown status";
 }

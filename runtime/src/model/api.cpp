@@ -8,6 +8,8 @@
 #include "model/model.hpp"
 #include "model/state.hpp"
 #include "mote/mote.h"
+#include "grammar/grammar.hpp"
+#include "sample/grammar_sample.hpp"
 #include "sample/sampler.hpp"
 #include "text/byte_level_bpe.hpp"
 #include "text/chat.hpp"
@@ -174,8 +176,32 @@ Status prefill(Session &s, const int32_t *tokens, size_t n_tokens, PrefillReques
   return MOTE_OK;
 }
 
-// mote_sample's work, for a caller that holds the session's guard (mote_generate too).
-Status sample_next(Session &s, const mote_sampler_options *options, int32_t *token) {
+// Picks the token under the grammar's mask and accepts it into the grammar (an end token is
+// not accepted: nothing follows it).
+Status sample_constrained(Session &s, const mote_sampler_options &options, grammar::Grammar &g, size_t n_recent,
+                          int32_t *token, size_t *bad) {
+  const ErrorSink sink = session_sink(s);
+  if (!g.has_tokenizer || g.tokenizer.piece_bytes != s.model.view.tokenizer.piece_bytes) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "the grammar was compiled for another model (or for none)");
+  }
+  const int32_t prev = s.position > 0 ? s.history[s.position - 1] : -1;
+  const Status status =
+      sample_with_grammar(options, s.rng, s.state.logits, s.model.view.config.vocab_size,
+                          s.history + (s.position - n_recent), n_recent, s.candidates, g, prev, token, bad);
+  if (status == MOTE_ERR_GRAMMAR) {
+    return fail(sink, status, "grammar: no token can continue it after position %u", static_cast<unsigned>(s.position));
+  }
+  if (status != MOTE_OK || ends_generation(s.model, *token)) return status;
+  char byte = 0;
+  const char *bytes = nullptr;
+  size_t n = 0;
+  piece_for(s.model.view.tokenizer, prev, *token, &byte, &bytes, &n);
+  return grammar::accept_bytes(g, bytes, n, sink);
+}
+
+// mote_sample's work, for a caller that holds the session's guard (mote_generate too); with a
+// grammar (may be null), mote_sample_grammar's.
+Status sample_next(Session &s, const mote_sampler_options *options, grammar::Grammar *g, int32_t *token) {
   const ErrorSink sink = session_sink(s);
   if (token == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "token is null");
   const Status status = mote_sampler_options_validate(options, s.error, sizeof s.error);
@@ -185,14 +211,61 @@ Status sample_next(Session &s, const mote_sampler_options *options, int32_t *tok
   const size_t n_recent = last_n < s.position ? last_n : s.position;
   const uint32_t vocab = s.model.view.config.vocab_size;
   size_t bad = 0;
-  *token =
-      sample(*options, s.rng, s.state.logits, vocab, s.history + (s.position - n_recent), n_recent, s.candidates, &bad);
+  if (g != nullptr) {
+    const Status picked = sample_constrained(s, *options, *g, n_recent, token, &bad);
+    if (picked != MOTE_ERR_NUMERIC) return picked;
+    *token = -1;
+  } else {
+    *token = sample(*options, s.rng, s.state.logits, vocab, s.history + (s.position - n_recent), n_recent,
+                    s.candidates, &bad);
+  }
   if (*token < 0) {
     char number[32];
     return fail(sink, MOTE_ERR_NUMERIC,
                 "logit %llu of %u is %s after position %u: the model computed a non-finite number",
                 static_cast<unsigned long long>(bad), static_cast<unsigned>(vocab),
                 float_text(s.state.logits[bad], number, sizeof number), static_cast<unsigned>(s.position));
+  }
+  return MOTE_OK;
+}
+
+// mote_generate's loop (with a grammar, mote_generate_constrained's), after the guard is taken.
+Status generate(Session &s, const int32_t *prompt, size_t n_prompt, uint32_t max_new_tokens,
+                const mote_sampler_options *options, grammar::Grammar *g, mote_on_token on_token, void *user,
+                uint32_t *n_generated) {
+  Status status = mote_sampler_options_validate(options, s.error, sizeof s.error);
+  if (status != MOTE_OK) return status;
+  status = prefill(s, prompt, n_prompt);
+  if (status != MOTE_OK) return status;
+  rng_seed(s.rng, options->seed);
+  for (uint32_t i = 0; i < max_new_tokens; ++i) {
+    int32_t token = 0;
+    status = sample_next(s, options, g, &token);
+    if (status == MOTE_ERR_NUMERIC || status == MOTE_ERR_GRAMMAR) {
+      char reason[sizeof s.error];
+      std::memcpy(reason, s.error, sizeof reason);
+      return fail(session_sink(s), status, "generation step %u: %s", static_cast<unsigned>(i), reason);
+    }
+    if (status != MOTE_OK) return status;
+    if (ends_generation(s.model, token)) break;
+    if (s.position >= s.context_length) {
+      return fail(session_sink(s), MOTE_ERR_CONTEXT_FULL, "the context of %u tokens is full",
+                  static_cast<unsigned>(s.context_length));
+    }
+    const int32_t prev = s.position > 0 ? s.history[s.position - 1] : -1;
+    if (n_generated != nullptr) *n_generated = i + 1;
+    bool stop = false;
+    if (on_token != nullptr) {
+      char byte = 0;
+      const char *piece = nullptr;
+      size_t n = 0;
+      piece_for(s.model.view.tokenizer, prev, token, &byte, &piece, &n);
+      stop = on_token(user, token, piece, n) != 0;
+    }
+    status = s.backend->decode(s, token);  // the cache holds every token the caller saw
+    if (status != MOTE_OK) return status;
+    if (stop || (g != nullptr && !grammar::can_continue(*g))) break;
+    if (progress_says_stop(s, i + 1, max_new_tokens)) return aborted(s, "tokens to generate", i + 1, max_new_tokens);
   }
   return MOTE_OK;
 }
@@ -515,7 +588,17 @@ mote_status mote_sampler_options_validate(const mote_sampler_options *options, c
 
 mote_status mote_sample(mote_session *session, const mote_sampler_options *options, int32_t *token) {
   const SessionGuard guard(session);
-  return guard.session() == nullptr ? guard.refusal() : sample_next(*guard.session(), options, token);
+  return guard.session() == nullptr ? guard.refusal() : sample_next(*guard.session(), options, nullptr, token);
+}
+
+mote_status mote_sample_grammar(mote_session *session, const mote_sampler_options *options, mote_grammar *grammar,
+                                int32_t *token) {
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  if (s == nullptr) return guard.refusal();
+  grammar::Grammar *g = grammar::grammar_of(grammar);
+  if (g == nullptr) return fail(session_sink(*s), MOTE_ERR_INVALID_ARGUMENT, "grammar is null or was never compiled");
+  return sample_next(*s, options, g, token);
 }
 
 mote_status mote_chat_tokenize(const mote_model *model, const mote_chat_message *messages, size_t n_messages,
@@ -537,46 +620,24 @@ mote_status mote_chat_end_of_turn(const mote_model *model, int32_t *tokens, size
 mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n_prompt, uint32_t max_new_tokens,
                           const mote_sampler_options *options, mote_on_token on_token, void *user,
                           uint32_t *n_generated) {
+  return mote_generate_constrained(session, prompt, n_prompt, max_new_tokens, options, nullptr, on_token, user,
+                                   n_generated);
+}
+
+mote_status mote_generate_constrained(mote_session *session, const int32_t *prompt, size_t n_prompt,
+                                      uint32_t max_new_tokens, const mote_sampler_options *options,
+                                      mote_grammar *grammar, mote_on_token on_token, void *user,
+                                      uint32_t *n_generated) {
   if (n_generated != nullptr) *n_generated = 0;
   // Held through on_token: a call on this session from the callback is refused.
   const SessionGuard guard(session);
   Session *s = guard.session();
   if (s == nullptr) return guard.refusal();
-  Status status = mote_sampler_options_validate(options, s->error, sizeof s->error);
-  if (status != MOTE_OK) return status;
-  status = prefill(*s, prompt, n_prompt);
-  if (status != MOTE_OK) return status;
-  rng_seed(s->rng, options->seed);
-  for (uint32_t i = 0; i < max_new_tokens; ++i) {
-    int32_t token = 0;
-    status = sample_next(*s, options, &token);
-    if (status == MOTE_ERR_NUMERIC) {
-      char reason[sizeof s->error];
-      std::memcpy(reason, s->error, sizeof reason);
-      return fail(session_sink(*s), status, "generation step %u: %s", static_cast<unsigned>(i), reason);
-    }
-    if (status != MOTE_OK) return status;
-    if (ends_generation(s->model, token)) break;
-    if (s->position >= s->context_length) {
-      return fail(session_sink(*s), MOTE_ERR_CONTEXT_FULL, "the context of %u tokens is full",
-                  static_cast<unsigned>(s->context_length));
-    }
-    const int32_t prev = s->position > 0 ? s->history[s->position - 1] : -1;
-    if (n_generated != nullptr) *n_generated = i + 1;
-    bool stop = false;
-    if (on_token != nullptr) {
-      char byte = 0;
-      const char *piece = nullptr;
-      size_t n = 0;
-      piece_for(s->model.view.tokenizer, prev, token, &byte, &piece, &n);
-      stop = on_token(user, token, piece, n) != 0;
-    }
-    status = s->backend->decode(*s, token);  // the cache holds every token the caller saw
-    if (status != MOTE_OK) return status;
-    if (stop) break;
-    if (progress_says_stop(*s, i + 1, max_new_tokens)) return aborted(*s, "tokens to generate", i + 1, max_new_tokens);
+  grammar::Grammar *g = grammar::grammar_of(grammar);
+  if (grammar != nullptr && g == nullptr) {
+    return fail(session_sink(*s), MOTE_ERR_INVALID_ARGUMENT, "grammar was never compiled");
   }
-  return MOTE_OK;
+  return generate(*s, prompt, n_prompt, max_new_tokens, options, g, on_token, user, n_generated);
 }
 
 }  // extern "C"

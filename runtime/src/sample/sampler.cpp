@@ -26,33 +26,6 @@ namespace {
 constexpr uint64_t kStream = 54;
 constexpr uint64_t kMultiplier = 6364136223846793005ULL;
 
-// CTRL's penalty, once per distinct token: positive logits shrink, negative ones grow.
-// scratch[id].id flags the tokens already penalized (only the window's entries are touched).
-void apply_repetition_penalty(const mote_sampler_options &options, float *logits, size_t n, const int32_t *recent,
-                              size_t n_recent, Candidate *scratch) {
-  const float penalty = options.repetition_penalty;
-  if (!(penalty > 0.0f) || penalty == 1.0f || !std::isfinite(penalty)) return;
-  if (recent == nullptr || options.repetition_last_n == 0) return;
-  size_t window = n_recent;
-  if (options.repetition_last_n > 0 && static_cast<size_t>(options.repetition_last_n) < n_recent) {
-    window = static_cast<size_t>(options.repetition_last_n);
-  }
-  const int32_t *first = recent + (n_recent - window);
-  auto in_range = [n](int32_t id) { return id >= 0 && static_cast<size_t>(id) < n; };
-  for (size_t i = 0; i < window; ++i) {
-    if (in_range(first[i])) scratch[first[i]].id = 0;
-  }
-  for (size_t i = 0; i < window; ++i) {
-    const int32_t id = first[i];
-    if (!in_range(id) || scratch[id].id != 0) continue;
-    scratch[id].id = 1;
-    const float scaled = logits[id] > 0.0f ? logits[id] / penalty : logits[id] * penalty;
-    // A finite logit stays finite (a large penalty saturates), so the check after this one
-    // still reports only what the model produced.
-    logits[id] = std::isfinite(logits[id]) && !std::isfinite(scaled) ? std::copysign(FLT_MAX, scaled) : scaled;
-  }
-}
-
 bool more_probable(const Candidate &a, const Candidate &b) {
   return a.value > b.value || (a.value == b.value && a.id < b.id);
 }
@@ -74,13 +47,16 @@ size_t keep_at_least(Candidate *c, size_t count, float threshold) {
 
 enum class Softmax { ok, all_underflow, non_finite };
 
+// A logit the sampler refuses: NaN or inf, except -inf where the caller masked tokens with it.
+bool is_bad_logit(float value, bool masked) { return !std::isfinite(value) && !(masked && value == -INFINITY); }
+
 // Fills c with softmax(logits / temperature). The max search checks every logit: non_finite
 // (with *bad its index) at the first NaN or inf; all_underflow when every finite logit divided
 // by a tiny temperature is -inf.
-Softmax softmax_candidates(const float *logits, size_t n, float temperature, Candidate *c, size_t *bad) {
+Softmax softmax_candidates(const float *logits, size_t n, float temperature, Candidate *c, size_t *bad, bool masked) {
   float max_value = -INFINITY;
   for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(logits[i])) {
+    if (is_bad_logit(logits[i], masked)) {
       *bad = i;
       return Softmax::non_finite;
     }
@@ -134,14 +110,43 @@ size_t apply_min_p(Candidate *c, size_t count, float min_p) {
 int32_t draw(Rng &rng, const Candidate *c, size_t count) {
   const double target = static_cast<double>(rng_next_float(rng)) * total_mass(c, count);
   double cumulative = 0.0;
+  size_t last_probable = 0;
   for (size_t i = 0; i < count; ++i) {
     cumulative += c[i].value;
     if (target < cumulative) return c[i].id;
+    if (c[i].value > 0.0f) last_probable = i;
   }
-  return c[count - 1].id;  // rounding left target at the very end
+  return c[last_probable].id;  // rounding left target at the very end (never a masked token)
 }
 
 }  // namespace
+
+// CTRL's penalty, once per distinct token: positive logits shrink, negative ones grow.
+// scratch[id].id flags the tokens already penalized (only the window's entries are touched).
+void apply_repetition_penalty(const mote_sampler_options &options, float *logits, size_t n, const int32_t *recent,
+                              size_t n_recent, Candidate *scratch) {
+  const float penalty = options.repetition_penalty;
+  if (!(penalty > 0.0f) || penalty == 1.0f || !std::isfinite(penalty)) return;
+  if (recent == nullptr || options.repetition_last_n == 0) return;
+  size_t window = n_recent;
+  if (options.repetition_last_n > 0 && static_cast<size_t>(options.repetition_last_n) < n_recent) {
+    window = static_cast<size_t>(options.repetition_last_n);
+  }
+  const int32_t *first = recent + (n_recent - window);
+  auto in_range = [n](int32_t id) { return id >= 0 && static_cast<size_t>(id) < n; };
+  for (size_t i = 0; i < window; ++i) {
+    if (in_range(first[i])) scratch[first[i]].id = 0;
+  }
+  for (size_t i = 0; i < window; ++i) {
+    const int32_t id = first[i];
+    if (!in_range(id) || scratch[id].id != 0) continue;
+    scratch[id].id = 1;
+    const float scaled = logits[id] > 0.0f ? logits[id] / penalty : logits[id] * penalty;
+    // A finite logit stays finite (a large penalty saturates), so the check after this one
+    // still reports only what the model produced.
+    logits[id] = std::isfinite(logits[id]) && !std::isfinite(scaled) ? std::copysign(FLT_MAX, scaled) : scaled;
+  }
+}
 
 void rng_seed(Rng &rng, uint64_t seed) {
   // pcg32_srandom: start from zero on the chosen stream, step, add the seed, step.
@@ -166,11 +171,11 @@ float rng_next_float(Rng &rng) {
   return static_cast<float>(rng_next_u32(rng) >> 8) * (1.0f / 16777216.0f);
 }
 
-int32_t argmax(const float *logits, size_t n, size_t *non_finite_at) {
+int32_t argmax(const float *logits, size_t n, size_t *non_finite_at, bool masked) {
   if (n == 0) return -1;
   size_t best = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (!std::isfinite(logits[i])) {
+    if (is_bad_logit(logits[i], masked)) {
       if (non_finite_at != nullptr) *non_finite_at = i;
       return -1;
     }
@@ -180,17 +185,17 @@ int32_t argmax(const float *logits, size_t n, size_t *non_finite_at) {
 }
 
 int32_t sample(const mote_sampler_options &options, Rng &rng, float *logits, size_t n, const int32_t *recent,
-               size_t n_recent, Candidate *scratch, size_t *non_finite_at) {
+               size_t n_recent, Candidate *scratch, size_t *non_finite_at, bool masked) {
   if (n == 0) return -1;
   apply_repetition_penalty(options, logits, n, recent, n_recent, scratch);
-  if (!(options.temperature > 0.0f)) return argmax(logits, n, non_finite_at);
+  if (!(options.temperature > 0.0f)) return argmax(logits, n, non_finite_at, masked);
   size_t bad = 0;
-  switch (softmax_candidates(logits, n, options.temperature, scratch, &bad)) {
+  switch (softmax_candidates(logits, n, options.temperature, scratch, &bad, masked)) {
     case Softmax::non_finite:
       if (non_finite_at != nullptr) *non_finite_at = bad;
       return -1;
     case Softmax::all_underflow:
-      return argmax(logits, n, non_finite_at);
+      return argmax(logits, n, non_finite_at, masked);
     case Softmax::ok:
       break;
   }

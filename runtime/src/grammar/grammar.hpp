@@ -1,0 +1,145 @@
+// GBNF grammars compiled into an arena, and the matcher that follows them byte by byte.
+//
+// The compiled form is llama.cpp's: a flat array of elements, each rule a run of alternatives
+// separated by kAlt and closed by kEnd; groups and repetitions become auxiliary rules. The
+// matcher keeps a set of stacks of element positions (llama.cpp's grammar stacks), each stack's
+// top a character class, and advances them one code point at a time. Everything lives in the
+// caller's arena and every loop is bounded, so hostile grammars get an error, not a crash.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/arena.hpp"
+#include "core/status.hpp"
+#include "format/tokenizer_view.hpp"
+
+namespace mote::grammar {
+
+enum class Op : uint32_t {
+  kEnd,         // closes a rule
+  kAlt,         // separates a rule's alternatives
+  kRuleRef,     // value: a rule id
+  kNameRef,     // while parsing only: value is the text offset of a rule name not yet resolved
+  kChar,        // starts a class: value is a code point (or the low end of a range)
+  kCharNot,     // starts a negated class
+  kRangeUpper,  // value: the high end of the range begun by the element before
+  kCharAlt,     // another code point (or range start) of the class
+  kCharAny,     // '.': any code point
+};
+
+struct Element {
+  Op op;
+  uint32_t value;
+};
+
+// Limits that keep hostile grammars bounded in memory and time (each exceeded one is an error).
+constexpr uint32_t kMaxElements = 1u << 18;     // compiled elements (2 MiB)
+constexpr uint32_t kMaxNesting = 128;           // parentheses inside parentheses
+constexpr uint32_t kMaxRepeatCount = 1u << 20;  // the numbers of {m,n}
+constexpr uint32_t kStackWords = 8192;          // words of one stack set (the matcher's bound)
+constexpr uint32_t kMaxExpansions = 8192;       // rule expansions for one code point
+constexpr uint64_t kMaxAnalysisSteps = 50000000;  // element visits of the compile-time checks
+
+// A set of stacks packed as [depth, position 0 .. position depth-1] (the top last).
+struct StackSet {
+  uint32_t *words = nullptr;
+  uint32_t n_words = 0;
+};
+
+// A code point still missing continuation bytes (after a token that ended inside it).
+struct PartialUtf8 {
+  uint32_t value = 0;
+  uint32_t missing = 0;  // continuation bytes still to come
+};
+
+// Sizes the first (counting) parse found; the writing parse fills arrays of exactly these.
+struct Counts {
+  uint32_t n_elements = 0;
+  uint32_t n_rules = 0;
+  uint32_t n_named = 0;
+};
+
+struct Symbol {
+  uint32_t name_offset;  // in the grammar text
+  uint32_t name_length;
+  uint32_t rule;
+};
+
+constexpr uint32_t kGrammarTag = 0x47524D52u;
+
+struct Grammar {
+  uint32_t tag = 0;  // kGrammarTag once compiled, so a zeroed or stale mote_grammar is caught
+  const Element *elements = nullptr;
+  const uint32_t *rule_start = nullptr;  // rule id -> index of its first element
+  uint32_t n_elements = 0, n_rules = 0;
+  uint32_t root = 0;
+  StackSet current;             // the state after the bytes accepted so far
+  uint32_t *scratch[2] = {};    // two more stack sets: a step reads one, writes the other
+  uint32_t *work = nullptr;     // the expansion work list (a stack set's size)
+  PartialUtf8 partial;
+  // The vocabulary the grammar masks (absent when compiled without a model).
+  bool has_tokenizer = false;
+  format::TokenizerView tokenizer;
+  uint32_t vocab_size = 0;  // the logits' length
+  int32_t bos_id = -1, eos_id = -1;
+};
+
+// The Grammar inside a caller's mote_grammar, or null when it is null or was never compiled.
+inline Grammar *grammar_of(const mote_grammar *grammar) {
+  if (grammar == nullptr || grammar->impl_ == nullptr) return nullptr;
+  Grammar *g = static_cast<Grammar *>(grammar->impl_);
+  return g->tag == kGrammarTag ? g : nullptr;
+}
+
+// Whether token ends generation (BOS, EOS or a control token), as mote_generate decides.
+bool ends_generation(const Grammar &g, int32_t token);
+
+// The arrays a grammar takes, laid out by planner (base null: counts only).
+struct Arrays {
+  Element *elements;
+  uint32_t *rule_start, *rule_owner;  // owner: the named rule an auxiliary rule belongs to
+  Symbol *symbols;
+  uint32_t n_named;
+  uint8_t *flags;                     // per rule: the analysis' scratch
+  uint32_t *dfs;                      // per rule x 2: the left-recursion search's stack
+  uint32_t *stack_sets[4];            // current, two scratch sets, the work list
+};
+void plan_arrays(ArenaPlanner &planner, const Counts &counts, Arrays *arrays);
+
+// The first pass: syntax errors and the sizes (text is the GBNF grammar).
+Status count_grammar(const char *text, size_t n, Counts *counts, ErrorSink err);
+
+// The second pass: writes the elements, rules and symbols into arrays sized by counts, resolves
+// rule names and checks the grammar (a root rule, no undefined or twice-defined rule, no left
+// recursion, a root that can complete). Fills g's compiled part and resets its matcher.
+Status compile_grammar(const char *text, size_t n, const Counts &counts, const Arrays &arrays, Grammar *g,
+                       ErrorSink err);
+
+// The checks compile_grammar runs once the names are resolved (analysis.cpp).
+Status check_grammar(const char *text, const Arrays &arrays, const Grammar &g, ErrorSink err);
+
+// The rule's name for messages ("root", or the named rule an auxiliary one belongs to).
+void rule_name(const char *text, const Arrays &arrays, uint32_t rule, const char **name, uint32_t *length);
+
+// ---- matching (matcher.cpp) ----
+
+// Forgets what was accepted: the stacks of the root rule's start.
+Status reset(Grammar &g, ErrorSink err);
+
+// Accepts bytes (all or nothing): MOTE_ERR_GRAMMAR when they cannot continue the grammar.
+Status accept_bytes(Grammar &g, const char *bytes, size_t n, ErrorSink err);
+
+// Whether bytes could continue the grammar from its current state (nothing changes).
+bool bytes_allowed(Grammar &g, const char *bytes, size_t n);
+
+// True when the text accepted so far is a whole sentence of the grammar.
+bool is_complete(const Grammar &g);
+// True when some byte could still follow.
+bool can_continue(const Grammar &g);
+
+// Marks in allowed[0..256) the bytes that may start the next token (a superset: lead bytes of
+// multi-byte characters are allowed when any non-ASCII code point is).
+void first_bytes(const Grammar &g, bool allowed[256]);
+
+}  // namespace mote::grammar

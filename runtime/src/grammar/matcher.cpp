@@ -1,0 +1,255 @@
+// The matcher: a set of stacks of element positions (llama.cpp's grammar stacks), each top a
+// character class, advanced one code point at a time. Bytes arrive in UTF-8; a token may end
+// inside a character, which is kept as a partial code point until the next token completes it.
+// Every set lives in a fixed buffer of kStackWords words and every expansion is counted: a
+// grammar that needs more is refused (a candidate token) or reported (accepting bytes).
+#include <cstring>
+
+#include "grammar/grammar.hpp"
+
+namespace mote::grammar {
+namespace {
+
+bool ends_alternative(Op op) { return op == Op::kAlt || op == Op::kEnd; }
+
+// The element after the class that starts at position.
+uint32_t class_end(const Element *e, uint32_t position) {
+  ++position;
+  while (e[position].op == Op::kCharAlt || e[position].op == Op::kRangeUpper) ++position;
+  return position;
+}
+
+// Whether the class at position holds some code point of [low, high]. Negated classes answer
+// "yes" unless one of their ranges covers all of [low, high] (a superset, as llama.cpp's).
+bool class_meets(const Element *e, uint32_t position, uint32_t low, uint32_t high) {
+  const Op start = e[position].op;
+  if (start == Op::kCharAny) return true;
+  const uint32_t end = class_end(e, position);
+  for (uint32_t i = position; i < end; ++i) {
+    if (e[i].op == Op::kRangeUpper) continue;
+    const uint32_t first = e[i].value;
+    const uint32_t last = e[i + 1].op == Op::kRangeUpper ? e[i + 1].value : first;
+    if (start == Op::kCharNot) {
+      if (first <= low && last >= high) return false;
+    } else if (first <= high && last >= low) {
+      return true;
+    }
+  }
+  return start == Op::kCharNot;
+}
+
+class Stepper {
+ public:
+  explicit Stepper(Grammar &g) : g_(g), e_(g.elements) {}
+
+  bool overflowed() const { return overflow_; }
+
+  // Adds to out the stacks base[0..depth) + extra (when not kNone), with every rule reference
+  // on top expanded into its alternatives until each top is a class (or the stack is empty).
+  void expand(const uint32_t *base, uint32_t depth, uint32_t extra, StackSet &out) {
+    uint32_t *work = g_.work;
+    uint32_t n = 0;  // the work list: entries [positions..., depth], the last one on top
+    if (!push(work, n, base, depth, extra, kNone)) return;
+    while (n > 0 && !overflow_) {
+      const uint32_t entry_depth = work[n - 1];
+      const uint32_t entry = n - 1 - entry_depth;
+      const uint32_t *stack = work + entry;
+      if (entry_depth == 0 || e_[stack[entry_depth - 1]].op != Op::kRuleRef) {
+        add(out, stack, entry_depth);
+        n = entry;
+        continue;
+      }
+      if (++expansions_ > kMaxExpansions) {
+        overflow_ = true;
+        return;
+      }
+      // Replace the reference with each alternative of its rule (after its continuation).
+      const uint32_t top = stack[entry_depth - 1];
+      const uint32_t continuation = ends_alternative(e_[top + 1].op) ? kNone : top + 1;
+      const uint32_t entries_end = n;
+      for (uint32_t a = g_.rule_start[e_[top].value];; ++a) {
+        const uint32_t first = ends_alternative(e_[a].op) ? kNone : a;
+        if (!push(work, n, work + entry, entry_depth - 1, continuation, first)) return;
+        while (!ends_alternative(e_[a].op)) ++a;
+        if (e_[a].op == Op::kEnd) break;
+      }
+      std::memmove(work + entry, work + entries_end, (n - entries_end) * sizeof(uint32_t));
+      n -= entries_end - entry;
+    }
+  }
+
+  // out = the stacks of in that accept code point cp, advanced past it.
+  void advance(const StackSet &in, uint32_t cp, StackSet &out) {
+    out.n_words = 0;
+    for (uint32_t i = 0; i < in.n_words && !overflow_; i += in.words[i] + 1) {
+      const uint32_t depth = in.words[i];
+      if (depth == 0) continue;
+      const uint32_t top = in.words[i + depth];
+      if (!class_meets(e_, top, cp, cp)) continue;
+      const uint32_t next = class_end(e_, top);
+      expand(in.words + i + 1, depth - 1, ends_alternative(e_[next].op) ? kNone : next, out);
+    }
+  }
+
+  static constexpr uint32_t kNone = UINT32_MAX;
+
+ private:
+  bool push(uint32_t *work, uint32_t &n, const uint32_t *base, uint32_t depth, uint32_t extra1, uint32_t extra2) {
+    const uint32_t size = depth + (extra1 != kNone) + (extra2 != kNone) + 1;
+    if (n + size > kStackWords) {
+      overflow_ = true;
+      return false;
+    }
+    std::memmove(work + n, base, depth * sizeof(uint32_t));
+    uint32_t d = depth;
+    if (extra1 != kNone) work[n + d++] = extra1;
+    if (extra2 != kNone) work[n + d++] = extra2;
+    work[n + d] = d;
+    n += size;
+    return true;
+  }
+
+  // Appends stack to out unless out holds it already.
+  void add(StackSet &out, const uint32_t *stack, uint32_t depth) {
+    for (uint32_t i = 0; i < out.n_words; i += out.words[i] + 1) {
+      if (out.words[i] == depth && std::memcmp(out.words + i + 1, stack, depth * sizeof(uint32_t)) == 0) return;
+    }
+    if (out.n_words + depth + 1 > kStackWords) {
+      overflow_ = true;
+      return;
+    }
+    out.words[out.n_words] = depth;
+    std::memmove(out.words + out.n_words + 1, stack, depth * sizeof(uint32_t));
+    out.n_words += depth + 1;
+  }
+
+  Grammar &g_;
+  const Element *e_;
+  uint32_t expansions_ = 0;
+  bool overflow_ = false;
+};
+
+enum class Run { kAccepted, kRejected, kOverflow };
+
+// Feeds bytes from g's state; on kAccepted *result is the new set (g.current itself when no
+// character completed, else one of g's scratch sets) and *partial the new partial character.
+Run run_bytes(Grammar &g, const char *bytes, size_t n, StackSet *result, PartialUtf8 *partial) {
+  Stepper stepper(g);
+  StackSet from = g.current;
+  StackSet sets[2] = {{g.scratch[0], 0}, {g.scratch[1], 0}};
+  uint32_t next = 0;
+  PartialUtf8 p = g.partial;
+  for (size_t i = 0; i < n; ++i) {
+    const auto b = static_cast<uint8_t>(bytes[i]);
+    if (p.missing > 0) {
+      if ((b & 0xC0) != 0x80) return Run::kRejected;
+      p.value = (p.value << 6) | (b & 0x3F);
+      if (--p.missing > 0) continue;
+    } else if (b < 0x80) {
+      p.value = b;
+    } else {
+      p.missing = (b >> 5) == 6 ? 1 : (b >> 4) == 14 ? 2 : (b >> 3) == 30 ? 3 : 0;
+      if (p.missing == 0) return Run::kRejected;  // a continuation byte or an invalid lead
+      p.value = b & (0x3Fu >> p.missing);
+      continue;
+    }
+    stepper.advance(from, p.value, sets[next]);
+    if (stepper.overflowed()) return Run::kOverflow;
+    if (sets[next].n_words == 0) return Run::kRejected;
+    from = sets[next];
+    next ^= 1;
+  }
+  if (p.missing > 0) {
+    // A character cut by the token's end: some class must hold a code point it can become.
+    const uint32_t low = p.value << (6 * p.missing);
+    const uint32_t high = low | ((1u << (6 * p.missing)) - 1);
+    bool possible = false;
+    for (uint32_t i = 0; i < from.n_words && !possible; i += from.words[i] + 1) {
+      const uint32_t depth = from.words[i];
+      possible = depth > 0 && class_meets(g.elements, from.words[i + depth], low, high);
+    }
+    if (!possible) return Run::kRejected;
+  }
+  *result = from;
+  *partial = p;
+  return Run::kAccepted;
+}
+
+}  // namespace
+
+Status reset(Grammar &g, ErrorSink err) {
+  Stepper stepper(g);
+  g.current.n_words = 0;
+  g.partial = PartialUtf8{};
+  for (uint32_t a = g.rule_start[g.root];; ++a) {
+    stepper.expand(nullptr, 0, ends_alternative(g.elements[a].op) ? Stepper::kNone : a, g.current);
+    while (!ends_alternative(g.elements[a].op)) ++a;
+    if (g.elements[a].op == Op::kEnd) break;
+  }
+  if (stepper.overflowed()) {
+    g.current.n_words = 0;
+    return fail(err, MOTE_ERR_GRAMMAR, "grammar: the root rule expands into more than %u stack words",
+                static_cast<unsigned>(kStackWords));
+  }
+  return MOTE_OK;
+}
+
+Status accept_bytes(Grammar &g, const char *bytes, size_t n, ErrorSink err) {
+  StackSet result;
+  PartialUtf8 partial;
+  switch (run_bytes(g, bytes, n, &result, &partial)) {
+    case Run::kRejected:
+      return fail(err, MOTE_ERR_GRAMMAR, "grammar: the text cannot continue the grammar");
+    case Run::kOverflow:
+      return fail(err, MOTE_ERR_GRAMMAR,
+                  "grammar: matching needs more than %u stack words or %u expansions a character (nesting too "
+                  "deep or the grammar too ambiguous)",
+                  static_cast<unsigned>(kStackWords), static_cast<unsigned>(kMaxExpansions));
+    case Run::kAccepted:
+      break;
+  }
+  if (result.words != g.current.words) std::memcpy(g.current.words, result.words, result.n_words * sizeof(uint32_t));
+  g.current.n_words = result.n_words;
+  g.partial = partial;
+  return MOTE_OK;
+}
+
+bool bytes_allowed(Grammar &g, const char *bytes, size_t n) {
+  StackSet result;
+  PartialUtf8 partial;
+  return run_bytes(g, bytes, n, &result, &partial) == Run::kAccepted;
+}
+
+bool is_complete(const Grammar &g) {
+  if (g.partial.missing > 0) return false;
+  for (uint32_t i = 0; i < g.current.n_words; i += g.current.words[i] + 1) {
+    if (g.current.words[i] == 0) return true;
+  }
+  return false;
+}
+
+bool can_continue(const Grammar &g) {
+  for (uint32_t i = 0; i < g.current.n_words; i += g.current.words[i] + 1) {
+    if (g.current.words[i] > 0) return true;
+  }
+  return false;
+}
+
+void first_bytes(const Grammar &g, bool allowed[256]) {
+  for (int b = 0; b < 256; ++b) allowed[b] = false;
+  if (g.partial.missing > 0) {
+    for (int b = 0x80; b < 0xC0; ++b) allowed[b] = true;
+    return;
+  }
+  for (uint32_t i = 0; i < g.current.n_words; i += g.current.words[i] + 1) {
+    const uint32_t depth = g.current.words[i];
+    if (depth == 0) continue;
+    const uint32_t top = g.current.words[i + depth];
+    for (uint32_t b = 0; b < 0x80; ++b) allowed[b] = allowed[b] || class_meets(g.elements, top, b, b);
+    if (class_meets(g.elements, top, 0x80, 0x10FFFF)) {
+      for (int b = 0xC2; b < 0xF5; ++b) allowed[b] = true;
+    }
+  }
+}
+
+}  // namespace mote::grammar

@@ -1,0 +1,212 @@
+// GBNF grammars through the C API without a model: parse errors, matching, repetition bounds,
+// UTF-8 classes, and hostile grammars (each refused with one line, quickly).
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "mote/mote.h"
+#include "test_support.hpp"
+
+namespace {
+
+// A compiled grammar in its own 64-byte aligned arena.
+struct Compiled {
+  mote_grammar grammar{};
+  void *arena = nullptr;
+  mote_status status = MOTE_OK;
+  char error[256] = "";
+
+  explicit Compiled(const std::string &text) {
+    size_t bytes = 0;
+    status = mote_grammar_arena_size(text.data(), text.size(), &bytes, error, sizeof error);
+    if (status != MOTE_OK) return;
+    arena = std::aligned_alloc(MOTE_ARENA_ALIGNMENT, (bytes + 63) / 64 * 64);
+    status = mote_grammar_init(&grammar, nullptr, text.data(), text.size(), arena, bytes, error, sizeof error);
+  }
+  ~Compiled() { std::free(arena); }
+
+  // Whether the whole text is a sentence of the grammar (from the start).
+  bool accepts(const std::string &text) {
+    mote_grammar_reset(&grammar);
+    if (mote_grammar_accept_bytes(&grammar, text.data(), text.size(), nullptr, 0) != MOTE_OK) return false;
+    return (mote_grammar_state(&grammar) & MOTE_GRAMMAR_COMPLETE) != 0;
+  }
+  // Whether the text can begin a sentence.
+  bool continues(const std::string &text) {
+    mote_grammar_reset(&grammar);
+    return mote_grammar_accept_bytes(&grammar, text.data(), text.size(), nullptr, 0) == MOTE_OK;
+  }
+};
+
+std::string error_of(const std::string &text) {
+  Compiled c(text);
+  CHECK(c.status == MOTE_ERR_GRAMMAR);
+  return c.error;
+}
+
+}  // namespace
+
+TEST_CASE("a grammar matches exactly its sentences") {
+  Compiled c("root ::= \"yes\" | \"no\" | \"maybe\" suffix\nsuffix ::= [!?]*\n");
+  REQUIRE(c.status == MOTE_OK);
+  CHECK(c.accepts("yes"));
+  CHECK(c.accepts("no"));
+  CHECK(c.accepts("maybe"));
+  CHECK(c.accepts("maybe!?!"));
+  CHECK_FALSE(c.accepts("ye"));
+  CHECK(c.continues("ye"));
+  CHECK_FALSE(c.continues("yes!"));
+  CHECK_FALSE(c.accepts("nope"));
+  CHECK_FALSE(c.accepts(""));
+}
+
+TEST_CASE("groups, classes, negation, escapes, comments and any character") {
+  Compiled c(
+      "# a comment line\n"
+      "root ::= ( [a-c] | [0-9]+ ) \":\" [^\\n\"]* \"\\\"\" end  # trailing comment\n"
+      "end ::= . \"\\x41\"\n");
+  REQUIRE(c.status == MOTE_OK);
+  CHECK(c.accepts("a:hello\"zA"));
+  CHECK(c.accepts("123:\"\nA"));
+  CHECK_FALSE(c.accepts("d:x\"zA"));
+  CHECK_FALSE(c.accepts("a:x\ny\"zA"));
+  CHECK_FALSE(c.accepts("a:\"zB"));
+}
+
+TEST_CASE("repetition bounds {m} {m,} {m,n} and ? + *") {
+  Compiled exact("root ::= \"a\"{3}\n");
+  REQUIRE(exact.status == MOTE_OK);
+  CHECK_FALSE(exact.accepts("aa"));
+  CHECK(exact.accepts("aaa"));
+  CHECK_FALSE(exact.continues("aaaa"));
+  Compiled range("root ::= [0-9]{2,4} \"x\"?\n");
+  REQUIRE(range.status == MOTE_OK);
+  CHECK_FALSE(range.accepts("1"));
+  CHECK(range.accepts("12"));
+  CHECK(range.accepts("1234x"));
+  CHECK_FALSE(range.continues("12345"));
+  Compiled at_least("root ::= (\"ab\"){2,}\n");
+  REQUIRE(at_least.status == MOTE_OK);
+  CHECK_FALSE(at_least.accepts("ab"));
+  CHECK(at_least.accepts("abab"));
+  CHECK(at_least.accepts("abababab"));
+  Compiled zero("root ::= \"x\" \"y\"{0} \"z\"+\n");
+  REQUIRE(zero.status == MOTE_OK);
+  CHECK(zero.accepts("xz"));
+  CHECK(zero.accepts("xzzz"));
+  CHECK_FALSE(zero.accepts("xyz"));
+}
+
+TEST_CASE("UTF-8: multi-byte literals and classes, characters split across feeds") {
+  Compiled c("root ::= \"é\" [α-ω]+ [^a-z]\n");
+  REQUIRE(c.status == MOTE_OK);
+  CHECK(c.accepts("éαβ€"));
+  CHECK_FALSE(c.accepts("eαβ€"));
+  CHECK_FALSE(c.accepts("éαβa"));
+  // A token may end inside a character: the rest completes it.
+  mote_grammar_reset(&c.grammar);
+  const std::string text = "éα";
+  CHECK(mote_grammar_accept_bytes(&c.grammar, text.data(), 1, nullptr, 0) == MOTE_OK);
+  CHECK(mote_grammar_state(&c.grammar) == MOTE_GRAMMAR_CAN_CONTINUE);
+  CHECK(mote_grammar_accept_bytes(&c.grammar, text.data() + 1, 2, nullptr, 0) == MOTE_OK);
+  CHECK(mote_grammar_accept_bytes(&c.grammar, text.data() + 3, 1, nullptr, 0) == MOTE_OK);
+  // A partial character that no class can complete is refused at once: "ö" is not in [α-ω].
+  mote_grammar_reset(&c.grammar);
+  CHECK(mote_grammar_accept_bytes(&c.grammar, "\xC3\xA9\xC3", 3, nullptr, 0) == MOTE_ERR_GRAMMAR);
+  CHECK(mote_grammar_accept_bytes(&c.grammar, "\xC3\xA9\xCE", 3, nullptr, 0) == MOTE_OK);
+  CHECK(mote_grammar_accept_bytes(&c.grammar, "\x80", 1, nullptr, 0) == MOTE_ERR_GRAMMAR);  // U+0380: no
+  CHECK(mote_grammar_accept_bytes(&c.grammar, "\xB1", 1, nullptr, 0) == MOTE_OK);           // U+03B1: α
+  CHECK(mote_grammar_accept_bytes(&c.grammar, "\xFF", 1, nullptr, 0) == MOTE_ERR_GRAMMAR);  // never UTF-8
+}
+
+TEST_CASE("a refused feed leaves the grammar as it was") {
+  Compiled c("root ::= \"abc\"\n");
+  REQUIRE(c.status == MOTE_OK);
+  mote_grammar_reset(&c.grammar);
+  CHECK(mote_grammar_accept_bytes(&c.grammar, "a", 1, nullptr, 0) == MOTE_OK);
+  char error[128] = "";
+  CHECK(mote_grammar_accept_bytes(&c.grammar, "bx", 2, error, sizeof error) == MOTE_ERR_GRAMMAR);
+  CHECK(std::string(error).find("cannot continue") != std::string::npos);
+  CHECK(mote_grammar_accept_bytes(&c.grammar, "bc", 2, nullptr, 0) == MOTE_OK);
+  CHECK(mote_grammar_state(&c.grammar) == MOTE_GRAMMAR_COMPLETE);
+}
+
+TEST_CASE("parse and compile errors are one line naming the problem") {
+  CHECK(error_of("root ::= \"abc\n").find("unterminated string") != std::string::npos);
+  CHECK(error_of("root ::= [a-").find("grammar line 1: unterminated character class") != std::string::npos);
+  CHECK(error_of("root ::= foo\n").find("undefined rule 'foo'") != std::string::npos);
+  CHECK(error_of("start ::= \"x\"\n").find("no 'root' rule") != std::string::npos);
+  CHECK(error_of("").find("no rules") != std::string::npos);
+  CHECK(error_of("root ::= \"a\"\nroot ::= \"b\"\n").find("defined twice") != std::string::npos);
+  CHECK(error_of("root ::= \"a\" (\"b\"\n").find("expected )") != std::string::npos);
+  CHECK(error_of("root ::= * \"a\"\n").find("nothing before it") != std::string::npos);
+  CHECK(error_of("root ::= \"a\"{3,2}\n").find("below m") != std::string::npos);
+  CHECK(error_of("root ::= \"\\q\"\n").find("unknown escape") != std::string::npos);
+  CHECK(error_of("root = \"a\"\n").find("::=") != std::string::npos);
+  CHECK(error_of("x ::= \"a\"\nroot ::= x\n\ny ::= \"b\" ]\n").find("line 4") != std::string::npos);
+  for (const char *text : {"root ::= \"abc\n", "root ::= foo\n", ""}) {
+    CHECK(error_of(text).find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("a grammar that allows nothing is refused") {
+  CHECK(error_of("root ::= [^\\x00-\\U0010FFFF]\n").find("allows nothing") != std::string::npos);
+  CHECK(error_of("root ::= \"x\" root\n").find("allows nothing") != std::string::npos);
+  CHECK(error_of("root ::= a\na ::= \"(\" a \")\"\n").find("allows nothing") != std::string::npos);
+}
+
+TEST_CASE("left recursion is refused clearly, directly or through rules that match nothing") {
+  CHECK(error_of("root ::= a\na ::= a \"x\" | \"y\"\n").find("rule 'a' is left-recursive") != std::string::npos);
+  CHECK(error_of("root ::= b \"x\"\nb ::= c\nc ::= e root | \"z\"\ne ::= \"q\"?\n").find("left-recursive") != std::string::npos);
+  CHECK(error_of("root ::= (\"\")* \"x\"\n").find("left-recursive") != std::string::npos);
+  Compiled right("root ::= \"x\" root | \"y\"\n");  // right recursion is fine
+  REQUIRE(right.status == MOTE_OK);
+  CHECK(right.accepts("xxxy"));
+}
+
+TEST_CASE("hostile grammars get one line, quickly, never a crash") {
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(error_of("root ::= \"a\"{0,1000000}\n").find("more than 262144 elements") != std::string::npos);
+  CHECK(error_of("root ::= \"a\"{99999999999}\n").find("above 1048576") != std::string::npos);
+  Compiled nested_counts("root ::= ((\"a\"{100}){100}){100}\n");  // groups are rules: no blow-up
+  CHECK(nested_counts.status == MOTE_OK);
+  CHECK(error_of("root ::= " + std::string(200, '(') + "\"a\"" + std::string(200, ')') + "\n").find("nested") !=
+        std::string::npos);
+  // A megabyte of grammar: a million-element alternation is over the element bound.
+  std::string huge = "root ::= \"a\"";
+  while (huge.size() < (1u << 20)) huge += " | \"b\"";
+  CHECK(error_of(huge + "\n").find("elements") != std::string::npos);
+  // A megabyte of rules in a long chain compiles and matches (the checks are iterative).
+  std::string chain;
+  for (int i = 0; i < 40000; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  chain += "r40000 ::= \"z\"\nroot ::= r0\n";
+  Compiled chained(chain);
+  CHECK(chained.status == MOTE_ERR_GRAMMAR);  // each character expands 40,000 references
+  CHECK(std::string(chained.error).find("stack words") != std::string::npos);
+  // Deep nesting of matched text runs out of stack words: an error, not a crash.
+  Compiled nested("root ::= \"(\" root \")\" | \"x\"\n");
+  REQUIRE(nested.status == MOTE_OK);
+  mote_grammar_reset(&nested.grammar);
+  const std::string opens(20000, '(');
+  char error[256] = "";
+  CHECK(mote_grammar_accept_bytes(&nested.grammar, opens.data(), opens.size(), error, sizeof error) ==
+        MOTE_ERR_GRAMMAR);
+  CHECK(std::string(error).find("stack words") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
+}
+
+TEST_CASE("the arena size is exact") {
+  const std::string text = "root ::= item (\",\" item)*\nitem ::= [a-z]+ | \"[\" root \"]\"\n";
+  size_t bytes = 0;
+  REQUIRE(mote_grammar_arena_size(text.data(), text.size(), &bytes, nullptr, 0) == MOTE_OK);
+  void *arena = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  mote_grammar grammar{};
+  char error[256] = "";
+  CHECK(mote_grammar_init(&grammar, nullptr, text.data(), text.size(), arena, bytes - 1, error, sizeof error) ==
+        MOTE_ERR_ARENA_TOO_SMALL);
+  CHECK(std::string(error).find(std::to_string(bytes)) != std::string::npos);
+  CHECK(mote_grammar_init(&grammar, nullptr, text.data(), text.size(), arena, bytes, error, sizeof error) == MOTE_OK);
+  CHECK(mote_grammar_accept_bytes(&grammar, "a,[b,c],d", 9, nullptr, 0) == MOTE_OK);
+  CHECK((mote_grammar_state(&grammar) & MOTE_GRAMMAR_COMPLETE) != 0);
+  std::free(arena);
+}
