@@ -36,7 +36,8 @@ int fail(const char *what, const char *detail) {
   return 1;
 }
 
-int open_model_and_session(mote_model *model, mote_session *session, unsigned char *arena, size_t arena_bytes) {
+int open_model_and_session(mote_model *model, mote_session *session, unsigned char *arena, size_t arena_bytes,
+                           bool quiet) {
   char err[160];
   const size_t model_bytes = static_cast<size_t>(mote_fw_model_end - mote_fw_model);
   if (mote_model_open(mote_fw_model, model_bytes, model, err, sizeof err) != MOTE_OK) return fail("model", err);
@@ -50,6 +51,7 @@ int open_model_and_session(mote_model *model, mote_session *session, unsigned ch
   }
   if (mote_session_init(session, model, &options, arena, arena_bytes, err, sizeof err) != MOTE_OK)
     return fail("session", err);
+  if (quiet) return 0;
   std::printf(
       "mote firmware: %s, model %u B in flash @0x%08x (read in place), arena %u B static in RAM "
       "(the session uses %u)\n",

@@ -4,6 +4,11 @@
 // device, then generated from greedily through the public C API exactly as `mote run --temp 0`
 // does on a host; the prompt and the text are printed over semihosting between two marker lines,
 // so that the test (run_firmware.cmake) can compare them byte for byte with the host's output.
+//
+// With MOTE_FIRMWARE_RESUME_AFTER=K the image also survives a power cycle mid-generation: after K
+// tokens it saves the session state (mote_session_state_save) into a "flash sector", wipes the
+// arena, opens a fresh session as a reboot would, restores the state and generates the rest. The
+// text must still equal the host's uninterrupted run.
 #include <mote/mote.h>
 
 #include <cstdio>
@@ -24,6 +29,11 @@ constexpr size_t kArenaBytes = MOTE_FIRMWARE_ARENA_BYTES;
 constexpr uint32_t kMaxTokens = MOTE_FIRMWARE_MAX_TOKENS;
 // mote_tokenize needs text bytes + 2 entries (the pieces before merging, and BOS).
 constexpr size_t kPromptCapacity = MOTE_FIRMWARE_PROMPT_BYTES + 2;
+#ifdef MOTE_FIRMWARE_RESUME_AFTER
+constexpr uint32_t kResumeAfter = MOTE_FIRMWARE_RESUME_AFTER;
+#else
+constexpr uint32_t kResumeAfter = 0;  // no power cycle
+#endif
 
 // The session arena and the prompt's tokens: static buffers in RAM (.bss), never the heap.
 alignas(MOTE_ARENA_ALIGNMENT) unsigned char g_arena[kArenaBytes];
@@ -33,6 +43,40 @@ int print_piece(void *, int32_t, const char *piece, size_t n) {
   std::fwrite(piece, 1, n, stdout);
   return 0;
 }
+
+#ifdef MOTE_FIRMWARE_RESUME_AFTER
+// Stands for a flash sector: on a board the save would be erased and programmed there (QEMU's
+// MPS3 flash is read-only to the core), so it lives in RAM beside the arena, never in it.
+alignas(8) unsigned char g_flash_sector[MOTE_FIRMWARE_STATE_BYTES];
+// What the power cycle did, reported after the text (printing it inside would change the text).
+uint32_t g_power_cycle_position = 0;
+size_t g_power_cycle_bytes = 0;
+
+// Saves the session, loses everything a power cut would (the arena and the session), opens the
+// model and a fresh session as the next boot does, and restores the saved state into it.
+int power_cycle(mote_model *model, mote_session *session) {
+  size_t saved = 0;
+  const mote_status status = mote_session_state_save(session, g_flash_sector, sizeof g_flash_sector, &saved);
+  if (status == MOTE_ERR_BUFFER_TOO_SMALL) {
+    std::printf("mote firmware: the state needs %u bytes, the flash sector holds %u\n", static_cast<unsigned>(saved),
+                static_cast<unsigned>(sizeof g_flash_sector));
+  }
+  if (status != MOTE_OK) return mote_fw::fail("state save", mote_session_error(session));
+  const uint32_t position = mote_session_position(session);
+  mote_session_release(session);
+  for (unsigned char &byte : g_arena) byte = 0xA5;  // the RAM a reboot does not keep
+  *session = mote_session{};
+
+  if (const int failed = mote_fw::open_model_and_session(model, session, g_arena, sizeof g_arena, true)) return failed;
+  char err[160];
+  if (mote_session_state_load(session, g_flash_sector, saved, err, sizeof err) != MOTE_OK)
+    return mote_fw::fail("state load", err);
+  if (mote_session_position(session) != position) return mote_fw::fail("state load", "the position changed");
+  g_power_cycle_position = position;
+  g_power_cycle_bytes = saved;
+  return 0;
+}
+#endif
 
 }  // namespace
 
@@ -73,11 +117,29 @@ int main() {
   const uint64_t t1 = mote_fw::cycles_now();
   mote_sampler_options sampler = mote_sampler_options_default();
   sampler.temperature = 0.0f;
+  // Greedy generation: in two runs around a power cycle when the build asks for one.
+  const uint32_t first_run = kResumeAfter > 0 && kResumeAfter < kMaxTokens ? kResumeAfter : kMaxTokens;
   uint32_t generated = 0;
-  const mote_status status =
-      mote_generate(&session, nullptr, 0, kMaxTokens, &sampler, print_piece, nullptr, &generated);
+  mote_status status = mote_generate(&session, nullptr, 0, first_run, &sampler, print_piece, nullptr, &generated);
+#ifdef MOTE_FIRMWARE_RESUME_AFTER
+  if (status == MOTE_OK && generated == first_run && first_run < kMaxTokens) {
+    if (const int failed = power_cycle(&model, &session)) return failed;
+    uint32_t more = 0;
+    status = mote_generate(&session, nullptr, 0, kMaxTokens - generated, &sampler, print_piece, nullptr, &more);
+    generated += more;
+  }
+#endif
   const uint64_t t2 = mote_fw::cycles_now();
   std::printf("\nmote-text>>>\n");
+#ifdef MOTE_FIRMWARE_RESUME_AFTER
+  if (g_power_cycle_bytes > 0) {
+    std::printf(
+        "mote firmware: power cycle after %u tokens, at position %u: %u state bytes saved to the flash sector "
+        "(%u B), arena wiped, a fresh session restored from them\n",
+        static_cast<unsigned>(first_run), static_cast<unsigned>(g_power_cycle_position),
+        static_cast<unsigned>(g_power_cycle_bytes), static_cast<unsigned>(sizeof g_flash_sector));
+  }
+#endif
   if (status == MOTE_ERR_CONTEXT_FULL) {
     std::printf("mote firmware: stopped: the context of %u tokens is full\n",
                 static_cast<unsigned>(mote_session_context_length(&session)));

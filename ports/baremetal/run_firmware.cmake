@@ -3,6 +3,7 @@
 #   MODE=kernels likewise (the MVE kernels equal their scalar twins);
 #   MODE=text    exit status 0, and the text it printed between its marker lines is byte-identical
 #                to `mote run -m MODEL -p PROMPT -n MAX_TOKENS --temp 0` on the host.
+# EXPECT (optional): a line the image must also have printed (e.g. its power-cycle report).
 # A QEMU without the board skips, saying so. The whole output is kept in LOG (and echoed).
 execute_process(COMMAND ${QEMU} -M help OUTPUT_VARIABLE machines RESULT_VARIABLE status)
 if(NOT status EQUAL 0 OR NOT machines MATCHES "(^|\n)${MACHINE} ")
@@ -22,6 +23,9 @@ message("${output}")
 message("run_firmware: ${MACHINE} ran ${ELF} in ${seconds} s of host time")
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "the firmware exited with status '${status}' ${qemu_error}")
+endif()
+if(DEFINED EXPECT AND NOT output MATCHES "${EXPECT}")
+  message(FATAL_ERROR "the firmware did not print '${EXPECT}'")
 endif()
 if(NOT MODE STREQUAL "text")
   return()
