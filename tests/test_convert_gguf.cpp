@@ -348,7 +348,7 @@ TEST_CASE("gguf: llama files that do not fit the architecture") {
   {
     Gguf g = valid;
     g.set_string("general.architecture", "mamba");
-    expect_gguf_error(g, "GGUF architecture 'mamba' is not supported (mote knows llama, gpt2, qwen2, qwen3, gemma3, phi3)");
+    expect_gguf_error(g, "GGUF architecture 'mamba' is not supported (mote knows llama, gpt2, qwen2, qwen3, gemma3, phi3, bert, nomic-bert)");
     g = valid;
     g.set_string("llama.block_count", "one");
     expect_gguf_error(g, "'llama.block_count' has type string, expected an integer");

@@ -532,7 +532,7 @@ TEST_CASE("hf families: what a family's block cannot do is refused in one line")
     std::string text, error;
   } cases[] = {
       {family_json("mistral"),
-       "config.json model_type 'mistral' is not supported (mote knows llama, gpt2, qwen2, qwen3, gemma3_text, phi3)"},
+       "config.json model_type 'mistral' is not supported (mote knows llama, gpt2, qwen2, qwen3, gemma3_text, phi3, bert)"},
       {family_json("llama", "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0}"),
        "config.json rope_scaling rope_type 'linear' is not supported (only llama3)"},
       {family_json("phi3", "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1]}"),

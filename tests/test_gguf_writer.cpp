@@ -185,7 +185,7 @@ void check_with_gguf_package(const std::string &what, const ModelData &model, co
   mote_cli_test::write_text(dir + "/keys.txt", text);
   std::ostringstream tensors;
   for (const TensorData &t : model.tensors) {
-    const std::string full = mote::convert::gguf_tensor_name(t.role, t.layer);
+    const std::string full = mote::convert::gguf_tensor_name(t.role, t.layer, mote::format::block_spec(model.config));
     const DType plain = mote::convert::plain_dtype(t.dtype);
     const uint64_t rows = t.n_dims == 1 ? 1 : t.rows, cols = t.n_dims == 1 ? t.rows : t.cols;
     const Bytes blocks = plain == t.dtype ? t.bytes : mote::convert::deinterleave_rows(t.bytes, plain, rows, cols);

@@ -102,7 +102,7 @@ Bytes truncated_patched(size_t n, const std::function<void(FileHeader &)> &also 
 void expect_rejected(const char *what, const Bytes &bytes, const char *needle,
                      mote_status expected = MOTE_ERR_BAD_MODEL, size_t shift = 0) {
   const Opened r = open_bytes(bytes, shift);
-  INFO("variant: " << what);
+  INFO("variant: " << std::string(what));
   INFO("message: " << r.message);
   CHECK(r.status == expected);
   CHECK(r.message.find(needle) != std::string::npos);
@@ -260,8 +260,8 @@ TEST_CASE("loader: config fields") {
       {"ffn_dim huge", [](ModelConfig &c) { c.ffn_dim = 0xFFFFFFFFu; }, "config field ffn_dim = 4294967295"},
       {"vocab 0", [](ModelConfig &c) { c.vocab_size = 0; }, "config field vocab_size = 0"},
       {"max_seq_len 0", [](ModelConfig &c) { c.max_seq_len = 0; }, "config field max_seq_len = 0"},
-      {"unknown family", [](ModelConfig &c) { c.family = static_cast<mote::format::Family>(7); },
-       "unknown model family 7"},
+      {"unknown family", [](ModelConfig &c) { c.family = static_cast<mote::format::Family>(9); },
+       "unknown model family 9"},
       {"heads not a multiple of kv heads", [](ModelConfig &c) { c.n_heads = 3; },
        "n_heads 3 is not a multiple of n_kv_heads 2"},
       {"more kv heads than heads", [](ModelConfig &c) { c.n_kv_heads = 8; },
@@ -285,7 +285,7 @@ TEST_CASE("loader: config fields") {
       {"odd head_dim with rope", [](ModelConfig &c) { c.head_dim = 7; }, "head_dim 7 is odd"},
       {"unknown activation", [](ModelConfig &c) { c.activation = static_cast<mote::format::Activation>(0); }, "unknown activation 0"},
       {"unknown activation 9", [](ModelConfig &c) { c.activation = static_cast<mote::format::Activation>(9); }, "unknown activation 9"},
-      {"unknown flags", [](ModelConfig &c) { c.flags |= 1u << 14; }, "unknown config flags 0x4004"},
+      {"unknown flags", [](ModelConfig &c) { c.flags |= 1u << 18; }, "unknown config flags 0x40004"},
       // Revision 5's block options: each field with its flag, in range, in a meaningful combination.
       {"window without its flag", [](ModelConfig &c) { c.sliding_window = 16; }, "sliding-window fields are set without"},
       {"window 0", [](ModelConfig &c) { c.flags |= mote::format::kFlagSlidingWindow; c.rope_theta_local = 1e4f; },
@@ -341,6 +341,19 @@ TEST_CASE("loader: config fields") {
          c.rope_theta_local = 1e4f;
        },
        "RoPE factors and sliding windows are both set"},
+      {"pooling without the encoder flag", [](ModelConfig &c) { c.pooling = mote::format::Pooling::cls; },
+       "pooling fields are set on a model that is not an encoder"},
+      {"normalized embeddings without the encoder flag",
+       [](ModelConfig &c) { c.flags |= mote::format::kFlagNormalizeEmbeddings; },
+       "pooling fields are set on a model that is not an encoder"},
+      {"an encoder with tied embeddings", [](ModelConfig &c) { c.flags |= mote::format::kFlagEncoder; },
+       "an encoder has no classifier to tie"},
+      {"unknown pooling",
+       [](ModelConfig &c) {
+         c.flags = (c.flags & ~mote::format::kFlagTiedEmbeddings) | mote::format::kFlagEncoder;
+         c.pooling = static_cast<mote::format::Pooling>(3);
+       },
+       "unknown pooling 3"},
       {"RMSNorm with biases", [](ModelConfig &c) { c.flags |= mote::format::kFlagNormBias; },
        "norm biases are set but the norm is not LayerNorm"},
       {"bos = vocab", [](ModelConfig &c) { c.bos_id = static_cast<int32_t>(kVocab); }, "special token ids bos"},
@@ -444,8 +457,8 @@ TEST_CASE("loader: tensor table") {
                   "tensor 'blk.0.attn_k' says 2048 bytes, its shape and dtype need 1024");
   expect_rejected("unknown role 0", with_entry(Role::attn_k, 0, [](TensorEntry &e) { e.role = 0; }),
                   "tensor 'role#0' has an unknown role");
-  expect_rejected("unknown role 32", with_entry(Role::output_norm, G, [](TensorEntry &e) { e.role = 32; }),
-                  "tensor 'role#32' has an unknown role");
+  expect_rejected("unknown role 35", with_entry(Role::output_norm, G, [](TensorEntry &e) { e.role = 35; }),
+                  "tensor 'role#35' has an unknown role");
 
   expect_rejected("layer out of range", with_entry(Role::ffn_norm, 1, [](TensorEntry &e) { e.layer = 2; }),
                   "tensor 'blk.2.ffn_norm' has layer 2, outside the model's 2 layers");

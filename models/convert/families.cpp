@@ -10,6 +10,9 @@ using format::PositionKind;
 using format::RopeLayout;
 
 constexpr const char *kRmsEps = "attention.layer_norm_rms_epsilon";
+constexpr const char *kLayerNormEps = "attention.layer_norm_epsilon";
+constexpr uint32_t kBertFlags = format::kFlagEncoder | format::kFlagPostNorm | format::kFlagNormBias |
+                                format::kFlagEmbedNorm | format::kFlagTokenTypes;
 
 // Facts from each family's published definition (and llama.cpp's GGUF conventions for it).
 const FamilyRow kFamilies[] = {
@@ -18,8 +21,8 @@ const FamilyRow kFamilies[] = {
     {"llama", "llama", Family::llama, NormKind::rmsnorm, PositionKind::rope, RopeLayout::interleaved,
      Activation::swiglu, 0, kRmsEps, 0, 0.0f, false},
     {"gpt2", "gpt2", Family::gpt2, NormKind::layernorm, PositionKind::learned, RopeLayout::none, Activation::gelu,
-     format::kFlagAttentionBias | format::kFlagFfnBias | format::kFlagFusedQkv | format::kFlagNormBias,
-     "attention.layer_norm_epsilon", 0, 0.0f, false},
+     format::kFlagAttentionBias | format::kFlagFfnBias | format::kFlagFusedQkv | format::kFlagNormBias, kLayerNormEps, 0,
+     0.0f, false},
     {"qwen2", "qwen2", Family::qwen2, NormKind::rmsnorm, PositionKind::rope, RopeLayout::split_half,
      Activation::swiglu, format::kFlagQkvBias, kRmsEps, 0, 0.0f, false},
     {"qwen3", "qwen3", Family::qwen3, NormKind::rmsnorm, PositionKind::rope, RopeLayout::split_half,
@@ -29,6 +32,11 @@ const FamilyRow kFamilies[] = {
      10000.0f, true},
     {"phi3", "phi3", Family::phi3, NormKind::rmsnorm, PositionKind::rope, RopeLayout::split_half, Activation::swiglu,
      format::kFlagFusedQkv | format::kFlagFusedGateUp, kRmsEps, 0, 0.0f, false},
+    // Embedders: post-norm LayerNorm encoders with token types and an embedding norm.
+    {"bert", "bert", Family::bert, NormKind::layernorm, PositionKind::learned, RopeLayout::none, Activation::gelu_erf,
+     kBertFlags | format::kFlagAttentionBias | format::kFlagFfnBias, kLayerNormEps, 0, 0.0f, false},
+    {"nomic-bert", nullptr, Family::nomic_bert, NormKind::layernorm, PositionKind::rope, RopeLayout::split_half,
+     Activation::swiglu, kBertFlags | format::kFlagFusedQkv, kLayerNormEps, 0, 0.0f, false},
 };
 
 template <class Key>

@@ -120,9 +120,9 @@ struct GgufOptions {
   std::function<void(size_t done, size_t total)> progress;
 };
 
-// The GGUF name of a tensor ("token_embd.weight", "blk.3.attn_qkv.bias"), as llama.cpp's llama and
-// gpt2 architectures spell it.
-std::string gguf_tensor_name(format::Role role, uint32_t layer);
+// The GGUF name of a tensor ("token_embd.weight", "blk.3.attn_qkv.bias"), as llama.cpp spells it
+// for a block of this spec (a post-norm block's norms are "attn_output_norm", "layer_output_norm").
+std::string gguf_tensor_name(format::Role role, uint32_t layer, const format::BlockSpec &spec);
 
 // Maps a parsed `llama` GGUF onto a model (config, tensors, tokenizer).
 bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *out, std::string *error);

@@ -20,10 +20,11 @@ using format::Role;
 
 }  // namespace
 
-std::string gguf_tensor_name(Role role, uint32_t layer) {
+std::string gguf_tensor_name(Role role, uint32_t layer, const format::BlockSpec &spec) {
   const format::RoleInfo *info = format::role_info(static_cast<uint32_t>(role));
   if (info == nullptr) return "?";
-  return (info->per_layer ? "blk." + num(layer) + "." : std::string()) + info->stem +
+  const char *stem = spec.post_norm && info->post_norm_stem != nullptr ? info->post_norm_stem : info->stem;
+  return (info->per_layer ? "blk." + num(layer) + "." : std::string()) + stem +
          (info->bias ? ".bias" : ".weight");
 }
 
@@ -51,7 +52,7 @@ bool parse_tensor_name(const std::string &name, const format::BlockSpec &spec, R
   bool found = false;
   for (uint32_t r = 1; r < format::kRoleCount; ++r) {
     const Role candidate = static_cast<Role>(r);
-    if (gguf_tensor_name(candidate, per_layer ? 0 : format::kNoLayer) !=
+    if (gguf_tensor_name(candidate, per_layer ? 0 : format::kNoLayer, spec) !=
         (per_layer ? "blk.0." : "") + stem + (is_bias ? bias : weight))
       continue;
     // Of two roles with one name, the one the spec needs.
@@ -67,6 +68,21 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
                     std::string *error);
 
 namespace {
+
+// An embedder's pooling (<arch>.pooling_type, llama.cpp's numbering: 0 none, 1 mean, 2 cls, 3 last,
+// 4 rank). Without it, or with none, mean. GGUF has no key for normalization: llama.cpp's
+// embedding tool L2-normalizes by default, and so does mote.
+bool read_pooling(Meta &meta, const std::string &p, format::ModelConfig *out, std::string *error) {
+  int64_t pooling = 1;
+  if (!meta.integer(p + "pooling_type", false, 1, 0, INT64_MAX, &pooling)) return false;
+  if (pooling > 3) {
+    *error = "GGUF " + p + "pooling_type " + num(pooling) + " is not supported (mean 1, cls 2, last 3)";
+    return false;
+  }
+  out->pooling = pooling == 2 ? format::Pooling::cls : pooling == 3 ? format::Pooling::last : format::Pooling::mean;
+  out->flags |= format::kFlagNormalizeEmbeddings;
+  return true;
+}
 
 // The hyperparameters under the family's key prefix ("qwen2.block_count"), checked, as a config.
 bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format::ModelConfig *out, std::string *error) {
@@ -158,7 +174,7 @@ bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format:
   *out = family_config(row, {dim, layers, heads, kv_heads, head_dim, ffn, vocab, context}, eps, theta,
                        static_cast<uint32_t>(window));
   if (row.family == format::Family::gpt2) out->n_kv_heads = out->n_heads;  // GPT-2 has no grouped heads
-  return true;
+  return (out->flags & format::kFlagEncoder) == 0 || read_pooling(meta, p, out, error);
 }
 
 }  // namespace
@@ -234,7 +250,7 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
 
   for (const TensorSlot &w : wanted) {
     if (slot_of(w.role, w.layer) == SIZE_MAX) {
-      *error = "GGUF is missing tensor '" + gguf_tensor_name(w.role, w.layer) + "'";
+      *error = "GGUF is missing tensor '" + gguf_tensor_name(w.role, w.layer, spec) + "'";
       return false;
     }
   }
@@ -244,7 +260,9 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
     const GgufTensorInfo &t = file.tensors[slot_of(w.role, w.layer)];
     const bool vector = w.cols == 0;
     // GGUF dims are innermost first: a matrix is [cols, rows], a vector [n].
-    const uint64_t expect[4] = {vector ? w.rows : w.cols, vector ? 1 : w.rows, 1, 1};
+    uint64_t expect[4] = {vector ? w.rows : w.cols, vector ? 1 : w.rows, 1, 1};
+    // token_types holds a row per segment type; every text is segment 0, its first row.
+    if (w.role == Role::token_types && t.n_dims == 2 && t.dims[1] >= 1) expect[1] = t.dims[1];
     if (std::memcmp(t.dims, expect, sizeof expect) != 0) {
       std::string got, need;
       for (uint32_t d = 0; d < t.n_dims; ++d) got += (d ? ", " : "") + num(t.dims[d]);

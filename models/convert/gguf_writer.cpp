@@ -244,7 +244,7 @@ std::vector<uint8_t> interleave_rope_rows(const std::vector<uint8_t> &bytes, siz
 
 bool to_gguf_tensor(const TensorData &t, const format::ModelConfig &c, const FamilyRow &row, GgufTensor *out,
                     std::string *error) {
-  out->name = gguf_tensor_name(t.role, t.layer);
+  out->name = gguf_tensor_name(t.role, t.layer, format::block_spec(c));
   const format::DTypeTraits &traits = format::traits_of(t.dtype);
   const format::DType plain = plain_dtype(t.dtype);
   out->ggml_type = format::traits_of(plain).ggml_type;
@@ -349,7 +349,7 @@ bool serialize_gguf(const ModelData &model, std::vector<uint8_t> *out, std::stri
       if (t.role == slots[i].role && t.layer == slots[i].layer) found = &t;
     }
     if (found == nullptr) {
-      *error = "the model has no tensor '" + gguf_tensor_name(slots[i].role, slots[i].layer) + "'";
+      *error = "the model has no tensor '" + gguf_tensor_name(slots[i].role, slots[i].layer, format::block_spec(model.config)) + "'";
       return false;
     }
     if (!to_gguf_tensor(*found, model.config, *row, &tensors[i], error)) return false;

@@ -65,6 +65,32 @@ const HfName kGpt2Names[] = {
     {"mlp.c_proj.bias", Role::ffn_down_bias, true, false},
 };
 
+// BertModel's names (BertForMaskedLM's under "bert."); the post-norm LayerNorms follow each
+// sub-block, so attention.output.LayerNorm is the attention's norm and output.LayerNorm the FFN's.
+const HfName kBertNames[] = {
+    {"embeddings.word_embeddings.weight", Role::token_embedding, false, false},
+    {"embeddings.position_embeddings.weight", Role::pos_embd, false, false},
+    {"embeddings.token_type_embeddings.weight", Role::token_types, false, false},
+    {"embeddings.LayerNorm.weight", Role::embd_norm, false, false},
+    {"embeddings.LayerNorm.bias", Role::embd_norm_bias, false, false},
+    {"attention.self.query.weight", Role::attn_q, true, false},
+    {"attention.self.query.bias", Role::attn_q_bias, true, false},
+    {"attention.self.key.weight", Role::attn_k, true, false},
+    {"attention.self.key.bias", Role::attn_k_bias, true, false},
+    {"attention.self.value.weight", Role::attn_v, true, false},
+    {"attention.self.value.bias", Role::attn_v_bias, true, false},
+    {"attention.output.dense.weight", Role::attn_output, true, false},
+    {"attention.output.dense.bias", Role::attn_output_bias, true, false},
+    {"attention.output.LayerNorm.weight", Role::attn_norm, true, false},
+    {"attention.output.LayerNorm.bias", Role::attn_norm_bias, true, false},
+    {"intermediate.dense.weight", Role::ffn_up, true, false},
+    {"intermediate.dense.bias", Role::ffn_up_bias, true, false},
+    {"output.dense.weight", Role::ffn_down, true, false},
+    {"output.dense.bias", Role::ffn_down_bias, true, false},
+    {"output.LayerNorm.weight", Role::ffn_norm, true, false},
+    {"output.LayerNorm.bias", Role::ffn_norm_bias, true, false},
+};
+
 template <size_t N>
 constexpr size_t count(const HfName (&)[N]) {
   return N;
@@ -119,6 +145,19 @@ const HfFamilyKeys kHfFamilies[] = {
     {"qwen3", decoder_names("a Qwen3 model"), false, false, HfWindow::opt_in},
     {"gemma3_text", decoder_names("a Gemma 3 model", kGemmaNames, count(kGemmaNames)), true, false, HfWindow::pattern},
     {"phi3", decoder_names("a Phi-3 model"), false, false, HfWindow::every_layer},
+    // The pooler (a classification head over [CLS]) is not part of the embedding.
+    {"bert",
+     {"a BERT model",
+      nullptr,
+      0,
+      kBertNames,
+      count(kBertNames),
+      "encoder.layer.",
+      "bert.",
+      {"embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"}},
+     false,
+     false,
+     HfWindow::none},
 };
 
 const HfFamilyKeys &hf_keys(const FamilyRow &row) {
@@ -457,6 +496,7 @@ bool hf_config(const JsonValue &json, HfConfig *out, std::string *error) {
     return false;
   }
   if (out->row->family == format::Family::gpt2) return hf_gpt2_config(json, &out->config, &out->tied, error);
+  if (out->row->family == format::Family::bert) return hf_bert_config(json, *out->row, &out->config, error);
   return decoder_config(json, *out->row, out, error);
 }
 

@@ -30,7 +30,7 @@ struct HfNames {
   size_t n_shared;
   const char *layer_prefix;  // before the layer number
   const char *strip_prefix;  // dropped from every name first, when present
-  const char *ignored[2];    // name suffixes that are derived data, not weights (null: unused)
+  const char *ignored[3];    // name suffixes that are derived data or heads mote has no use for (null: unused)
 };
 
 const HfNames &hf_names(const FamilyRow &row);

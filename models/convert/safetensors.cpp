@@ -288,9 +288,9 @@ bool assign_roles(const std::string &where, const HfConfig &hf, const std::map<s
   for (const auto &entry : by_name) {
     Role role = Role::token_embedding;
     uint32_t layer = format::kNoLayer;
-    if ((family.ignored[0] != nullptr && ends_with(entry.first, family.ignored[0])) ||
-        (family.ignored[1] != nullptr && ends_with(entry.first, family.ignored[1])))
-      continue;  // derived data (RoPE frequencies, causal masks), not weights
+    bool ignored = false;
+    for (const char *suffix : family.ignored) ignored = ignored || (suffix != nullptr && ends_with(entry.first, suffix));
+    if (ignored) continue;  // derived data (RoPE frequencies, causal masks) or a head, not weights
     if (!parse_hf_tensor_name(family, entry.first, &role, &layer)) {
       *error = "'" + where + "': tensor '" + printable(entry.first) + "' is not part of " + family.what +
                " as mote knows it";
@@ -319,6 +319,18 @@ bool assign_roles(const std::string &where, const HfConfig &hf, const std::map<s
   return true;
 }
 
+// An encoder's pooling and normalization from the sentence-transformers files beside it.
+bool read_pooling(const fs::path &dir, format::ModelConfig *c, std::string *error) {
+  JsonValue modules, pooling;
+  std::error_code ec;
+  const fs::path modules_path = dir / "modules.json", pooling_path = dir / "1_Pooling" / "config.json";
+  const bool has_modules = fs::exists(modules_path, ec), has_pooling = fs::exists(pooling_path, ec);
+  if ((has_modules && !read_json_file(modules_path.string(), &modules, error)) ||
+      (has_pooling && !read_json_file(pooling_path.string(), &pooling, error)))
+    return false;
+  return sentence_transformers_pooling(has_modules ? &modules : nullptr, has_pooling ? &pooling : nullptr, c, error);
+}
+
 // One checkpoint tensor, shape-checked, as the converter uses it (transposed, Gemma's 1 + w).
 bool convert_hf_tensor(const std::string &where, const HfConfig &hf, const TensorSlot &w, const Located &at,
                        const posix::FileMap &content, const SafetensorsOptions &options, ModelData *m,
@@ -327,9 +339,11 @@ bool convert_hf_tensor(const std::string &where, const HfConfig &hf, const Tenso
   const SafetensorsTensor &t = at.tensor;
   const bool vector = w.cols == 0;
   const bool transposed = find_hf_name(family, w.role)->transposed;
-  const std::vector<uint64_t> expect = vector       ? std::vector<uint64_t>{w.rows}
-                                       : transposed ? std::vector<uint64_t>{w.cols, w.rows}
-                                                    : std::vector<uint64_t>{w.rows, w.cols};
+  std::vector<uint64_t> expect = vector       ? std::vector<uint64_t>{w.rows}
+                                 : transposed ? std::vector<uint64_t>{w.cols, w.rows}
+                                              : std::vector<uint64_t>{w.rows, w.cols};
+  // BERT's token types hold a row per segment type; every text is segment 0, the first row.
+  if (w.role == Role::token_types && t.shape.size() == 2 && t.shape[0] >= 1) expect = {t.shape[0], w.rows};
   if (t.shape != expect) {
     std::string got, need;
     for (size_t d = 0; d < t.shape.size(); ++d) got += (d ? ", " : "") + num(t.shape[d]);
@@ -368,6 +382,10 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
   m = ModelData{};
   HfConfig hf;
   if (!hf_config(config, &hf, error)) {
+    *error = "'" + where + "': " + *error;
+    return false;
+  }
+  if ((hf.config.flags & format::kFlagEncoder) != 0 && !read_pooling(dir, &hf.config, error)) {
     *error = "'" + where + "': " + *error;
     return false;
   }

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "families.hpp"
 #include "json.hpp"
 #include "mote_writer.hpp"
 
@@ -63,6 +64,15 @@ bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &optio
 // Two keys of mote's own describe blocks GPT-2 has no key for (safetensors.cpp):
 // "mote_norm_placement": "post" and "mote_position_embedding": "sinusoidal" (no wpe tensor).
 bool hf_gpt2_config(const JsonValue &config, format::ModelConfig *out, bool *tied, std::string *error);
+
+// Maps a BERT config.json (model_type "bert") onto row's block: the sizes, layer_norm_eps;
+// hidden_act must be gelu (erf) and position_embedding_type absolute (hf_bert.cpp).
+bool hf_bert_config(const JsonValue &config, const FamilyRow &row, format::ModelConfig *out, std::string *error);
+// An encoder's pooling from sentence-transformers' files, each null when absent: 1_Pooling/config.json
+// picks mean (also the default), cls or last-token pooling (max and weighted ones are refused);
+// a Normalize module in modules.json sets kFlagNormalizeEmbeddings.
+bool sentence_transformers_pooling(const JsonValue *modules, const JsonValue *pooling, format::ModelConfig *c,
+                                   std::string *error);
 
 // Reads a byte-level BPE tokenizer.json (plus tokenizer_config.json's text, may be empty) for a
 // model of vocab_size tokens. On entry tok->bos_id / eos_id hold config.json's ids (or -1);

@@ -96,7 +96,7 @@ Status check_runs_here(const Model &model, const mote_session_options &options, 
   const format::BlockSpec spec = format::block_spec(model.view.config);
   if (spec.norm != format::NormKind::rmsnorm || spec.positions != format::PositionKind::rope ||
       spec.activation != format::Activation::swiglu || spec.qkv_bias || spec.output_bias || spec.ffn_bias ||
-      spec.post_norm || spec.qk_norm || spec.sandwich_norm || spec.embed_scale || spec.rope_factors ||
+      spec.post_norm || spec.encoder || spec.embed_norm || spec.token_types || spec.qk_norm || spec.sandwich_norm || spec.embed_scale || spec.rope_factors ||
       spec.sliding_window != 0 || (model.view.config.flags & format::kFlagAttentionScale) != 0) {
     return fail(err, MOTE_ERR_UNSUPPORTED,
                 "the CUDA backend runs the Llama block (RMSNorm, RoPE, SwiGLU, no biases); this model's is another");

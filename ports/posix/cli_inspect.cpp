@@ -54,7 +54,14 @@ void print_architecture(const mote_model_info &info) {
                 (f & MOTE_BLOCK_EMBED_SCALE) ? "embedding x sqrt(dim); " : "",
                 (f & MOTE_BLOCK_FUSED_GATE_UP) ? "fused gate/up" : "");
   }
-  std::printf("embeddings      %s\n", (f & MOTE_BLOCK_TIED_EMBEDDINGS) ? "tied" : "separate classifier");
+  if (f & MOTE_BLOCK_ENCODER) {
+    static const char *const kPools[] = {"mean", "last token", "first token ([CLS])"};
+    std::printf("embeddings      encoder, no classifier%s%s; pooling %s%s\n",
+                (f & MOTE_BLOCK_TOKEN_TYPES) ? ", token types" : "", (f & MOTE_BLOCK_EMBED_NORM) ? ", normalized" : "",
+                info.pooling < 3 ? kPools[info.pooling] : "?", info.normalize_embeddings ? ", then L2-normalized" : "");
+  } else {
+    std::printf("embeddings      %s\n", (f & MOTE_BLOCK_TIED_EMBEDDINGS) ? "tied" : "separate classifier");
+  }
   std::printf("bos / eos       %d / %d\n", info.bos_id, info.eos_id);
   std::printf("tokenizer       %s, %u tokens, %u merges%s\n",
               info.tokenizer_kind == MOTE_TOKENIZER_SENTENCEPIECE ? "sentencepiece bpe" : "byte-level bpe",

@@ -92,6 +92,9 @@ typedef enum mote_tokenizer_kind {
 #define MOTE_BLOCK_SANDWICH_NORM (1u << 10)  /* norms on each sub-block's output too (Gemma 3) */
 #define MOTE_BLOCK_EMBED_SCALE (1u << 11)    /* token embedding x sqrt(dim) (Gemma) */
 #define MOTE_BLOCK_ROPE_FACTORS (1u << 12)   /* per-pair RoPE frequency factors (Llama 3 scaling) */
+#define MOTE_BLOCK_ENCODER (1u << 13)        /* an embedder: bidirectional, no classifier (BERT) */
+#define MOTE_BLOCK_EMBED_NORM (1u << 14)     /* the embeddings are normalized before the first block */
+#define MOTE_BLOCK_TOKEN_TYPES (1u << 15)    /* a token-type (segment 0) vector is added to each token */
 
 /* Architecture facts a caller may want (filled by mote_model_info_get). The strings are static. */
 typedef struct mote_model_info {
@@ -101,7 +104,8 @@ typedef struct mote_model_info {
   uint32_t chat_template; /* a mote_chat_template value */
   uint32_t tokenizer_kind; /* a mote_tokenizer_kind value */
   uint32_t add_bos;        /* 1: the model expects BOS before text (MOTE_TOKENIZE_ADD_BOS) */
-  const char *family;      /* GGUF's architecture name: "llama", "gpt2", "qwen2", "gemma3", "qwen3", "phi3" */
+  const char *family;      /* GGUF's architecture name: "llama", "gpt2", "qwen2", "gemma3", "qwen3", "phi3", "bert",
+                              "nomic-bert" */
   const char *norm;        /* "rmsnorm" or "layernorm" */
   const char *activation;  /* "swiglu", "gelu" (tanh approximation), "gelu_erf", "relu", "geglu" */
   const char *positions;   /* "rope", "learned" or "sinusoidal" */
@@ -117,6 +121,9 @@ typedef struct mote_model_info {
   uint32_t n_vocab_tokens;   /* the tokenizer's entries (may be below vocab_size, the logits' length) */
   uint32_t n_merges;         /* the tokenizer's BPE merges (byte-level BPE; 0 for SentencePiece) */
   uint32_t format_version;   /* the .mote file's version */
+  uint32_t pooling;          /* an encoder's own mote_pool for mote_embed (MOTE_POOL_MEAN otherwise) */
+  uint32_t normalize_embeddings; /* 1: the model's embeddings are meant L2-normalized (sentence-transformers'
+                                     Normalize; llama.cpp's default for embedders) */
 } mote_model_info;
 
 /* Validates the model bytes (every header field, offset, size, dtype, shape and tokenizer table)

@@ -22,7 +22,10 @@ bool ffn_bias(const BlockSpec &s) { return s.ffn_bias; }
 bool norm_bias(const BlockSpec &s) { return s.norm_bias; }
 bool final_norm(const BlockSpec &s) { return !s.post_norm; }
 bool final_norm_bias(const BlockSpec &s) { return !s.post_norm && s.norm_bias; }
-bool untied(const BlockSpec &s) { return !s.tied_embeddings; }
+bool untied(const BlockSpec &s) { return !s.tied_embeddings && !s.encoder; }
+bool embed_norm(const BlockSpec &s) { return s.embed_norm; }
+bool embed_norm_bias(const BlockSpec &s) { return s.embed_norm && s.norm_bias; }
+bool token_types(const BlockSpec &s) { return s.token_types; }
 bool learned_positions(const BlockSpec &s) { return s.positions == PositionKind::learned; }
 bool qk_norm(const BlockSpec &s) { return s.qk_norm; }
 bool sandwich_norm(const BlockSpec &s) { return s.sandwich_norm; }
@@ -30,39 +33,43 @@ bool rope_factors(const BlockSpec &s) { return s.positions == PositionKind::rope
 
 using E = Extent;
 constexpr RoleInfo kRoles[] = {
-    // role, name, GGUF stem, per_layer, bias, rows, cols (== rows: a vector), needed
-    {Role::token_embedding, "token_embd", "token_embd", false, false, E::vocab, E::dim, always},
-    {Role::attn_norm, "attn_norm", "attn_norm", true, false, E::dim, E::dim, always},
-    {Role::attn_q, "attn_q", "attn_q", true, false, E::q_dim, E::dim, separate_qkv},
-    {Role::attn_k, "attn_k", "attn_k", true, false, E::kv_dim, E::dim, separate_qkv},
-    {Role::attn_v, "attn_v", "attn_v", true, false, E::kv_dim, E::dim, separate_qkv},
-    {Role::attn_output, "attn_output", "attn_output", true, false, E::dim, E::q_dim, always},
-    {Role::ffn_norm, "ffn_norm", "ffn_norm", true, false, E::dim, E::dim, always},
-    {Role::ffn_gate, "ffn_gate", "ffn_gate", true, false, E::ffn_dim, E::dim, separate_gate},
-    {Role::ffn_down, "ffn_down", "ffn_down", true, false, E::dim, E::ffn_dim, always},
-    {Role::ffn_up, "ffn_up", "ffn_up", true, false, E::ffn_dim, E::dim, separate_up},
-    {Role::output_norm, "output_norm", "output_norm", false, false, E::dim, E::dim, final_norm},
-    {Role::output, "output", "output", false, false, E::vocab, E::dim, untied},
-    {Role::attn_qkv, "attn_qkv", "attn_qkv", true, false, E::qkv_dim, E::dim, fused_qkv},
-    {Role::attn_q_bias, "attn_q_bias", "attn_q", true, true, E::q_dim, E::q_dim, separate_qkv_bias},
-    {Role::attn_k_bias, "attn_k_bias", "attn_k", true, true, E::kv_dim, E::kv_dim, separate_qkv_bias},
-    {Role::attn_v_bias, "attn_v_bias", "attn_v", true, true, E::kv_dim, E::kv_dim, separate_qkv_bias},
-    {Role::attn_qkv_bias, "attn_qkv_bias", "attn_qkv", true, true, E::qkv_dim, E::qkv_dim, fused_qkv_bias},
-    {Role::attn_output_bias, "attn_output_bias", "attn_output", true, true, E::dim, E::dim, output_bias},
-    {Role::ffn_gate_bias, "ffn_gate_bias", "ffn_gate", true, true, E::ffn_dim, E::ffn_dim, gate_bias},
-    {Role::ffn_up_bias, "ffn_up_bias", "ffn_up", true, true, E::ffn_dim, E::ffn_dim, ffn_bias},
-    {Role::ffn_down_bias, "ffn_down_bias", "ffn_down", true, true, E::dim, E::dim, ffn_bias},
-    {Role::attn_norm_bias, "attn_norm_bias", "attn_norm", true, true, E::dim, E::dim, norm_bias},
-    {Role::ffn_norm_bias, "ffn_norm_bias", "ffn_norm", true, true, E::dim, E::dim, norm_bias},
-    {Role::output_norm_bias, "output_norm_bias", "output_norm", false, true, E::dim, E::dim, final_norm_bias},
-    {Role::pos_embd, "pos_embd", "position_embd", false, false, E::context, E::dim, learned_positions},
-    {Role::attn_q_norm, "attn_q_norm", "attn_q_norm", true, false, E::head_dim, E::head_dim, qk_norm},
-    {Role::attn_k_norm, "attn_k_norm", "attn_k_norm", true, false, E::head_dim, E::head_dim, qk_norm},
-    {Role::post_attn_norm, "post_attention_norm", "post_attention_norm", true, false, E::dim, E::dim, sandwich_norm},
-    {Role::post_ffn_norm, "post_ffw_norm", "post_ffw_norm", true, false, E::dim, E::dim, sandwich_norm},
-    {Role::rope_freqs, "rope_freqs", "rope_freqs", false, false, E::half_head, E::half_head, rope_factors},
+    // role, name, GGUF stem, GGUF stem under post-norm, per_layer, bias, rows, cols (== rows: a vector), needed
+    {Role::token_embedding, "token_embd", "token_embd", nullptr, false, false, E::vocab, E::dim, always},
+    {Role::attn_norm, "attn_norm", "attn_norm", "attn_output_norm", true, false, E::dim, E::dim, always},
+    {Role::attn_q, "attn_q", "attn_q", nullptr, true, false, E::q_dim, E::dim, separate_qkv},
+    {Role::attn_k, "attn_k", "attn_k", nullptr, true, false, E::kv_dim, E::dim, separate_qkv},
+    {Role::attn_v, "attn_v", "attn_v", nullptr, true, false, E::kv_dim, E::dim, separate_qkv},
+    {Role::attn_output, "attn_output", "attn_output", nullptr, true, false, E::dim, E::q_dim, always},
+    {Role::ffn_norm, "ffn_norm", "ffn_norm", "layer_output_norm", true, false, E::dim, E::dim, always},
+    {Role::ffn_gate, "ffn_gate", "ffn_gate", nullptr, true, false, E::ffn_dim, E::dim, separate_gate},
+    {Role::ffn_down, "ffn_down", "ffn_down", nullptr, true, false, E::dim, E::ffn_dim, always},
+    {Role::ffn_up, "ffn_up", "ffn_up", nullptr, true, false, E::ffn_dim, E::dim, separate_up},
+    {Role::output_norm, "output_norm", "output_norm", nullptr, false, false, E::dim, E::dim, final_norm},
+    {Role::output, "output", "output", nullptr, false, false, E::vocab, E::dim, untied},
+    {Role::attn_qkv, "attn_qkv", "attn_qkv", nullptr, true, false, E::qkv_dim, E::dim, fused_qkv},
+    {Role::attn_q_bias, "attn_q_bias", "attn_q", nullptr, true, true, E::q_dim, E::q_dim, separate_qkv_bias},
+    {Role::attn_k_bias, "attn_k_bias", "attn_k", nullptr, true, true, E::kv_dim, E::kv_dim, separate_qkv_bias},
+    {Role::attn_v_bias, "attn_v_bias", "attn_v", nullptr, true, true, E::kv_dim, E::kv_dim, separate_qkv_bias},
+    {Role::attn_qkv_bias, "attn_qkv_bias", "attn_qkv", nullptr, true, true, E::qkv_dim, E::qkv_dim, fused_qkv_bias},
+    {Role::attn_output_bias, "attn_output_bias", "attn_output", nullptr, true, true, E::dim, E::dim, output_bias},
+    {Role::ffn_gate_bias, "ffn_gate_bias", "ffn_gate", nullptr, true, true, E::ffn_dim, E::ffn_dim, gate_bias},
+    {Role::ffn_up_bias, "ffn_up_bias", "ffn_up", nullptr, true, true, E::ffn_dim, E::ffn_dim, ffn_bias},
+    {Role::ffn_down_bias, "ffn_down_bias", "ffn_down", nullptr, true, true, E::dim, E::dim, ffn_bias},
+    {Role::attn_norm_bias, "attn_norm_bias", "attn_norm", "attn_output_norm", true, true, E::dim, E::dim, norm_bias},
+    {Role::ffn_norm_bias, "ffn_norm_bias", "ffn_norm", "layer_output_norm", true, true, E::dim, E::dim, norm_bias},
+    {Role::output_norm_bias, "output_norm_bias", "output_norm", nullptr, false, true, E::dim, E::dim, final_norm_bias},
+    {Role::pos_embd, "pos_embd", "position_embd", nullptr, false, false, E::context, E::dim, learned_positions},
+    {Role::attn_q_norm, "attn_q_norm", "attn_q_norm", nullptr, true, false, E::head_dim, E::head_dim, qk_norm},
+    {Role::attn_k_norm, "attn_k_norm", "attn_k_norm", nullptr, true, false, E::head_dim, E::head_dim, qk_norm},
+    {Role::post_attn_norm, "post_attention_norm", "post_attention_norm", nullptr, true, false, E::dim, E::dim, sandwich_norm},
+    {Role::post_ffn_norm, "post_ffw_norm", "post_ffw_norm", nullptr, true, false, E::dim, E::dim, sandwich_norm},
+    {Role::rope_freqs, "rope_freqs", "rope_freqs", nullptr, false, false, E::half_head, E::half_head, rope_factors},
     // GGUF keeps Phi-3's fused gate and up under ffn_up's name: the spec tells the two apart.
-    {Role::ffn_gate_up, "ffn_gate_up", "ffn_up", true, false, E::gate_up_dim, E::dim, fused_gate_up},
+    {Role::ffn_gate_up, "ffn_gate_up", "ffn_up", nullptr, true, false, E::gate_up_dim, E::dim, fused_gate_up},
+    {Role::token_types, "token_types", "token_types", nullptr, false, false, E::dim, E::dim, token_types},
+    {Role::embd_norm, "token_embd_norm", "token_embd_norm", nullptr, false, false, E::dim, E::dim, embed_norm},
+    {Role::embd_norm_bias, "token_embd_norm_bias", "token_embd_norm", nullptr, false, true, E::dim, E::dim,
+     embed_norm_bias},
 };
 static_assert(sizeof kRoles / sizeof kRoles[0] == kRoleCount - 1, "one row per role");
 
@@ -79,7 +86,7 @@ static_assert(roles_in_order(), "role r sits at row r - 1");
 const RoleInfo *role_info(uint32_t role) { return role >= 1 && role < kRoleCount ? &kRoles[role - 1] : nullptr; }
 
 const char *family_name(Family family) {
-  static const char *const kNames[kFamilyCount] = {nullptr, "llama", "gpt2", "qwen2", "gemma3", "qwen3", "phi3"};
+  static const char *const kNames[kFamilyCount] = {nullptr, "llama", "gpt2", "qwen2", "gemma3", "qwen3", "phi3", "bert", "nomic-bert"};
   const uint32_t index = static_cast<uint32_t>(family);
   return index < kFamilyCount ? kNames[index] : nullptr;
 }
@@ -136,6 +143,11 @@ BlockSpec block_spec(const ModelConfig &c) {
   spec.embed_scale = flag(kFlagEmbedScale);
   spec.post_norm = flag(kFlagPostNorm);
   spec.tied_embeddings = flag(kFlagTiedEmbeddings);
+  spec.encoder = flag(kFlagEncoder);
+  spec.embed_norm = flag(kFlagEmbedNorm);
+  spec.token_types = flag(kFlagTokenTypes);
+  spec.normalize_embeddings = flag(kFlagNormalizeEmbeddings);
+  spec.pooling = spec.encoder ? c.pooling : Pooling::mean;
   if (flag(kFlagSlidingWindow)) {
     spec.sliding_window = c.sliding_window;
     spec.swa_global_every = c.swa_global_every;

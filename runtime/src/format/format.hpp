@@ -13,8 +13,8 @@ constexpr uint32_t kAlignment = 64;  // every section and tensor starts on this 
 
 // The family names where a model came from (inspect prints it); what the blocks do is the config's
 // fields and flags, never the family.
-enum class Family : uint32_t { llama = 1, gpt2 = 2, qwen2 = 3, gemma3 = 4, qwen3 = 5, phi3 = 6 };
-constexpr uint32_t kFamilyCount = 7;  // families are 1..6
+enum class Family : uint32_t { llama = 1, gpt2 = 2, qwen2 = 3, gemma3 = 4, qwen3 = 5, phi3 = 6, bert = 7, nomic_bert = 8 };
+constexpr uint32_t kFamilyCount = 9;  // families are 1..8
 enum class NormKind : uint32_t { rmsnorm = 1, layernorm = 2 };
 enum class PositionKind : uint32_t { rope = 1, learned = 2, sinusoidal = 3 };
 enum class RopeLayout : uint32_t { none = 0, interleaved = 1, split_half = 2 };
@@ -36,8 +36,17 @@ enum ConfigFlags : uint32_t {
   kFlagRopeFactors = 1u << 11,  // rope_freqs divides each RoPE pair's frequency (Llama 3 scaling)
   kFlagSlidingWindow = 1u << 12,  // sliding_window, swa_global_every and rope_theta_local are set
   kFlagAttentionScale = 1u << 13,  // attention_scale replaces 1/sqrt(head_dim)
+  // Revision 8: BERT-family embedders.
+  kFlagEncoder = 1u << 14,     // an embedder: bidirectional attention, no classifier, pooling set
+  kFlagEmbedNorm = 1u << 15,   // the embeddings are normalized (token_embd_norm) before the first block
+  kFlagTokenTypes = 1u << 16,  // token_types (segment 0's vector) is added to every token's embedding
+  kFlagNormalizeEmbeddings = 1u << 17,  // the model's pooled embedding is scaled to unit length
 };
-constexpr uint32_t kKnownConfigFlags = (1u << 14) - 1;
+constexpr uint32_t kKnownConfigFlags = (1u << 18) - 1;
+
+// How an encoder pools its final hidden states into one embedding (mote_pool's values).
+enum class Pooling : uint32_t { mean = 0, last = 1, cls = 2 };
+constexpr uint32_t kPoolingCount = 3;
 
 // Token types, numbered as GGUF numbers them (the tokenizer section's types table).
 enum TokenType : uint8_t {
@@ -110,8 +119,11 @@ enum class Role : uint32_t {
   post_ffn_norm = 29,     // (dim) the FFN output's norm (sandwich)
   rope_freqs = 30,        // (head_dim / 2) each RoPE pair's frequency divisor
   ffn_gate_up = 31,       // (2 ffn_dim, dim) fused gate rows, then up rows
+  token_types = 32,       // (dim) segment 0's token-type embedding, added to every token (BERT)
+  embd_norm = 33,         // (dim) the embeddings' norm before the first block (BERT)
+  embd_norm_bias = 34,    // (dim)
 };
-constexpr uint32_t kRoleCount = 32;         // roles are 1..31
+constexpr uint32_t kRoleCount = 35;         // roles are 1..34
 constexpr uint32_t kNoLayer = 0xFFFFFFFFu;  // layer field of global tensors
 
 enum class TokenizerKind : uint32_t { sentencepiece_bpe = 1, byte_level_bpe = 2 };
@@ -192,7 +204,8 @@ struct ModelConfig {  // 128 bytes; the enums are u32 on disk and may hold any v
                               // (0: every layer is windowed)
   float rope_theta_local;     // kFlagSlidingWindow: the windowed layers' RoPE base
   float attention_scale;      // kFlagAttentionScale: scores are q.k * this
-  uint8_t reserved[40];
+  Pooling pooling;            // revision 8, kFlagEncoder: the model's own pooling (mean: 0)
+  uint8_t reserved[36];
 };
 static_assert(sizeof(ModelConfig) == 128, "ModelConfig is 128 bytes");
 
@@ -246,7 +259,8 @@ static_assert(sizeof(BpeMerge) == 16, "BpeMerge is 16 bytes");
 // pass does at each step and which optional tensor roles the file holds. Llama is RMSNorm, RoPE,
 // SwiGLU, no biases, pre-norm; GPT-2 is LayerNorm with bias, learned positions, GELU, biases,
 // fused QKV, pre-norm; Qwen2 adds q/k/v biases; Gemma 3 adds the embedding scale, per-head q/k
-// norms, sandwich norms, GeGLU and sliding windows.
+// norms, sandwich norms, GeGLU and sliding windows; BERT is an encoder: post-norm LayerNorm,
+// token types and an embedding norm, no classifier.
 struct BlockSpec {
   NormKind norm;
   bool norm_bias;  // LayerNorm's beta
@@ -264,6 +278,11 @@ struct BlockSpec {
   bool embed_scale;    // token embedding * sqrt(dim)
   bool post_norm;        // also: no final norm before the classifier
   bool tied_embeddings;  // the classifier is the token embedding
+  bool encoder;          // an embedder: every token sees the whole text; no classifier
+  bool embed_norm;       // embd_norm (+ bias with norm_bias) after the embeddings
+  bool token_types;      // token_types added to the embeddings
+  bool normalize_embeddings;  // the pooled embedding is scaled to unit length
+  Pooling pooling;            // encoder: the model's own pooling
   uint32_t sliding_window;    // 0: every layer attends to the whole context
   uint32_t swa_global_every;  // with a window: layer l is global iff (l + 1) % this == 0
   float rope_theta_local;     // with a window: the windowed layers' RoPE base
@@ -284,6 +303,9 @@ struct RoleInfo {
   Role role;
   const char *name;  // .mote's name: "attn_q_bias"
   const char *stem;  // GGUF's stem, before ".weight" / ".bias": "attn_q"
+  // GGUF's stem in a post-norm block, where the norms follow the sub-blocks (BERT's
+  // "attn_output_norm"); null: stem.
+  const char *post_norm_stem;
   bool per_layer;
   bool bias;         // GGUF ".bias"
   Extent rows;

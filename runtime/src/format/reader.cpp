@@ -64,6 +64,16 @@ Status check_block_options(const ModelConfig &c, ErrorSink err) {
     return fail(err, MOTE_ERR_BAD_MODEL, "attention scale %s is set without its flag, or is not finite and positive",
                 float_text(c.attention_scale, number, sizeof number));
   }
+  if (flag(kFlagEncoder)) {
+    if (static_cast<uint32_t>(c.pooling) >= kPoolingCount) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "unknown pooling %u", static_cast<unsigned>(c.pooling));
+    }
+    if (flag(kFlagTiedEmbeddings) || flag(kFlagSlidingWindow)) {
+      return fail(err, MOTE_ERR_BAD_MODEL, "an encoder has no classifier to tie and attends over the whole text");
+    }
+  } else if (c.pooling != Pooling::mean || flag(kFlagNormalizeEmbeddings)) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "pooling fields are set on a model that is not an encoder");
+  }
   for (uint8_t byte : c.reserved) {
     if (byte != 0) return fail(err, MOTE_ERR_BAD_MODEL, "config reserved bytes are not zero (a newer format?)");
   }

@@ -119,6 +119,12 @@ bool ends_generation(const Model &m, int32_t token) {
   return token == c.bos_id || token == c.eos_id || m.view.tokenizer.types[token] == kTokenControl;
 }
 
+// An encoder (an embedder: BERT) has no classifier, so nothing to decode or sample with.
+Status refuse_encoder(Session &s, const char *what) {
+  return fail(session_sink(s), MOTE_ERR_UNSUPPORTED, "this model is an embedder with no classifier: it cannot %s (use mote_embed)",
+              what);
+}
+
 // Whether the session's progress callback asks to stop, told done of total (each below the
 // context length, so they fit its 32-bit arguments).
 bool progress_says_stop(const Session &s, size_t done, size_t total) {
@@ -204,6 +210,7 @@ Status sample_constrained(Session &s, const mote_sampler_options &options, gramm
 Status sample_next(Session &s, const mote_sampler_options *options, grammar::Grammar *g, int32_t *token) {
   const ErrorSink sink = session_sink(s);
   if (token == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "token is null");
+  if (s.spec.encoder) return refuse_encoder(s, "sample");
   const Status status = mote_sampler_options_validate(options, s.error, sizeof s.error);
   if (status != MOTE_OK) return status;
   if (!s.has_logits) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "no logits to sample: prefill or decode first");
@@ -233,6 +240,7 @@ Status sample_next(Session &s, const mote_sampler_options *options, grammar::Gra
 Status generate(Session &s, const int32_t *prompt, size_t n_prompt, uint32_t max_new_tokens,
                 const mote_sampler_options *options, grammar::Grammar *g, mote_on_token on_token, void *user,
                 uint32_t *n_generated) {
+  if (s.spec.encoder) return refuse_encoder(s, "generate");  // before the prompt runs: nothing changes
   Status status = mote_sampler_options_validate(options, s.error, sizeof s.error);
   if (status != MOTE_OK) return status;
   status = prefill(s, prompt, n_prompt);
@@ -513,6 +521,7 @@ mote_status mote_decode(mote_session *session, int32_t token, const float **logi
   const SessionGuard guard(session);
   Session *s = guard.session();
   if (s == nullptr) return guard.refusal();
+  if (s->spec.encoder) return refuse_encoder(*s, "decode");
   const Status status = prefill(*s, &token, 1, PrefillRequest{false, 0, nullptr});
   if (logits != nullptr && status == MOTE_OK) *logits = s->state.logits;
   return status;
@@ -524,6 +533,7 @@ mote_status mote_prefill_logits(mote_session *session, const int32_t *tokens, si
   Session *s = guard.session();
   if (s == nullptr) return guard.refusal();
   const ErrorSink sink = session_sink(*s);
+  if (s->spec.encoder) return refuse_encoder(*s, "give logits");
   if (s->backend->prefill_logits == nullptr) {
     return fail(sink, MOTE_ERR_UNSUPPORTED, "the %s backend has no per-position logits", s->backend->name);
   }

@@ -67,6 +67,9 @@ uint32_t block_flags(const format::BlockSpec &spec) {
       {spec.sandwich_norm, MOTE_BLOCK_SANDWICH_NORM},
       {spec.embed_scale, MOTE_BLOCK_EMBED_SCALE},
       {spec.rope_factors, MOTE_BLOCK_ROPE_FACTORS},
+      {spec.encoder, MOTE_BLOCK_ENCODER},
+      {spec.embed_norm, MOTE_BLOCK_EMBED_NORM},
+      {spec.token_types, MOTE_BLOCK_TOKEN_TYPES},
   };
   uint32_t flags = 0;
   for (const auto &b : kBits) flags |= b.set ? b.bit : 0u;
@@ -116,6 +119,8 @@ void mote_model_info_get(const mote_model *model, mote_model_info *info) {
   info->n_vocab_tokens = m->view.tokenizer.n_tokens;
   info->n_merges = m->view.tokenizer.n_merges;
   info->format_version = format::kVersion;
+  info->pooling = static_cast<uint32_t>(spec.pooling);
+  info->normalize_embeddings = spec.normalize_embeddings ? 1u : 0u;
 }
 
 mote_status mote_model_tensor(const mote_model *model, uint32_t index, mote_tensor_info *info) {

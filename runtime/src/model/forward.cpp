@@ -1,5 +1,5 @@
 // The forward pass, read top to bottom as llama2.c's: embedding (scaled, plus learned or
-// sinusoidal positions), then per layer norm -> QKV (+ biases) -> q/k norms -> RoPE -> attention
+// sinusoidal positions and BERT's token type, normalized where the model says), then per layer norm -> QKV (+ biases) -> q/k norms -> RoPE -> attention
 // (over a sliding window or all positions) -> output projection -> post-norm -> residual -> norm ->
 // FFN (SwiGLU / GeGLU, or GELU / ReLU between two projections) -> post-norm -> residual, then the
 // final norm and the classifier. The block spec (format::BlockSpec) picks each step's kind:
@@ -196,7 +196,9 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, LogitRows 
     } else if (spec.positions == format::PositionKind::sinusoidal) {
       k.add(x, st.sinusoids + (pos + t) * dim, dim);
     }
+    if (w.token_types != nullptr) k.add(x, w.token_types, dim);
   }
+  if (spec.embed_norm) normalize(s, st.x, st.x, w.embed_norm, dim, n_tokens);
   if (rotary) rope_angles(st.rope, pos, n_tokens, half_head);
   if (rotary && st.rope_local.inv_freq != st.rope.inv_freq) rope_angles(st.rope_local, pos, n_tokens, half_head);
 
@@ -286,7 +288,7 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, LogitRows 
   for (size_t t = 0; t < n_tokens; ++t) s.history[pos + t] = tokens[t];
   s.position = static_cast<uint32_t>(pos + n_tokens);
   if (rows.out == nullptr && rows.first < n_tokens) rows.first = n_tokens - 1;  // s.state.logits holds one row
-  s.has_logits = rows.first < n_tokens;
+  s.has_logits = rows.first < n_tokens && !spec.encoder;  // an encoder has no classifier
   if (!s.has_logits) return;
   // The rows asked for, normalized and classified as one batch (the kernels give each row the
   // bits a batch of one would): into the caller's buffer, or the last row into the logits.

@@ -69,9 +69,11 @@ struct LayerWeights {
 struct Weights {
   Matrix token_embedding;  // (vocab, dim)
   Matrix positions;        // (max_seq_len, dim) learned positions only
+  const float *token_types;  // (dim) segment 0's vector, or null
+  Norm embed_norm;           // the embeddings' norm (BERT), or a null weight
   LayerWeights *layers;    // (n_layers), in the arena
   Norm output_norm;        // absent (null weight) in post-norm models
-  Matrix classifier;       // (vocab, dim); the embedding when tied
+  Matrix classifier;       // (vocab, dim); the embedding when tied; none in an encoder
 };
 
 // RoPE's angles for the batch's positions under one base: every layer shares them, except the

@@ -178,7 +178,7 @@ void bind_session(Session &s, const Model &model, const mote_session_options &op
   const format::ModelConfig &c = view.config;
   s.model = model;  // a copy: the caller's mote_model may move or go away; only its bytes must stay
   s.spec = format::block_spec(c);
-  s.causal = options.bidirectional == 0;
+  s.causal = options.bidirectional == 0 && !s.spec.encoder;  // an encoder always sees the whole text
   s.kernels = &kernels::best_kernels();
   s.context_length = options.context_length;
   s.n_threads = options.n_threads == 0 ? 1 : options.n_threads;
@@ -188,6 +188,8 @@ void bind_session(Session &s, const Model &model, const mote_session_options &op
   Weights &w = s.weights;
   w.token_embedding = bind_matrix(view, Role::token_embedding, format::kNoLayer);
   w.positions = bind_matrix(view, Role::pos_embd, format::kNoLayer);
+  w.token_types = bind_vector(view, Role::token_types, format::kNoLayer);
+  w.embed_norm = bind_norm(view, Role::embd_norm, Role::embd_norm_bias, format::kNoLayer);
   const uint32_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     LayerWeights &lw = w.layers[l];

@@ -1,0 +1,318 @@
+// Issue 23's embedders against independent oracles (tests/golden/embedders, made by
+// tests/oracles/*.py; its README says how):
+//  - all-MiniLM-L6-v2 (a Hugging Face BERT folder) against transformers' BertModel in float64 with
+//    sentence-transformers' mean pooling and normalization, on 266 sentences: mote's ids equal the
+//    Hugging Face tokenizer's, and its embeddings (f32) are within cosine 0.9999 of the oracle's;
+//    f16 and q8_0 conversions within 0.999.
+//  - nomic-embed-text-v1.5 (an F16 GGUF, nomic-bert) against a float64 numpy reference written from
+//    the published model definition, on 16 prefixed texts: the same bounds.
+//  - `mote embed`'s formats and --query ranking on MiniLM.
+// The real models come from models/fetch_embedders.sh: these cases are named "real", have their
+// own ctest entry (test_embedders_real, skipped, saying so, when a file was never fetched; failed
+// instead with MOTE_REQUIRE_EMBEDDERS=1). The other cases check the importers' refusals.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_support.hpp"
+#include "safetensors.hpp"
+#include "test_support.hpp"
+
+using mote_cli_test::quote;
+using mote_cli_test::run_cli;
+using mote_test::AlignedBuffer;
+
+namespace {
+
+constexpr double kCosineF32 = 0.9999, kCosineQuantized = 0.999;
+
+// IEEE half to float, written out (the oracle's file format; independent of mote's converter).
+float half_to_float(uint16_t h) {
+  const int sign = (h >> 15) & 1, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  double value = exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+  if (exponent == 31) value = mantissa == 0 ? INFINITY : NAN;
+  return static_cast<float>(sign ? -value : value);
+}
+
+std::vector<float> read_halves(const std::string &path) {
+  const std::vector<unsigned char> bytes = mote_test::read_file(path);
+  std::vector<float> values(bytes.size() / 2);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = half_to_float(uint16_t(bytes[2 * i] | bytes[2 * i + 1] << 8));
+  return values;
+}
+
+std::vector<std::vector<int32_t>> read_id_lines(const std::string &path) {
+  std::vector<std::vector<int32_t>> lines;
+  for (const std::string &line : mote_test::read_lines(path)) {
+    std::istringstream in(line);
+    lines.emplace_back();
+    for (int32_t id; in >> id;) lines.back().push_back(id);
+  }
+  return lines;
+}
+
+double cosine(const float *a, const float *b, size_t n) {
+  double dot = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < n; ++i) {
+    dot += double(a[i]) * b[i];
+    aa += double(a[i]) * a[i];
+    bb += double(b[i]) * b[i];
+  }
+  return dot / std::sqrt(aa * bb);
+}
+
+// A cached model of models/fetch_embedders.sh, or "" (skipped, saying so) when never fetched.
+std::string cached_embedder(const std::string &name) {
+  if (const char *skip = std::getenv("MOTE_SKIP_REAL_MODELS")) {  // set by the emulated test presets
+    MOTE_SKIP(name << ": " << std::string(skip));
+    return "";
+  }
+  const char *cache = std::getenv("XDG_CACHE_HOME");
+  const char *home = std::getenv("HOME");
+  const std::string path =
+      (cache != nullptr && cache[0] != '\0' ? std::string(cache) : std::string(home ? home : ".") + "/.cache") +
+      "/mote/" + name;
+  if (mote_test::file_exists(path)) return path;
+  const char *require = std::getenv("MOTE_REQUIRE_EMBEDDERS");
+  if (require != nullptr && std::string(require) == "1") {
+    FAIL("required model missing: " << path << " (models/fetch_embedders.sh fetches it)");
+  }
+  MOTE_SKIP(path << " is absent: run models/fetch_embedders.sh to fetch it");
+  return "";
+}
+
+struct OpenedModel {
+  AlignedBuffer bytes{0};
+  mote_model model{};
+  std::string path;  // the .mote file, kept for the CLI cases
+};
+
+std::unique_ptr<OpenedModel> convert_with_cli(const std::string &source, const std::string &name,
+                                              const std::string &args) {
+  auto m = std::make_unique<OpenedModel>();
+  m->path = mote_cli_test::workspace().path(name + ".mote");
+  const mote_cli_test::Result r = run_cli("convert " + quote(source) + " -o " + quote(m->path) + " " + args);
+  if (r.code != 0) {
+    FAIL_CHECK("mote convert " << source << " " << args << " failed (" << r.code << "): " << r.err);
+    return nullptr;
+  }
+  m->bytes = AlignedBuffer::copy_of(mote_test::read_file(m->path));
+  char message[256] = "";
+  if (mote_model_open(m->bytes.data.get(), m->bytes.size, &m->model, message, sizeof message) != MOTE_OK) {
+    FAIL_CHECK("mote_model_open(" << name << "): " << message);
+    return nullptr;
+  }
+  return m;
+}
+
+// Each id line embedded with the model's own pooling and normalization (or normalize forced off).
+std::vector<float> embed_all(const mote_model &model, const std::vector<std::vector<int32_t>> &ids,
+                             bool model_normalize = true) {
+  mote_model_info info;
+  mote_model_info_get(&model, &info);
+  size_t longest = 1;
+  for (const auto &line : ids) longest = std::max(longest, line.size());
+  mote_session_options options = mote_session_options_default();
+  options.batch_size = options.context_length = static_cast<uint32_t>(longest);
+  options.n_threads = 2;
+  auto s = mote_test::open_session(model, options);
+  std::vector<float> out(ids.size() * info.dim);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int normalize = model_normalize ? int(info.normalize_embeddings) : 0;
+    REQUIRE_MESSAGE(mote_embed(&s->session, ids[i].data(), ids[i].size(), mote_pool(info.pooling), normalize,
+                               &out[i * info.dim], info.dim) == MOTE_OK,
+                    mote_session_error(&s->session));
+  }
+  return out;
+}
+
+// The worst and mean cosine of mote's embeddings against the oracle's, row by row.
+std::pair<double, double> compare(const std::vector<float> &mote, const std::vector<float> &oracle, size_t dim) {
+  REQUIRE(mote.size() == oracle.size());
+  double worst = 1, sum = 0;
+  const size_t rows = oracle.size() / dim;
+  for (size_t i = 0; i < rows; ++i) {
+    const double c = cosine(&mote[i * dim], &oracle[i * dim], dim);
+    worst = std::min(worst, c);
+    sum += c;
+  }
+  return {worst, sum / double(rows)};
+}
+
+// mote_tokenize with [CLS] ... [SEP] (MOTE_TOKENIZE_ADD_BOS), truncated as the oracle was.
+std::vector<int32_t> tokenize(const mote_model &model, const std::string &text, size_t limit) {
+  std::vector<int32_t> ids(text.size() + 8);
+  size_t n = 0;
+  REQUIRE(mote_tokenize(&model, text.data(), text.size(), MOTE_TOKENIZE_ADD_BOS, ids.data(), ids.size(), &n) ==
+          MOTE_OK);
+  ids.resize(n);
+  if (ids.size() > limit) {
+    const int32_t last = ids.back();
+    ids.resize(limit);
+    ids.back() = last;
+  }
+  return ids;
+}
+
+void check_tokens(const mote_model &model, const std::vector<std::string> &texts,
+                  const std::vector<std::vector<int32_t>> &expected, size_t limit) {
+  REQUIRE(texts.size() == expected.size());
+  size_t equal = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::vector<int32_t> got = tokenize(model, texts[i], limit);
+    equal += got == expected[i];
+    if (got != expected[i]) MESSAGE("text " << i + 1 << " tokenizes differently: '" << texts[i] << "'");
+  }
+  CHECK(equal == texts.size());
+}
+
+void check_variants(const std::string &source, const std::string &name, const std::vector<std::vector<int32_t>> &ids,
+                    const std::vector<float> &oracle, size_t dim) {
+  for (const char *dtype : {"f16", "q8_0"}) {
+    auto m = convert_with_cli(source, name + "_" + dtype, std::string("--dtype ") + dtype);
+    if (!m) continue;
+    const auto [worst, mean] = compare(embed_all(m->model, ids), oracle, dim);
+    MESSAGE(name << " " << dtype << ": cosine to the oracle worst " << worst << ", mean " << mean);
+    CHECK(worst >= kCosineQuantized);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("embedders: BERT config.json and sentence-transformers pooling, malformed ones refused") {
+  using mote::convert::JsonValue;
+  const mote::convert::FamilyRow *row = mote::convert::family_by_hf_type("bert");
+  REQUIRE(row != nullptr);
+  auto config = [&](const std::string &text, std::string *error) {
+    JsonValue json;
+    REQUIRE(mote::convert::parse_json(text.data(), text.size(), &json, error));
+    mote::format::ModelConfig c{};
+    return mote::convert::hf_bert_config(json, *row, &c, error) ? c.dim : 0u;
+  };
+  const std::string good =
+      R"({"hidden_size": 64, "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 100,
+          "max_position_embeddings": 32)";
+  std::string error;
+  CHECK(config(good + R"(, "num_attention_heads": 4})", &error) == 64);
+  const struct {
+    const char *extra, *message;
+  } bad[] = {
+      {R"(, "num_attention_heads": 4, "hidden_act": "relu"})", "hidden_act 'relu' is not supported"},
+      {R"(, "num_attention_heads": 4, "position_embedding_type": "relative_key"})",
+       "position_embedding_type 'relative_key'"},
+      {R"(, "num_attention_heads": 4, "layer_norm_eps": 0})", "layer_norm_eps 0 must be in (0, 1)"},
+      {R"(, "num_attention_heads": 5})", "not a multiple of num_attention_heads 5"},
+  };
+  for (const auto &b : bad) {
+    error.clear();
+    CHECK(config(good + b.extra, &error) == 0);
+    CHECK_MESSAGE(error.find(b.message) != std::string::npos, error);
+  }
+
+  auto pooling = [](const char *modules, const char *pool, mote::format::ModelConfig *c, std::string *error) {
+    JsonValue m, p;
+    if (modules) REQUIRE(mote::convert::parse_json(modules, std::strlen(modules), &m, error));
+    if (pool) REQUIRE(mote::convert::parse_json(pool, std::strlen(pool), &p, error));
+    return mote::convert::sentence_transformers_pooling(modules ? &m : nullptr, pool ? &p : nullptr, c, error);
+  };
+  mote::format::ModelConfig c{};
+  CHECK(pooling(nullptr, nullptr, &c, &error));
+  CHECK(c.pooling == mote::format::Pooling::mean);
+  CHECK((c.flags & mote::format::kFlagNormalizeEmbeddings) == 0);
+  CHECK(pooling(R"([{"type": "sentence_transformers.models.Normalize"}])", R"({"pooling_mode_cls_token": true})", &c,
+                &error));
+  CHECK(c.pooling == mote::format::Pooling::cls);
+  CHECK((c.flags & mote::format::kFlagNormalizeEmbeddings) != 0);
+  CHECK_FALSE(pooling(nullptr, R"({"pooling_mode_max_tokens": true})", &c, &error));
+  CHECK(error.find("pooling_mode_max_tokens") != std::string::npos);
+  CHECK_FALSE(pooling(nullptr, R"({"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": true})", &c, &error));
+  CHECK(error.find("more than one pooling mode") != std::string::npos);
+}
+
+TEST_CASE("embedders real: all-MiniLM-L6-v2 equals transformers' BertModel (ids, embeddings, formats)") {
+  const std::string dir = cached_embedder("all-MiniLM-L6-v2/model.safetensors");
+  if (dir.empty() || !mote_cli_test::have_cli()) return;
+  const std::string folder = dir.substr(0, dir.rfind('/'));
+  const std::vector<std::string> sentences = mote_test::read_lines(mote_test::golden_path("embedders/sentences.txt"));
+  const auto ids = read_id_lines(mote_test::golden_path("embedders/minilm_ids.txt"));
+  const std::vector<float> oracle = read_halves(mote_test::golden_path("embedders/minilm_embeddings.f16"));
+  constexpr size_t kDim = 384;
+  REQUIRE(oracle.size() == sentences.size() * kDim);
+
+  auto m = convert_with_cli(folder, "minilm_f32", "--dtype f32");
+  REQUIRE(m != nullptr);
+  mote_model_info info;
+  mote_model_info_get(&m->model, &info);
+  CHECK(std::string(info.family) == "bert");
+  CHECK(info.pooling == MOTE_POOL_MEAN);
+  CHECK(info.normalize_embeddings == 1);
+  CHECK((info.block_flags & MOTE_BLOCK_ENCODER) != 0);
+  check_tokens(m->model, sentences, ids, 256);
+
+  const auto [worst, mean] = compare(embed_all(m->model, ids), oracle, kDim);
+  MESSAGE("MiniLM f32: cosine to the oracle worst " << worst << ", mean " << mean);
+  CHECK(worst >= kCosineF32);
+  // Before normalization too: the mean-pooled vectors themselves.
+  const std::vector<float> raw =
+      mote_test::read_floats(mote_test::golden_path("embedders/minilm_unnormalized_first4.f32"));
+  const std::vector<std::vector<int32_t>> first4(ids.begin(), ids.begin() + 4);
+  const std::vector<float> mote_raw = embed_all(m->model, first4, false);
+  REQUIRE(raw.size() == mote_raw.size());
+  double worst_abs = 0;
+  for (size_t i = 0; i < raw.size(); ++i) worst_abs = std::max(worst_abs, double(std::fabs(raw[i] - mote_raw[i])));
+  CHECK(worst_abs <= 1e-4);
+
+  // The encoder has no classifier: decoding is refused with one line.
+  {
+    auto s = mote_test::open_session(m->model, mote_session_options_default());
+    const float *logits = nullptr;
+    CHECK(mote_decode(&s->session, ids[0][0], &logits) == MOTE_ERR_UNSUPPORTED);
+    CHECK(std::string(mote_session_error(&s->session)).find("embedder") != std::string::npos);
+  }
+
+  // `mote embed -f` end to end (the CLI tokenizes and truncates): raw f32, CSV and JSON lines agree.
+  const std::string sentences_path = mote_test::golden_path("embedders/sentences.txt");
+  mote_cli_test::Result r = run_cli("embed -m " + quote(m->path) + " -f " + quote(sentences_path) + " -o f32");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  REQUIRE(r.out.size() == oracle.size() * sizeof(float));
+  std::vector<float> cli(oracle.size());
+  std::memcpy(cli.data(), r.out.data(), r.out.size());
+  CHECK(compare(cli, oracle, kDim).first >= kCosineF32);
+  r = run_cli("embed -m " + quote(m->path) + " -p " + quote(sentences[0]) + " -o csv");
+  REQUIRE(r.code == 0);
+  CHECK(std::count(r.out.begin(), r.out.end(), ',') == long(kDim - 1));
+  r = run_cli("embed -m " + quote(m->path) + " -f " + quote(sentences_path) + " --query " +
+              quote("Where is the cat lying?") + " --top 2");
+  REQUIRE(r.code == 0);
+  CHECK(mote_cli_test::count_newlines(r.out) == 2);
+  CHECK(r.out.find(sentences[0]) != std::string::npos);  // "The cat sits on the mat."
+
+  check_variants(folder, "minilm", ids, oracle, kDim);
+}
+
+TEST_CASE("embedders real: nomic-embed-text-v1.5 equals the float64 numpy reference") {
+  const std::string gguf = cached_embedder("nomic-embed-text-v1.5.f16.gguf");
+  if (gguf.empty() || !mote_cli_test::have_cli()) return;
+  const std::vector<std::string> inputs = mote_test::read_lines(mote_test::golden_path("embedders/nomic_inputs.txt"));
+  const auto ids = read_id_lines(mote_test::golden_path("embedders/nomic_ids.txt"));
+  const std::vector<float> oracle = mote_test::read_floats(mote_test::golden_path("embedders/nomic_embeddings.f32"));
+  constexpr size_t kDim = 768;
+  REQUIRE(oracle.size() == inputs.size() * kDim);
+
+  auto m = convert_with_cli(gguf, "nomic_stored", "");  // the GGUF's f16 and f32 tensors as stored
+  REQUIRE(m != nullptr);
+  mote_model_info info;
+  mote_model_info_get(&m->model, &info);
+  CHECK(std::string(info.family) == "nomic-bert");
+  CHECK(info.pooling == MOTE_POOL_MEAN);
+  check_tokens(m->model, inputs, ids, 2048);
+  const auto [worst, mean] = compare(embed_all(m->model, ids), oracle, kDim);
+  MESSAGE("nomic as stored (f16): cosine to the oracle worst " << worst << ", mean " << mean);
+  CHECK(worst >= kCosineF32);
+  check_variants(gguf, "nomic", ids, oracle, kDim);
+}
