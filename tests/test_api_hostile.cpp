@@ -416,6 +416,18 @@ bool refuses_enum(const std::string &function, const std::string &argument, uint
     CHECK(embed_int(session, tokens, 3, MOTE_POOL_CLS, 1, out.data(), out.size()) == MOTE_OK);  // the session works
     return true;
   }
+  if (function == "mote_embed_batch" && argument == "pool") {
+    const auto embed_int = reinterpret_cast<mote_status (*)(mote_session *, const int32_t *, const uint32_t *, size_t,
+                                                            uint32_t, int, float *, size_t)>(&mote_embed_batch);
+    const int32_t tokens[] = {1, 2, 3};
+    const uint32_t lengths[] = {1, 2};
+    std::vector<float> out(1024);
+    mote_session *session = &embed_session().session;
+    CHECK(embed_int(session, tokens, lengths, 2, raw, 1, out.data(), out.size()) == MOTE_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(mote_session_error(session)) == "unknown pooling " + std::to_string(raw));
+    CHECK(embed_int(session, tokens, lengths, 2, MOTE_POOL_CLS, 1, out.data(), out.size()) == MOTE_OK);
+    return true;
+  }
   if (function == "mote_chat_tokenize" && argument == "messages.role") {
     mote_chat_message messages[2] = {{MOTE_ROLE_USER, "hi", 2}, {MOTE_ROLE_ASSISTANT, "yo", 2}};
     int32_t tokens[64];

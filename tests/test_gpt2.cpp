@@ -265,6 +265,39 @@ TEST_CASE("gpt2: the causal mask hides later tokens; encoder mode does not") {
   CHECK(mote_arena_size(&m->model, &bad) == 0);
 }
 
+TEST_CASE("gpt2: mote_embed_batch gives each text the bits it gets alone (causal and encoder, every pooling)") {
+  // Three texts of different lengths in one step: each sees only itself, positions from 0.
+  const std::vector<int32_t> tokens(kTokens.begin(), kTokens.begin() + 9);
+  const uint32_t lengths[] = {4, 1, 4};
+  for (const char *variant : {"prenorm_gelu_tanh", "postnorm_sinusoidal"}) {
+    auto m = convert_variant(variant, mote::format::DType::f32);
+    for (uint32_t bidirectional : {0u, 1u}) {
+      for (mote_pool pool : {MOTE_POOL_MEAN, MOTE_POOL_LAST, MOTE_POOL_CLS}) {
+        INFO(variant << " bidirectional " << bidirectional << " pool " << int(pool));
+        auto s = mote_test::open_session(m->model, options_with(bidirectional));
+        std::vector<float> batch(3 * kDim), alone(kDim);
+        REQUIRE(mote_embed_batch(&s->session, tokens.data(), lengths, 3, pool, 1, batch.data(), batch.size()) ==
+                MOTE_OK);
+        size_t first = 0;
+        for (size_t i = 0; i < 3; first += lengths[i], ++i) {
+          REQUIRE(mote_embed(&s->session, &tokens[first], lengths[i], pool, 1, alone.data(), alone.size()) == MOTE_OK);
+          CHECK(std::memcmp(alone.data(), &batch[i * kDim], kDim * sizeof(float)) == 0);
+        }
+      }
+    }
+    auto s = mote_test::open_session(m->model, options_with(1, 8));
+    std::vector<float> out(3 * kDim);
+    CHECK(mote_embed_batch(&s->session, tokens.data(), lengths, 3, MOTE_POOL_MEAN, 0, out.data(), out.size()) ==
+          MOTE_ERR_INVALID_ARGUMENT);  // 9 tokens, a batch of 8
+    const uint32_t with_empty[] = {4, 0, 4};
+    CHECK(mote_embed_batch(&s->session, tokens.data(), with_empty, 3, MOTE_POOL_MEAN, 0, out.data(), out.size()) ==
+          MOTE_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(mote_session_error(&s->session)) == "text 1 has no tokens");
+    CHECK(mote_embed_batch(&s->session, tokens.data(), lengths, 2, MOTE_POOL_MEAN, 0, out.data(), 2 * kDim - 1) ==
+          MOTE_ERR_BUFFER_TOO_SMALL);
+  }
+}
+
 TEST_CASE("gpt2: the byte-level tokenizer keeps number runs whole, as GPT-2's pre-tokenizer does") {
   auto m = convert_variant("prenorm_gelu_tanh", mote::format::DType::f32);
   const std::string text = "in 2026 there were  1234567 tokens,  42x and 3.14";  // the generator's DIGIT_TEXT

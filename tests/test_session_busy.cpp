@@ -84,6 +84,12 @@ std::vector<SessionCall> session_calls() {
          const mote_sampler_options options = greedy();
          return mote_generate_constrained(s, tokens, 3, 2, &options, any_text_grammar(), nullptr, nullptr, nullptr);
        }},
+      {"mote_embed_batch",
+       [](mote_session *s) {
+         static const uint32_t lengths[] = {2, 1};
+         std::vector<float> out(64);
+         return mote_embed_batch(s, tokens, lengths, 2, MOTE_POOL_MEAN, 1, out.data(), out.size());
+       }},
       {"mote_embed",
        [](mote_session *s) {
          std::vector<float> out(1024);

@@ -201,21 +201,36 @@ int command_embed(int argc, char **argv) {
     longest = std::max(longest, tokens[i].size());
     total_tokens += tokens[i].size();
   }
+  // Texts run together, as many as one step of MOTE_MAX_BATCH tokens holds (each sees only itself,
+  // so its vector is the one it gets alone), so the weights are read once per step, not per text.
+  const size_t step = std::max(longest, std::min<size_t>(total_tokens, MOTE_MAX_BATCH));
   mote_session_options session_options = mote_session_options_default();
-  session_options.batch_size = static_cast<uint32_t>(longest);
-  session_options.context_length = static_cast<uint32_t>(longest);
+  session_options.batch_size = static_cast<uint32_t>(step);
+  session_options.context_length = static_cast<uint32_t>(step);
   session_options.n_threads = threads;
   session_options.bidirectional = o.bidirectional ? 1 : 0;
   auto holder = open_session(loaded->model, session_options, &error);
   if (!holder) return report("embed", error, kExitError);
 
   const double start = now_seconds();
-  std::vector<std::vector<float>> vectors(texts.size(), std::vector<float>(info.dim));
-  for (size_t i = 0; i < texts.size(); ++i) {
-    if (mote_embed(&holder->session, tokens[i].data(), tokens[i].size(), o.pool, o.normalize ? 1 : 0, vectors[i].data(),
-                   vectors[i].size()) != MOTE_OK) {
+  std::vector<float> flat(texts.size() * info.dim);
+  std::vector<int32_t> batch;
+  std::vector<uint32_t> lengths;
+  for (size_t first = 0, next = 0; first < texts.size(); first = next) {
+    batch.clear();
+    lengths.clear();
+    for (; next < texts.size() && batch.size() + tokens[next].size() <= step; ++next) {
+      batch.insert(batch.end(), tokens[next].begin(), tokens[next].end());
+      lengths.push_back(static_cast<uint32_t>(tokens[next].size()));
+    }
+    if (mote_embed_batch(&holder->session, batch.data(), lengths.data(), lengths.size(), o.pool, o.normalize ? 1 : 0,
+                         &flat[first * info.dim], (texts.size() - first) * info.dim) != MOTE_OK) {
       return report("embed", mote_session_error(&holder->session), kExitError);
     }
+  }
+  std::vector<std::vector<float>> vectors(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    vectors[i].assign(flat.begin() + i * info.dim, flat.begin() + (i + 1) * info.dim);
   }
   const double seconds = now_seconds() - start;
   loaded->exit_if_changed();  // never print a vector computed from weights written in place

@@ -358,6 +358,15 @@ typedef enum mote_pool {
 mote_status mote_embed(mote_session *session, const int32_t *tokens, size_t n_tokens, mote_pool pool, int normalize,
                        float *out, size_t out_n);
 
+/* mote_embed for n_texts texts in one step, so the weights are read once for all of them: tokens
+ * holds the texts one after another, lengths[i] tokens each (every length >= 1, their sum
+ * 1..batch_size of the session's options). Each text sees only its own tokens (causally in a
+ * decoder session, all of them in an encoder's) and its positions start at 0, so a text's
+ * embedding does not depend on the others beside it. out receives n_texts x dim floats, text
+ * after text (MOTE_ERR_BUFFER_TOO_SMALL below that). Not on a model with sliding windows. */
+mote_status mote_embed_batch(mote_session *session, const int32_t *tokens, const uint32_t *lengths, size_t n_texts,
+                             mote_pool pool, int normalize, float *out, size_t out_n);
+
 typedef struct mote_sampler_options {
   float temperature;        /* 0 = greedy (argmax) */
   int32_t top_k;            /* 0 = off */

@@ -1,4 +1,4 @@
-// mote_embed: a text's pooled hidden states, for retrieval and similarity.
+// mote_embed and mote_embed_batch: texts' pooled hidden states, for retrieval and similarity.
 #include <cmath>
 
 #include "model/model.hpp"
@@ -6,32 +6,41 @@
 
 using namespace mote;
 
-extern "C" mote_status mote_embed(mote_session *session, const int32_t *tokens, size_t n_tokens, mote_pool pool,
-                                  int normalize, float *out, size_t out_n) {
-  const SessionGuard guard(session);
-  Session *s = guard.session();
-  if (s == nullptr) return guard.refusal();
-  const ErrorSink err{s->error, sizeof s->error};
-  s->error[0] = '\0';
-  if (s->backend != find_backend(MOTE_BACKEND_CPU)) {
+namespace {
+
+// Checks the arguments (nothing runs before every one is), then runs the texts as one step and
+// pools each.
+Status embed_texts(Session &s, const int32_t *tokens, const uint32_t *lengths, size_t n_texts, mote_pool pool,
+                   int normalize, float *out, size_t out_n) {
+  const ErrorSink err{s.error, sizeof s.error};
+  s.error[0] = '\0';
+  if (s.backend != find_backend(MOTE_BACKEND_CPU)) {
     return fail(err, MOTE_ERR_UNSUPPORTED, "embeddings run on the CPU backend only (this session uses %s)",
-                s->backend->name);
+                s.backend->name);
   }
-  const format::ModelConfig &c = s->model.view.config;
-  if (tokens == nullptr || n_tokens == 0 || (out == nullptr && out_n > 0)) {
+  const format::ModelConfig &c = s.model.view.config;
+  if (tokens == nullptr || lengths == nullptr || n_texts == 0 || (out == nullptr && out_n > 0)) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "embed needs at least one token and an output buffer");
   }
   const uint32_t pool_value = enum_value(pool);  // any integer: read before comparing (status.hpp)
   if (pool_value != MOTE_POOL_MEAN && pool_value != MOTE_POOL_LAST && pool_value != MOTE_POOL_CLS) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown pooling %u", static_cast<unsigned>(pool_value));
   }
-  if (n_tokens > s->batch_size || n_tokens > s->context_length) {
+  if (n_texts > 1 && s.spec.sliding_window != 0) {
+    return fail(err, MOTE_ERR_UNSUPPORTED, "this model attends over sliding windows: embed one text at a time");
+  }
+  size_t n_tokens = 0;
+  for (size_t i = 0; i < n_texts; ++i) {
+    if (lengths[i] == 0) return fail(err, MOTE_ERR_INVALID_ARGUMENT, "text %zu has no tokens", i);
+    n_tokens += lengths[i];  // at most n_texts * 2^32: no wrap in 64 bits
+  }
+  if (n_tokens > s.batch_size || n_tokens > s.context_length) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT,
                 "%zu tokens do not fit in one step of this session (batch size %u, context %u)", n_tokens,
-                static_cast<unsigned>(s->batch_size), static_cast<unsigned>(s->context_length));
+                static_cast<unsigned>(s.batch_size), static_cast<unsigned>(s.context_length));
   }
-  if (out_n < c.dim) {
-    return fail(err, MOTE_ERR_BUFFER_TOO_SMALL, "the embedding has %u floats; the buffer holds %zu",
+  if (out_n / c.dim < n_texts) {
+    return fail(err, MOTE_ERR_BUFFER_TOO_SMALL, "%zu embeddings of %u floats do not fit in a buffer of %zu", n_texts,
                 static_cast<unsigned>(c.dim), out_n);
   }
   for (size_t i = 0; i < n_tokens; ++i) {
@@ -40,14 +49,37 @@ extern "C" mote_status mote_embed(mote_session *session, const int32_t *tokens, 
                   static_cast<int>(tokens[i]), i, static_cast<unsigned>(c.vocab_size));
     }
   }
-  s->position = 0;
-  forward(*s, tokens, n_tokens, LogitRows::none(n_tokens));
-  pool_hidden(*s, n_tokens, pool, out);
-  if (normalize != 0) {
+  s.position = 0;
+  s.text_lengths = n_texts > 1 ? lengths : nullptr;  // one text: the plain pass
+  s.n_texts = n_texts;
+  forward(s, tokens, n_tokens, LogitRows::none(n_tokens));
+  pool_hidden(s, n_tokens, pool, out);
+  s.text_lengths = nullptr;
+  for (size_t i = 0; normalize != 0 && i < n_texts; ++i) {
+    float *v = out + i * c.dim;
     double squares = 0.0;
-    for (uint32_t i = 0; i < c.dim; ++i) squares += static_cast<double>(out[i]) * out[i];
+    for (uint32_t d = 0; d < c.dim; ++d) squares += static_cast<double>(v[d]) * v[d];
     const float scale = squares > 0.0 ? static_cast<float>(1.0 / std::sqrt(squares)) : 0.0f;
-    for (uint32_t i = 0; i < c.dim; ++i) out[i] *= scale;
+    for (uint32_t d = 0; d < c.dim; ++d) v[d] *= scale;
   }
   return MOTE_OK;
+}
+
+}  // namespace
+
+extern "C" mote_status mote_embed(mote_session *session, const int32_t *tokens, size_t n_tokens, mote_pool pool,
+                                  int normalize, float *out, size_t out_n) {
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  if (s == nullptr) return guard.refusal();
+  if (n_tokens > UINT32_MAX) n_tokens = UINT32_MAX;  // far past any batch: refused as too long
+  const uint32_t length = static_cast<uint32_t>(n_tokens);
+  return embed_texts(*s, tokens, &length, n_tokens == 0 ? 0 : 1, pool, normalize, out, out_n);
+}
+
+extern "C" mote_status mote_embed_batch(mote_session *session, const int32_t *tokens, const uint32_t *lengths,
+                                        size_t n_texts, mote_pool pool, int normalize, float *out, size_t out_n) {
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  return s == nullptr ? guard.refusal() : embed_texts(*s, tokens, lengths, n_texts, pool, normalize, out, out_n);
 }

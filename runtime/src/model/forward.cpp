@@ -159,11 +159,20 @@ void normalize_heads(const Session &s, float *x, const float *weight, size_t n_h
   }
 }
 
+// Token t's position: pos + t, or its place in its own text when the batch holds several.
+size_t position_of(const Session &s, TextCursor &texts, size_t pos, size_t t) {
+  if (s.text_lengths == nullptr) return pos + t;
+  texts.advance_to(t);
+  return t - texts.begin;
+}
+
 // The rotation angles of the batch's positions under one base, shared by every layer and head.
-void rope_angles(const RopeTable &rope, size_t pos, size_t n_tokens, size_t half_head) {
+void rope_angles(const Session &s, const RopeTable &rope, size_t pos, size_t n_tokens, size_t half_head) {
+  TextCursor texts(s, n_tokens);
   for (size_t t = 0; t < n_tokens; ++t) {
+    const double position = static_cast<double>(position_of(s, texts, pos, t));
     for (size_t i = 0; i < half_head; ++i) {
-      const double angle = static_cast<double>(pos + t) * rope.inv_freq[i];
+      const double angle = position * rope.inv_freq[i];
       rope.cos[t * half_head + i] = static_cast<float>(std::cos(angle));
       rope.sin[t * half_head + i] = static_cast<float>(std::sin(angle));
     }
@@ -186,21 +195,23 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, LogitRows 
   const auto rope = spec.rope_layout == format::RopeLayout::split_half ? k.rope_split_half : k.rope_interleaved;
   const float embed_scale = std::sqrt(static_cast<float>(dim));  // Gemma's, computed in float as it does
 
+  TextCursor texts(s, n_tokens);
   for (size_t t = 0; t < n_tokens; ++t) {
     float *x = st.x + t * dim;
+    const size_t position = position_of(s, texts, pos, t);
     embed(x, w.token_embedding, tokens[t]);
     for (size_t i = 0; spec.embed_scale && i < dim; ++i) x[i] *= embed_scale;
     if (spec.positions == format::PositionKind::learned) {
-      embed(st.block_out + t * dim, w.positions, static_cast<int32_t>(pos + t));
+      embed(st.block_out + t * dim, w.positions, static_cast<int32_t>(position));
       k.add(x, st.block_out + t * dim, dim);
     } else if (spec.positions == format::PositionKind::sinusoidal) {
-      k.add(x, st.sinusoids + (pos + t) * dim, dim);
+      k.add(x, st.sinusoids + position * dim, dim);
     }
     if (w.token_types != nullptr) k.add(x, w.token_types, dim);
   }
   if (spec.embed_norm) normalize(s, st.x, st.x, w.embed_norm, dim, n_tokens);
-  if (rotary) rope_angles(st.rope, pos, n_tokens, half_head);
-  if (rotary && st.rope_local.inv_freq != st.rope.inv_freq) rope_angles(st.rope_local, pos, n_tokens, half_head);
+  if (rotary) rope_angles(s, st.rope, pos, n_tokens, half_head);
+  if (rotary && st.rope_local.inv_freq != st.rope.inv_freq) rope_angles(s, st.rope_local, pos, n_tokens, half_head);
 
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights &lw = w.layers[l];
@@ -231,16 +242,21 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, LogitRows 
              head_dim);
 
     // Each query head attends over positions [first, pos + t] of its key/value head (the last
-    // sliding_window of them in a windowed layer; encoder mode: the whole batch too); one thread
-    // takes a head through every token of the batch, reusing that head's score row.
+    // sliding_window of them in a windowed layer; encoder mode: the whole batch too; a batch of
+    // texts: its own text's); one thread takes a head through every token of the batch, reusing
+    // that head's score row.
     const size_t attention_work = 2 * c.n_heads * n_tokens * (pos + n_tokens) * head_dim;  // q.k, then p.v
     s.crew.parallel_for(c.n_heads, attention_work, [&](size_t h) {
       float *scores = st.att + h * s.context_length;
+      TextCursor text(s, n_tokens);
       for (size_t t = 0; t < n_tokens; ++t) {
         float *out = st.normed + t * q_dim + h * head_dim;
         const float *q = st.q + t * q_dim + h * head_dim;
-        const size_t end = s.causal ? pos + t + 1 : pos + n_tokens;
-        const size_t first = windowed && end > spec.sliding_window ? end - spec.sliding_window : 0;
+        text.advance_to(t);
+        const size_t text_end = s.text_lengths != nullptr ? text.end : pos + n_tokens;
+        const size_t end = s.causal ? pos + t + 1 : text_end;
+        const size_t text_first = s.text_lengths != nullptr ? text.begin : 0;
+        const size_t first = windowed && end > spec.sliding_window ? end - spec.sliding_window : text_first;
         const size_t n_pos = end - first;
         const size_t kv_offset = layer_base + first * kv_dim + (h / heads_per_kv) * head_dim;
         if (s.cache.dtype == MOTE_KV_Q8_0) {
@@ -323,14 +339,20 @@ void forward(Session &s, const int32_t *tokens, size_t n_tokens, LogitRows rows)
 void pool_hidden(Session &s, size_t n_tokens, mote_pool pool, float *out) {
   const size_t dim = s.model.view.config.dim;
   if (!s.spec.post_norm) normalize(s, s.state.x, s.state.x, s.weights.output_norm, dim, n_tokens);
-  if (pool != MOTE_POOL_MEAN) {
-    std::memcpy(out, s.state.x + (pool == MOTE_POOL_LAST ? n_tokens - 1 : 0) * dim, dim * sizeof(float));
-    return;
-  }
-  for (size_t i = 0; i < dim; ++i) {
-    float sum = 0.0f;
-    for (size_t t = 0; t < n_tokens; ++t) sum += s.state.x[t * dim + i];
-    out[i] = sum / static_cast<float>(n_tokens);
+  TextCursor text(s, n_tokens);
+  for (size_t i = 0; i < text.n_texts; ++i, out += dim) {
+    if (i > 0) text.advance_to(text.end);  // to text i
+    const float *rows = s.state.x + text.begin * dim;
+    const size_t n = text.end - text.begin;
+    if (pool != MOTE_POOL_MEAN) {
+      std::memcpy(out, rows + (pool == MOTE_POOL_LAST ? n - 1 : 0) * dim, dim * sizeof(float));
+      continue;
+    }
+    for (size_t d = 0; d < dim; ++d) {
+      float sum = 0.0f;
+      for (size_t t = 0; t < n; ++t) sum += rows[t * dim + d];
+      out[d] = sum / static_cast<float>(n);
+    }
   }
 }
 

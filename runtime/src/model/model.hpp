@@ -133,6 +133,10 @@ struct Session {
   Rng rng;
   mote_on_progress on_progress;  // the options' callback (null: none) and its user pointer
   void *progress_user;
+  // mote_embed_batch's texts, one after another in the step's batch (null: the batch is one text
+  // continuing the cache): each token sees only its own text, whose positions start at 0.
+  const uint32_t *text_lengths;
+  size_t n_texts;
   bool has_logits;
   char error[256];
   // 1 while a call runs on the session: an overlapping one gets MOTE_ERR_BUSY (see SessionGuard).
@@ -179,8 +183,25 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
 void bind_session(Session &s, const Model &model, const mote_session_options &options);
 
 // After forward(s, tokens, n_tokens, false): the batch's final hidden states (final norm applied
-// in place, where the spec has one) pooled into out (dim floats).
+// in place, where the spec has one), each text's (s.text_lengths; without them the batch is one
+// text) pooled into out (dim floats a text).
 void pool_hidden(Session &s, size_t n_tokens, mote_pool pool, float *out);
+
+// Walks a batch's texts in order: token t lies in [begin, end), the batch rows of its text
+// (one text of n_tokens when the session has no text lengths).
+struct TextCursor {
+  const uint32_t *lengths;
+  size_t n_texts, index = 0, begin = 0, end;
+  TextCursor(const Session &s, size_t n_tokens)
+      : lengths(s.text_lengths), n_texts(s.text_lengths != nullptr ? s.n_texts : 1),
+        end(s.text_lengths != nullptr ? s.text_lengths[0] : n_tokens) {}
+  void advance_to(size_t t) {
+    while (t >= end && index + 1 < n_texts) {
+      begin = end;
+      end += lengths[++index];
+    }
+  }
+};
 
 // PE(pos, 2i) = sin(pos / 10000^(2i / dim)), PE(pos, 2i + 1) = cos(...) for pos < n_pos, into
 // table (n_pos, dim); dim even. Computed in double, stored as float.
