@@ -3,7 +3,8 @@
 // uncased vocabulary, several normalizer options), edge cases on a small hand-made vocabulary,
 // decoding, and the converter's tokenizer.json / vocab.txt / GGUF imports. The oracle needs
 // llama.cpp's ggml-vocab-bert-bge.gguf (models/fetch_tokenizer_vectors.sh) and skips without it
-// (with MOTE_REQUIRE_TOKENIZER_VECTORS=1 absence is a failure).
+// (with MOTE_REQUIRE_TOKENIZER_VECTORS=1 absence is a failure): those cases ("bert-bge") are
+// ctest's test_wordpiece_bert_bge, so their absence reads "Skipped".
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -90,7 +91,7 @@ enum : int32_t { kCafe = 15, kHashS, kZhong, kThe, kHashE, kOpen, kClose, kX, kH
 
 }  // namespace
 
-TEST_CASE("WordPiece: Hugging Face tokenizers' ids for every committed line") {
+TEST_CASE("WordPiece bert-bge: Hugging Face tokenizers' ids for every committed line") {
   const std::string gguf = bert_bge_path();
   if (gguf.empty()) {
     MOTE_SKIP("ggml-vocab-bert-bge.gguf is absent: run models/fetch_tokenizer_vectors.sh");
@@ -274,7 +275,7 @@ TEST_CASE("WordPiece import: tokenizer.json, vocab.txt and llama.cpp's phantom s
   CHECK(mote::convert::wordpiece_from_phantom_space("[unused0]") == "[unused0]");
 }
 
-TEST_CASE("WordPiece import: llama.cpp's bert-bge GGUF") {
+TEST_CASE("WordPiece bert-bge: llama.cpp's GGUF imported") {
   const std::string gguf = bert_bge_path();
   if (gguf.empty()) {
     MOTE_SKIP("ggml-vocab-bert-bge.gguf is absent: run models/fetch_tokenizer_vectors.sh");
