@@ -569,7 +569,39 @@ TEST_CASE("loader: tokenizer section") {
                   with_header([](FileHeader &p) { p.tokenizer_size = 200; }), "past the section end (200 bytes)");
   (void)h;
 
-  expect_rejected("unknown kind", with_tokenizer([](TokenizerHeader &t) { t.kind = 3; }), "unknown tokenizer kind 3");
+  expect_rejected("unknown kind", with_tokenizer([](TokenizerHeader &t) { t.kind = 4; }), "unknown tokenizer kind 4");
+  using mote::format::kTokAddSpacePrefix;
+  using mote::format::kTokLowercase;
+  using mote::format::kTokStripAccents;
+  expect_rejected("WordPiece with the dummy prefix", with_tokenizer([](TokenizerHeader &t) {
+                    t.kind = 3;
+                    t.flags = kTokAddSpacePrefix | kTokLowercase;
+                  }),
+                  "tokenizer flags 0x1 do not apply to tokenizer kind 3");
+  expect_rejected("WordPiece without [UNK]", with_tokenizer([](TokenizerHeader &t) {
+                    t.kind = 3;
+                    t.flags = kTokLowercase;
+                    t.unk_id = -1;
+                  }),
+                  "a WordPiece tokenizer needs an unknown token: unk_id is -1 of 277 tokens");
+  expect_rejected("WordPiece with merges", with_tokenizer([](TokenizerHeader &t) {
+                    t.kind = 3;
+                    t.flags = kTokLowercase;
+                    t.n_merges = 1;
+                  }),
+                  "a WordPiece tokenizer has 1 merges (must be 0)");
+  expect_rejected("BERT normalizer flags on SentencePiece",
+                  with_tokenizer([](TokenizerHeader &t) { t.flags |= kTokStripAccents; }),
+                  "tokenizer flags 0x20 do not apply to tokenizer kind 1");
+  expect_rejected("unknown tokenizer flag", with_tokenizer([](TokenizerHeader &t) { t.flags |= 1u << 8; }),
+                  "unknown tokenizer flags 0x");
+  {  // the same tables read as a WordPiece tokenizer are valid
+    const Opened wordpiece = open_bytes(with_tokenizer([](TokenizerHeader &t) {
+      t.kind = 3;
+      t.flags = kTokLowercase | kTokStripAccents;
+    }));
+    CHECK_MESSAGE(wordpiece.status == MOTE_OK, wordpiece.message);
+  }
   expect_rejected("n_tokens != vocab", with_tokenizer([](TokenizerHeader &t) { t.n_tokens -= 1; }),
                   "tokenizer has 276 tokens but the vocabulary size is 277");
   expect_rejected("n_tokens huge", with_tokenizer([](TokenizerHeader &t) { t.n_tokens = 0xFFFFFFFFu; }),

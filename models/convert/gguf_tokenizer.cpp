@@ -6,10 +6,35 @@
 #include "byte_level_vocab.hpp"
 #include "gguf_meta.hpp"
 #include "text/tokenizer.hpp"
+#include "wordpiece_vocab.hpp"
 
 namespace mote::convert {
 
 using format::kTokenNormal;
+
+namespace {
+
+// llama.cpp's BERT vocabulary (tokenizer.ggml.model "bert"): phantom-space pieces (undone into
+// "##" ones), [CLS] and [SEP] as cls_token_id and seperator_token_id (llama.cpp's spelling), and
+// the normalizer llama.cpp's WPM tokenizer always runs: lowercase, accents stripped, CJK split,
+// text cleaned (its BERT GGUFs are uncased models).
+bool map_wordpiece(Meta &meta, std::vector<std::string> tokens, std::vector<uint8_t> types, TokenizerData *tok,
+                   std::string *error) {
+  for (std::string &token : tokens) token = wordpiece_from_phantom_space(token);
+  const int64_t last = static_cast<int64_t>(tokens.size()) - 1;
+  int64_t unk = -1, cls = -1, sep = -1;
+  if (!meta.integer("tokenizer.ggml.unknown_token_id", false, -1, -1, last, &unk) ||
+      !meta.integer("tokenizer.ggml.bos_token_id", false, -1, -1, last, &cls) ||
+      !meta.integer("tokenizer.ggml.cls_token_id", false, cls, -1, last, &cls) ||
+      !meta.integer("tokenizer.ggml.eos_token_id", false, -1, -1, last, &sep) ||
+      !meta.integer("tokenizer.ggml.seperator_token_id", false, sep, -1, last, &sep))
+    return false;
+  return build_wordpiece_vocab(std::move(tokens), std::move(types), BertNormalizerOptions{}, static_cast<int32_t>(unk),
+                               static_cast<int32_t>(cls), static_cast<int32_t>(sep), format::kWordPiecePrefix,
+                               format::kWordPieceMaxWordChars, "GGUF", tok, error);
+}
+
+}  // namespace
 
 bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *m, std::string *error) {
   TokenizerData &tok = m->tokenizer;
@@ -95,8 +120,13 @@ bool map_tokenizer(const GgufFile &file, Meta &meta, uint32_t vocab, ModelData *
       return false;
     tok.pre_tokenizer = choice.kind;
     tok.flags = (add_bos ? uint32_t{format::kTokAddBos} : 0u) | choice.flags;
+  } else if (model == "bert") {
+    if (!map_wordpiece(meta, std::move(tokens), types, &tok, error)) return false;
+    m->config.bos_id = tok.bos_id;
+    m->config.eos_id = tok.eos_id;
+    return true;
   } else {
-    *error = "GGUF tokenizer model '" + printable(model) + "' is not supported (only llama and gpt2)";
+    *error = "GGUF tokenizer model '" + printable(model) + "' is not supported (only llama, gpt2 and bert)";
     return false;
   }
   int64_t bos = -1, eos = -1, unk = -1;

@@ -7,6 +7,7 @@
 #include "message_text.hpp"
 #include "safetensors.hpp"
 #include "text/tokenizer.hpp"
+#include "wordpiece_vocab.hpp"
 
 namespace mote::convert {
 namespace {
@@ -208,7 +209,115 @@ bool apply_tokenizer_config(const std::string &config_json, const VocabTable &ta
   return true;
 }
 
+// ---- WordPiece (BERT) ---------------------------------------------------------------------------
+
+bool json_flag(const JsonValue *object, const char *key, bool fallback) {
+  const JsonValue *v = object != nullptr ? object->get(key) : nullptr;
+  return v != nullptr && v->kind == JsonValue::Kind::boolean ? v->boolean : fallback;
+}
+
+bool is_type(const JsonValue *object, const char *type) {
+  const JsonValue *t = object != nullptr ? object->get("type") : nullptr;
+  return t != nullptr && t->is_string() && t->text == type;
+}
+
+// BertNormalizer's options; strip_accents null (or absent) follows lowercase.
+bool bert_normalizer(const JsonValue *normalizer, BertNormalizerOptions *options, std::string *error) {
+  if (!is_type(normalizer, "BertNormalizer")) {
+    *error = "tokenizer.json: a WordPiece tokenizer needs a BertNormalizer (mote implements no other normalizer)";
+    return false;
+  }
+  options->clean_text = json_flag(normalizer, "clean_text", true);
+  options->handle_chinese_chars = json_flag(normalizer, "handle_chinese_chars", true);
+  options->lowercase = json_flag(normalizer, "lowercase", true);
+  const JsonValue *strip = normalizer->get("strip_accents");
+  options->strip_accents = strip != nullptr && strip->kind == JsonValue::Kind::boolean ? (strip->boolean ? 1 : 0) : -1;
+  return true;
+}
+
+// A special token's id: the post-processor's (BertProcessing's ["[CLS]", 101], or
+// TemplateProcessing's special_tokens entry), else the vocabulary's entry of that text.
+int32_t special_id(const JsonValue *post, const char *field, const std::string &text, const VocabTable &table) {
+  const JsonValue *pair = post != nullptr ? post->get(field) : nullptr;
+  if (pair != nullptr && pair->kind == JsonValue::Kind::array && pair->items.size() == 2 &&
+      pair->items[1].kind == JsonValue::Kind::number && pair->items[1].integral) {
+    return table.find_id(pair->items[0].is_string() ? pair->items[0].text : text);
+  }
+  const JsonValue *specials = post != nullptr ? post->get("special_tokens") : nullptr;
+  const JsonValue *entry = specials != nullptr ? specials->get(text) : nullptr;
+  const JsonValue *ids = entry != nullptr ? entry->get("ids") : nullptr;
+  if (ids != nullptr && ids->kind == JsonValue::Kind::array && ids->items.size() == 1 &&
+      ids->items[0].kind == JsonValue::Kind::number && ids->items[0].integral && ids->items[0].integer >= 0 &&
+      ids->items[0].integer < static_cast<int64_t>(table.tokens.size())) {
+    return static_cast<int32_t>(ids->items[0].integer);
+  }
+  return table.find_id(text);
+}
+
+// A WordPiece tokenizer.json: BertNormalizer, BertPreTokenizer, model.vocab with unk_token,
+// continuing_subword_prefix and max_input_chars_per_word; [CLS] and [SEP] become bos and eos.
+bool hf_wordpiece(const JsonValue &json, const JsonValue &model, uint32_t vocab_size, TokenizerData *tok,
+                  std::string *error) {
+  BertNormalizerOptions options;
+  if (!bert_normalizer(json.get("normalizer"), &options, error)) return false;
+  if (!is_type(json.get("pre_tokenizer"), "BertPreTokenizer")) {
+    *error = "tokenizer.json: a WordPiece tokenizer needs a BertPreTokenizer (mote implements no other)";
+    return false;
+  }
+  VocabTable table(vocab_size);
+  if (!read_vocabulary(json, model, &table, error)) return false;
+  const JsonValue *unk = model.get("unk_token"), *prefix = model.get("continuing_subword_prefix");
+  const JsonValue *max_chars = model.get("max_input_chars_per_word");
+  const int64_t max_word = max_chars != nullptr && max_chars->kind == JsonValue::Kind::number && max_chars->integral
+                               ? max_chars->integer
+                               : format::kWordPieceMaxWordChars;
+  const JsonValue *post = json.get("post_processor");
+  const int32_t cls = special_id(post, "cls", "[CLS]", table), sep = special_id(post, "sep", "[SEP]", table);
+  return build_wordpiece_vocab(table.tokens, table.types, options,
+                               table.find_id(unk != nullptr && unk->is_string() ? unk->text : "[UNK]"), cls, sep,
+                               prefix != nullptr && prefix->is_string() ? prefix->text : format::kWordPiecePrefix,
+                               max_word, "tokenizer.json", tok, error);
+}
+
 }  // namespace
+
+bool hf_vocab_txt_tokenizer(const std::string &vocab_txt, const std::string &tokenizer_config_json, uint32_t vocab_size,
+                            TokenizerData *tok, std::string *error) {
+  const std::vector<std::string> lines = read_vocab_txt(vocab_txt);
+  if (lines.size() > vocab_size) {
+    *error = "vocab.txt has " + num(lines.size()) + " tokens but the model's vocabulary is " + num(vocab_size);
+    return false;
+  }
+  JsonValue cfg;  // BertTokenizer's defaults when absent
+  if (!tokenizer_config_json.empty() &&
+      !parse_json(tokenizer_config_json.data(), tokenizer_config_json.size(), &cfg, error)) {
+    *error = "tokenizer_config.json: " + *error;
+    return false;
+  }
+  BertNormalizerOptions options;
+  options.lowercase = json_flag(&cfg, "do_lower_case", true);
+  options.handle_chinese_chars = json_flag(&cfg, "tokenize_chinese_chars", true);
+  const JsonValue *strip = cfg.get("strip_accents");
+  options.strip_accents = strip != nullptr && strip->kind == JsonValue::Kind::boolean ? (strip->boolean ? 1 : 0) : -1;
+  VocabTable table(vocab_size);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    table.tokens[i] = lines[i];
+    table.types[i] = kTokenNormal;
+    table.filled[i] = true;
+  }
+  auto named = [&](const char *key, const char *fallback) {
+    const std::string text = token_text(cfg.get(key));
+    return text.empty() ? std::string(fallback) : text;
+  };
+  const int32_t unk = table.find_id(named("unk_token", "[UNK]"));
+  const int32_t cls = table.find_id(named("cls_token", "[CLS]")), sep = table.find_id(named("sep_token", "[SEP]"));
+  for (const int32_t id :
+       {unk, cls, sep, table.find_id(named("pad_token", "[PAD]")), table.find_id(named("mask_token", "[MASK]"))}) {
+    if (id >= 0) table.types[static_cast<size_t>(id)] = kTokenControl;
+  }
+  return build_wordpiece_vocab(table.tokens, table.types, options, unk, cls, sep, format::kWordPiecePrefix,
+                               format::kWordPieceMaxWordChars, "vocab.txt", tok, error);
+}
 
 bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenizer_config_json, uint32_t vocab_size,
                   TokenizerData *tok, std::string *error) {
@@ -217,6 +326,9 @@ bool hf_tokenizer(const std::string &tokenizer_json, const std::string &tokenize
     *error = "tokenizer.json: " + *error;
     return false;
   }
+  const JsonValue *wordpiece = json.get("model");
+  if (wordpiece != nullptr && is_type(wordpiece, "WordPiece"))
+    return hf_wordpiece(json, *wordpiece, vocab_size, tok, error);
   const JsonValue *model = byte_level_bpe_model(json, error);
   if (model == nullptr) return false;
   VocabTable table(vocab_size);

@@ -179,21 +179,28 @@ bool load_hf_tokenizer(const fs::path &dir, const SafetensorsOptions &options, M
   const std::string tokenizer_path =
       options.tokenizer_path.empty() ? (dir / "tokenizer.json").string() : options.tokenizer_path;
   std::vector<uint8_t> tokenizer_bytes, tokenizer_config_bytes;
-  if (!fs::exists(tokenizer_path, ec)) {
+  // A BERT checkpoint may carry only vocab.txt (WordPiece).
+  const std::string vocab_txt_path = (dir / "vocab.txt").string();
+  const bool vocab_txt =
+      options.tokenizer_path.empty() && !fs::exists(tokenizer_path, ec) && fs::exists(vocab_txt_path, ec);
+  if (!vocab_txt && !fs::exists(tokenizer_path, ec)) {
     *error = "'" + dir.string() +
-             "' has no tokenizer.json: mote needs a byte-level BPE tokenizer.json (or --tokenizer FILE)";
+             "' has no tokenizer.json: mote needs a byte-level BPE or WordPiece tokenizer.json, a BERT vocab.txt, "
+             "or --tokenizer FILE";
     return false;
   }
-  if (!read_whole_file(tokenizer_path, &tokenizer_bytes, error, kMaxTokenizerJsonBytes)) return false;
+  const std::string source = vocab_txt ? vocab_txt_path : tokenizer_path;
+  if (!read_whole_file(source, &tokenizer_bytes, error, kMaxTokenizerJsonBytes)) return false;
   const std::string tokenizer_config_path = (dir / "tokenizer_config.json").string();
   if (fs::exists(tokenizer_config_path, ec) && !read_whole_file(tokenizer_config_path, &tokenizer_config_bytes, error))
     return false;
   m->tokenizer.bos_id = c.bos_id;
   m->tokenizer.eos_id = c.eos_id;
-  if (!hf_tokenizer(std::string(tokenizer_bytes.begin(), tokenizer_bytes.end()),
-                    std::string(tokenizer_config_bytes.begin(), tokenizer_config_bytes.end()), c.vocab_size,
-                    &m->tokenizer, error)) {
-    *error = "'" + tokenizer_path + "': " + *error;
+  const std::string text(tokenizer_bytes.begin(), tokenizer_bytes.end());
+  const std::string config_text(tokenizer_config_bytes.begin(), tokenizer_config_bytes.end());
+  if (!(vocab_txt ? hf_vocab_txt_tokenizer(text, config_text, c.vocab_size, &m->tokenizer, error)
+                  : hf_tokenizer(text, config_text, c.vocab_size, &m->tokenizer, error))) {
+    *error = "'" + source + "': " + *error;
     return false;
   }
   c.bos_id = m->tokenizer.bos_id;

@@ -64,7 +64,9 @@ void print_architecture(const mote_model_info &info) {
   }
   std::printf("bos / eos       %d / %d\n", info.bos_id, info.eos_id);
   std::printf("tokenizer       %s, %u tokens, %u merges%s\n",
-              info.tokenizer_kind == MOTE_TOKENIZER_SENTENCEPIECE ? "sentencepiece bpe" : "byte-level bpe",
+              info.tokenizer_kind == MOTE_TOKENIZER_SENTENCEPIECE ? "sentencepiece bpe"
+              : info.tokenizer_kind == MOTE_TOKENIZER_WORDPIECE   ? "wordpiece"
+                                                                  : "byte-level bpe",
               info.n_vocab_tokens, info.n_merges, info.add_bos ? ", adds bos" : "");
   const char *chat_template = mote_chat_template_name(static_cast<mote_chat_template>(info.chat_template));
   std::printf("chat template   %s\n", chat_template != nullptr ? chat_template : "?");

@@ -83,4 +83,28 @@ inline const mote_model &byte_level_model(uint32_t variant = 0) { return convert
 
 inline const mote_model &sentencepiece_model(uint32_t variant = 0) { return converted_model(false, variant); }
 
+// The SentencePiece vocabulary respelled as WordPiece (a piece after a space starts a word, any
+// other continues one with "##"), with the variant's template tokens; variant's low 4 bits pick
+// BERT's normalizer options (lowercase, strip accents, CJK, clean text).
+inline const mote_model &wordpiece_model(uint32_t variant = 0) {
+  static std::map<uint32_t, OpenModel> models;
+  const auto found = models.find(variant);
+  if (found != models.end()) return found->second.model;
+  mote::convert::ModelData data;
+  std::string error;
+  FUZZ_CHECK(mote::convert::load_llama2c(MOTE_FUZZ_DATA_DIR "/tiny_mha.bin", MOTE_FUZZ_DATA_DIR "/tiny_tok64.bin", {},
+                                         &data, &error));
+  mote::convert::TokenizerData &tok = data.tokenizer;
+  if (variant % kModelVariants != 0) add_template_tokens(&tok);
+  for (size_t id = 0; id < tok.pieces.size(); ++id) {
+    std::string &piece = tok.pieces[id];
+    if (tok.types[id] != mote::format::kTokenNormal) continue;
+    piece = !piece.empty() && piece[0] == ' ' ? piece.substr(1) : "##" + piece;
+  }
+  tok.kind = mote::format::TokenizerKind::wordpiece;
+  tok.flags = (variant & 15u) << 4;
+  tok.unk_id = 0;
+  return models.emplace(variant, open_converted(data)).first->second.model;
+}
+
 }  // namespace mote_fuzz

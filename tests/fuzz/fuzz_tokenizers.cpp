@@ -1,7 +1,8 @@
-// Both tokenizers on arbitrary bytes. Byte-level BPE must round-trip exactly (detokenizing the
+// The three tokenizers on arbitrary bytes. Byte-level BPE must round-trip exactly (detokenizing the
 // tokens gives the input back) whenever it accepts the text; SentencePiece must give ids inside
 // the vocabulary that each detokenize. The first byte picks the flags and (bits 2-4) the model
 // variant: another pre-tokenizer, added control and user-defined tokens (fuzz_models.hpp).
+// WordPiece must accept any bytes, fit in text_n + 2 ids with [CLS] and [SEP], and detokenize.
 #include "fuzz_models.hpp"
 
 namespace {
@@ -42,5 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       encode(mote_fuzz::sentencepiece_model(variant), text, n, MOTE_TOKENIZE_ADD_BOS, &status);
   FUZZ_CHECK(status == MOTE_OK || status == MOTE_ERR_UNSUPPORTED);
   decode(mote_fuzz::sentencepiece_model(variant), sp);
+  // WordPiece: the normalizer options from the first byte's high bits; [CLS] ... [SEP] fit too.
+  const mote_model &wordpiece = mote_fuzz::wordpiece_model(data[0] >> 2);
+  const std::vector<int32_t> wp = encode(wordpiece, text, n, MOTE_TOKENIZE_ADD_BOS | flags, &status);
+  FUZZ_CHECK(status == MOTE_OK);
+  decode(wordpiece, wp);
   return 0;
 }

@@ -75,7 +75,8 @@ typedef struct mote_model {
 /* The tokenizer a model file carries. */
 typedef enum mote_tokenizer_kind {
   MOTE_TOKENIZER_SENTENCEPIECE = 1, /* SentencePiece BPE over code points with byte fallback (Llama 2, Gemma) */
-  MOTE_TOKENIZER_BYTE_LEVEL = 2     /* GPT-2-style byte-level BPE (SmolLM2, Qwen2.5, Llama 3) */
+  MOTE_TOKENIZER_BYTE_LEVEL = 2,    /* GPT-2-style byte-level BPE (SmolLM2, Qwen2.5, Llama 3) */
+  MOTE_TOKENIZER_WORDPIECE = 3      /* BERT's WordPiece (all-MiniLM-L6-v2, nomic-embed-text) */
 } mote_tokenizer_kind;
 
 /* What a model's blocks are made of (mote_model_info.block_flags). */
@@ -270,7 +271,9 @@ mote_status mote_session_tokens(const mote_session *session, int32_t *tokens, si
 /* The message of the last failing call on this session ("" when none). */
 const char *mote_session_error(const mote_session *session);
 
-/* Tokenization flags (any other bit is MOTE_ERR_INVALID_ARGUMENT). */
+/* Tokenization flags (any other bit is MOTE_ERR_INVALID_ARGUMENT). ADD_BOS: the model's BOS
+ * first; WordPiece: BERT's special tokens, [CLS] first and [SEP] last (the tokenizer's bos and
+ * eos ids), as Hugging Face's BERT post-processor adds them. */
 #define MOTE_TOKENIZE_ADD_BOS 1u
 /* The literal text of control tokens ("<|im_end|>", "<start_of_turn>") becomes those tokens
  * (the longest one at the leftmost position); byte-level BPE: user-defined ones too. Without it
@@ -288,6 +291,12 @@ const char *mote_session_error(const mote_session *session);
  * exactly (nothing is cut) in O(n log n), using only those entries. On
  * MOTE_ERR_BUFFER_TOO_SMALL, *n_tokens holds the capacity needed. Byte-level BPE gives the ids
  * Hugging Face tokenizers gives (SmolLM2's pre-tokenizer: digits split, then the GPT-2 regex).
+ * WordPiece gives Hugging Face's ids for BERT's normalizer (the file's lowercase, strip-accents,
+ * CJK and clean-text options), pre-tokenizer and "##" pieces: a word without pieces, or of more
+ * than 100 code points, is [UNK]; invalid UTF-8 bytes count as U+FFFD (which clean-text drops);
+ * user-defined tokens spelled in the text are always matched, control ones ("[SEP]") only with
+ * MOTE_TOKENIZE_SPECIAL. text_n + 2 entries always suffice (the ids, [CLS] and [SEP]); with
+ * fewer, tokens are written as far as they fit.
  * MOTE_ERR_UNSUPPORTED: the vocabulary can represent neither a code point nor its bytes (no
  * byte tokens, no <unk>; byte-level: a byte without its single-byte token), or the tokenizer
  * kind is not implemented by this build. */
@@ -315,7 +324,11 @@ mote_status mote_token_text(const mote_model *model, int32_t token, char *out, s
 
 /* The bytes that token prints after prev_token (-1 at the start). SentencePiece: byte tokens
  * become their byte, control tokens print nothing, the space that follows BOS is dropped.
- * Byte-level BPE: the token's raw bytes, always (control tokens their literal text). Writes up to
+ * Byte-level BPE: the token's raw bytes, always (control tokens their literal text). WordPiece,
+ * as Hugging Face's WordPiece decoder joins pieces: a "##" piece continues the previous word
+ * without its "##", any other (special tokens too, as their text: "[CLS]") prints " " first
+ * unless prev_token is -1 (Hugging Face's cleanup of spaces before punctuation is not done).
+ * Writes up to
  * capacity bytes (not NUL-terminated); *n_bytes gets the length. When the piece does not fit,
  * returns MOTE_ERR_BUFFER_TOO_SMALL with *n_bytes set to the capacity needed (real vocabularies'
  * pieces are a few dozen bytes; 256 covers them). */

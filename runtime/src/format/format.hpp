@@ -126,7 +126,9 @@ enum class Role : uint32_t {
 constexpr uint32_t kRoleCount = 35;         // roles are 1..34
 constexpr uint32_t kNoLayer = 0xFFFFFFFFu;  // layer field of global tensors
 
-enum class TokenizerKind : uint32_t { sentencepiece_bpe = 1, byte_level_bpe = 2 };
+// wordpiece: BERT's normalizer, pre-tokenizer and greedy longest-match-first WordPiece with the
+// "##" continuation prefix (text/wordpiece.hpp); unk_id is required, bos/eos are [CLS]/[SEP].
+enum class TokenizerKind : uint32_t { sentencepiece_bpe = 1, byte_level_bpe = 2, wordpiece = 3 };
 // chatml_qwen: ChatML with Qwen2.5's default system message when the conversation has none.
 // gemma: <start_of_turn>; llama3: header ids; llama3_dated: Llama 3.1-3.3's, whose system block
 // always opens with "Cutting Knowledge Date"; phi3: <|user|> ... <|end|> (text/chat.hpp).
@@ -145,12 +147,26 @@ constexpr uint32_t kChatTemplateCount = 8;
 // instead of splitting every digit off first (SmolLM2's Digits(individual_digits)).
 // kTokPreTokenizer: set exactly when pre_tokenizer is not 0, so that a reader older than that
 // field rejects the file ("unknown tokenizer flags") instead of splitting text the GPT-2 way.
+// kTokLowercase..kTokCleanText are BertNormalizer's options, WordPiece only: full Unicode
+// lowercase; strip accents (NFD, then drop category Mn); a space each side of a CJK ideograph;
+// clean text (drop controls and U+FFFD, whitespace becomes U+0020).
 enum TokenizerFlags : uint32_t {
   kTokAddSpacePrefix = 1u << 0,
   kTokAddBos = 1u << 1,
   kTokNoDigitSplit = 1u << 2,
   kTokPreTokenizer = 1u << 3,
+  kTokLowercase = 1u << 4,
+  kTokStripAccents = 1u << 5,
+  kTokChineseChars = 1u << 6,
+  kTokCleanText = 1u << 7,
 };
+constexpr uint32_t kTokKnownFlags = (1u << 8) - 1;
+constexpr uint32_t kTokWordPieceFlags = kTokLowercase | kTokStripAccents | kTokChineseChars | kTokCleanText;
+// WordPiece's fixed parameters (the converter refuses a tokenizer with others): a word of more
+// code points than this is [UNK] whole (max_input_chars_per_word); pieces after a word's first
+// start with the continuation prefix.
+constexpr uint32_t kWordPieceMaxWordChars = 100;
+constexpr char kWordPiecePrefix[] = "##";
 // How byte-level BPE splits text into words before merging (TokenizerHeader::pre_tokenizer;
 // SentencePiece: always gpt2 = 0). gpt2 is GPT-2's regex, every number code point split off
 // first unless kTokNoDigitSplit: files written before the field existed hold 0 and keep their

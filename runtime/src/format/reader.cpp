@@ -253,20 +253,31 @@ Status check_merges(const TokenizerHeader &h, const uint8_t *base, uint64_t size
 // The header's fields: known kind, flags, pre-tokenizer and template, special ids in range and
 // equal to the config's.
 Status check_tokenizer_header(const TokenizerHeader &h, const ModelConfig &config, ErrorSink err) {
+  const bool wordpiece = h.kind == static_cast<uint32_t>(TokenizerKind::wordpiece);
   if (h.kind != static_cast<uint32_t>(TokenizerKind::sentencepiece_bpe) &&
-      h.kind != static_cast<uint32_t>(TokenizerKind::byte_level_bpe)) {
+      h.kind != static_cast<uint32_t>(TokenizerKind::byte_level_bpe) && !wordpiece) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown tokenizer kind %u", static_cast<unsigned>(h.kind));
   }
   if (h.n_tokens != config.vocab_size) {
     return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer has %u tokens but the vocabulary size is %u",
                 static_cast<unsigned>(h.n_tokens), static_cast<unsigned>(config.vocab_size));
   }
-  if ((h.flags & ~(kTokAddSpacePrefix | kTokAddBos | kTokNoDigitSplit | kTokPreTokenizer)) != 0) {
+  if ((h.flags & ~kTokKnownFlags) != 0) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown tokenizer flags 0x%x", static_cast<unsigned>(h.flags));
   }
-  if (h.kind == static_cast<uint32_t>(TokenizerKind::sentencepiece_bpe) && h.n_merges != 0) {
-    return fail(err, MOTE_ERR_BAD_MODEL, "a SentencePiece tokenizer has %u merges (must be 0)",
-                static_cast<unsigned>(h.n_merges));
+  if (h.kind != static_cast<uint32_t>(TokenizerKind::byte_level_bpe) && h.n_merges != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "a %s tokenizer has %u merges (must be 0)",
+                wordpiece ? "WordPiece" : "SentencePiece", static_cast<unsigned>(h.n_merges));
+  }
+  // BERT's normalizer flags belong to WordPiece alone, and WordPiece takes no other text flags.
+  const uint32_t foreign = wordpiece ? (kTokAddSpacePrefix | kTokNoDigitSplit) : kTokWordPieceFlags;
+  if ((h.flags & foreign) != 0) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "tokenizer flags 0x%x do not apply to tokenizer kind %u",
+                static_cast<unsigned>(h.flags & foreign), static_cast<unsigned>(h.kind));
+  }
+  if (wordpiece && (h.unk_id < 0 || h.unk_id >= static_cast<int64_t>(h.n_tokens))) {
+    return fail(err, MOTE_ERR_BAD_MODEL, "a WordPiece tokenizer needs an unknown token: unk_id is %d of %u tokens",
+                static_cast<int>(h.unk_id), static_cast<unsigned>(h.n_tokens));
   }
   if (h.pre_tokenizer >= kPreTokenizerCount) {
     return fail(err, MOTE_ERR_BAD_MODEL, "unknown pre-tokenizer %u", static_cast<unsigned>(h.pre_tokenizer));
@@ -397,6 +408,7 @@ Status check_tokenizer(ModelView *view, uint64_t offset, uint64_t size, ErrorSin
   tok.add_bos = (h.flags & kTokAddBos) != 0;
   tok.split_digits = (h.flags & kTokNoDigitSplit) == 0;
   tok.pre_tokenizer = h.pre_tokenizer;
+  tok.flags = h.flags;
   status = check_sorted_ids(tok, err);
   if (status != MOTE_OK) return status;
   tok.kind = h.kind;

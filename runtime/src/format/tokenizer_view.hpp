@@ -24,6 +24,7 @@ struct TokenizerView {
   bool add_bos = false;          // the model expects BOS before text (informational)
   bool split_digits = true;      // byte-level BPE: every digit is a word of its own (SmolLM2), else GPT-2
   uint32_t pre_tokenizer = 0;    // format::PreTokenizer, validated
+  uint32_t flags = 0;            // format::TokenizerFlags, validated (WordPiece reads its normalizer's)
   // Byte-level BPE only: pieces are raw bytes (the GPT-2 byte-to-unicode mapping is undone
   // at conversion), merges ascending by (left, right).
   const format::BpeMerge *merges = nullptr;

@@ -14,6 +14,7 @@
 #include "text/byte_level_bpe.hpp"
 #include "text/chat.hpp"
 #include "text/tokenizer.hpp"
+#include "text/wordpiece.hpp"
 
 using namespace mote;
 
@@ -42,6 +43,10 @@ bool has_sentencepiece_tokenizer(const Model &m) {
 
 bool has_byte_level_tokenizer(const Model &m) {
   return m.view.tokenizer_kind == static_cast<uint32_t>(format::TokenizerKind::byte_level_bpe);
+}
+
+bool has_wordpiece_tokenizer(const Model &m) {
+  return m.view.tokenizer_kind == static_cast<uint32_t>(format::TokenizerKind::wordpiece);
 }
 
 // mote_tokenize for byte-level BPE: BOS (asked for and present) first, then the text.
@@ -483,6 +488,12 @@ mote_status mote_tokenize(const mote_model *model, const char *text, size_t text
   if (has_byte_level_tokenizer(*m)) {
     return tokenize_byte_level(m->view.tokenizer, text, text_n, flags, tokens, capacity, n_tokens);
   }
+  if (has_wordpiece_tokenizer(*m)) {
+    if (text == nullptr && text_n > 0) return MOTE_ERR_INVALID_ARGUMENT;
+    const TextSpan span{text, text_n};
+    return encode_wordpiece(m->view.tokenizer, &span, 1, (flags & MOTE_TOKENIZE_ADD_BOS) != 0,
+                            (flags & MOTE_TOKENIZE_SPECIAL) != 0, tokens, capacity, n_tokens);
+  }
   if (!has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
   return encode(m->view.tokenizer, text, text_n, (flags & MOTE_TOKENIZE_ADD_BOS) != 0, tokens, capacity, n_tokens,
                 (flags & MOTE_TOKENIZE_SPECIAL) != 0);
@@ -494,20 +505,25 @@ mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t
   if (m == nullptr || n_bytes == nullptr || (out == nullptr && capacity > 0)) return MOTE_ERR_INVALID_ARGUMENT;
   *n_bytes = 0;
   const bool byte_level = has_byte_level_tokenizer(*m);
-  if (!byte_level && !has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
+  const bool wordpiece = has_wordpiece_tokenizer(*m);
+  if (!byte_level && !wordpiece && !has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
   const int64_t vocab = m->view.config.vocab_size;
   if (token < 0 || token >= vocab || prev_token < -1 || prev_token >= vocab) return MOTE_ERR_BAD_TOKEN;
   char byte = 0;
   const char *piece = nullptr;
   size_t n = 0;
+  bool space = false;  // WordPiece: a word's first piece after another word
   if (byte_level) {
     byte_level_piece(m->view.tokenizer, token, &piece, &n);  // raw bytes; control tokens spell themselves
+  } else if (wordpiece) {
+    wordpiece_piece(m->view.tokenizer, prev_token, token, &space, &piece, &n);
   } else {
     piece_for(m->view.tokenizer, prev_token, token, &byte, &piece, &n);
   }
-  *n_bytes = n;
-  if (n > capacity) return MOTE_ERR_BUFFER_TOO_SMALL;
-  if (n > 0) std::memcpy(out, piece, n);
+  *n_bytes = n + (space ? 1 : 0);
+  if (*n_bytes > capacity) return MOTE_ERR_BUFFER_TOO_SMALL;
+  if (space) out[0] = ' ';
+  if (n > 0) std::memcpy(out + (space ? 1 : 0), piece, n);
   return MOTE_OK;
 }
 
