@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "gguf.hpp"
+#include "gguf_writer.hpp"
 #include "safetensors.hpp"
 #include "test_support.hpp"
 #include "tokenizer_support.hpp"
@@ -273,6 +275,28 @@ TEST_CASE("WordPiece import: tokenizer.json, vocab.txt and llama.cpp's phantom s
   CHECK(mote::convert::wordpiece_from_phantom_space("\xE2\x96\x81the") == "the");
   CHECK(mote::convert::wordpiece_from_phantom_space("s") == "##s");
   CHECK(mote::convert::wordpiece_from_phantom_space("[unused0]") == "[unused0]");
+}
+
+TEST_CASE("WordPiece: a GGUF written by mote imports back the same tokenizer") {
+  std::vector<std::string> pieces = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  pieces.insert(pieces.end(), kPieces.begin(), kPieces.end());
+  std::vector<uint8_t> types(pieces.size(), mote::format::kTokenNormal);
+  for (size_t i = 0; i < 5; ++i) types[i] = mote::format::kTokenControl;
+  mote::convert::TokenizerData tok;
+  std::string error;
+  REQUIRE(mote::convert::build_wordpiece_vocab(pieces, types, {}, 1, 2, 3, "##", 100, "test", &tok, &error));
+  std::vector<uint8_t> bytes;
+  REQUIRE_MESSAGE(mote::convert::serialize_gguf(mote_test::tiny_model_data(tok), &bytes, &error), error);
+  mote::convert::GgufFile file;
+  REQUIRE_MESSAGE(mote::convert::parse_gguf(bytes.data(), bytes.size(), &file, &error), error);
+  mote::convert::Meta meta{file, &error};
+  mote::convert::ModelData back;
+  REQUIRE_MESSAGE(mote::convert::map_tokenizer(file, meta, static_cast<uint32_t>(pieces.size()), &back, &error), error);
+  CHECK(back.tokenizer.kind == mote::format::TokenizerKind::wordpiece);
+  CHECK(back.tokenizer.pieces == tok.pieces);
+  CHECK(back.tokenizer.types == tok.types);
+  CHECK(back.tokenizer.flags == tok.flags);  // a GGUF "bert" vocabulary is uncased
+  CHECK((back.tokenizer.unk_id == 1 && back.tokenizer.bos_id == 2 && back.tokenizer.eos_id == 3));
 }
 
 TEST_CASE("WordPiece bert-bge: llama.cpp's GGUF imported") {
