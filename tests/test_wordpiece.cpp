@@ -3,8 +3,9 @@
 // uncased vocabulary, several normalizer options), edge cases on a small hand-made vocabulary,
 // decoding, and the converter's tokenizer.json / vocab.txt / GGUF imports. The oracle needs
 // llama.cpp's ggml-vocab-bert-bge.gguf (models/fetch_tokenizer_vectors.sh) and skips without it
-// (with MOTE_REQUIRE_TOKENIZER_VECTORS=1 absence is a failure): those cases ("bert-bge") are
-// ctest's test_wordpiece_bert_bge, so their absence reads "Skipped".
+// (with MOTE_REQUIRE_TOKENIZER_VECTORS=1 absence is a failure); all-MiniLM-L6-v2's tokenizer
+// files and nomic-embed-text-v1.5's GGUF are checked too when mote's cache holds them. Those
+// cases ("cached") are ctest's test_wordpiece_cached, so their absence reads "Skipped".
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -93,13 +94,13 @@ enum : int32_t { kCafe = 15, kHashS, kZhong, kThe, kHashE, kOpen, kClose, kX, kH
 
 }  // namespace
 
-TEST_CASE("WordPiece bert-bge: Hugging Face tokenizers' ids for every committed line") {
-  const std::string gguf = bert_bge_path();
-  if (gguf.empty()) {
-    MOTE_SKIP("ggml-vocab-bert-bge.gguf is absent: run models/fetch_tokenizer_vectors.sh");
-    return;
-  }
-  std::map<uint32_t, std::unique_ptr<mote_test::TinyModel>> models;  // one per normalizer option set
+namespace {
+
+// Runs the committed lines whose normalizer options a model of model_for(flags) has (null: the
+// lines of other options are left out) and checks Hugging Face's ids, bare and framed by [CLS]
+// (101) and [SEP] (102). Returns the lines checked.
+template <typename ModelFor>
+size_t check_golden(const char *name, ModelFor model_for) {
   const std::vector<unsigned char> golden = mote_test::read_file(mote_test::golden_path("wordpiece_hf_golden.txt"));
   std::istringstream lines(std::string(golden.begin(), golden.end()));
   size_t checked = 0, passed = 0;
@@ -107,27 +108,89 @@ TEST_CASE("WordPiece bert-bge: Hugging Face tokenizers' ids for every committed 
     if (line.empty() || line[0] == '#') continue;
     const size_t tab1 = line.find('\t'), tab2 = line.find('\t', tab1 + 1);
     REQUIRE(tab2 != std::string::npos);
-    const uint32_t flags = static_cast<uint32_t>(std::stoul(line.substr(0, tab1), nullptr, 16));
+    const mote_model *model = model_for(static_cast<uint32_t>(std::stoul(line.substr(0, tab1), nullptr, 16)));
+    if (model == nullptr) continue;
     const std::string text = unescape(line.substr(tab1 + 1, tab2 - tab1 - 1));
     std::vector<int32_t> expected;
     std::istringstream ids(line.substr(tab2 + 1));
     for (int32_t id = 0; ids >> id;) expected.push_back(id);
+    const std::vector<int32_t> got = tokenize(*model, text);
+    std::vector<int32_t> framed = {101};
+    framed.insert(framed.end(), expected.begin(), expected.end());
+    framed.push_back(102);
+    const bool ok = got == expected && tokenize(*model, text, MOTE_TOKENIZE_ADD_BOS) == framed;
+    if (!ok) FAIL_CHECK(std::string(name) << " '" << text << "': mote " << join(got) << "HF " << join(expected));
+    checked += 1;
+    passed += ok ? 1 : 0;
+  }
+  MESSAGE(std::string(name) << ": " << passed << "/" << checked << " lines match Hugging Face tokenizers");
+  return checked;
+}
+
+// A file of mote's cache, or "" after saying it skips.
+std::string cached(const std::string &name, const char *fetched_by) {
+  const std::string path = mote_test::cache_path(name);
+  if (mote_test::file_exists(path)) return path;
+  MOTE_SKIP(path << " is absent (" << fetched_by << ")");
+  return "";
+}
+
+std::string slurp(const std::string &path) {
+  const std::vector<unsigned char> bytes = mote_test::read_file(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+}  // namespace
+
+TEST_CASE("WordPiece cached: Hugging Face tokenizers' ids for every committed line (bert-bge GGUF)") {
+  const std::string gguf = bert_bge_path();
+  if (gguf.empty()) {
+    MOTE_SKIP("ggml-vocab-bert-bge.gguf is absent: run models/fetch_tokenizer_vectors.sh");
+    return;
+  }
+  std::map<uint32_t, std::unique_ptr<mote_test::TinyModel>> models;  // one per normalizer option set
+  const size_t checked = check_golden("bert-bge", [&](uint32_t flags) {
     auto &model = models[flags];
     if (!model) {
       model = mote_test::open_gguf_tokenizer(
           gguf, [&](mote::convert::TokenizerData &t) { t.flags = (t.flags & ~kUncased) | flags; });
     }
-    const std::vector<int32_t> got = tokenize(model->model, text);
-    std::vector<int32_t> framed = {101};  // bert-bge's [CLS] ... [SEP]
-    framed.insert(framed.end(), expected.begin(), expected.end());
-    framed.push_back(102);
-    const bool ok = got == expected && tokenize(model->model, text, MOTE_TOKENIZE_ADD_BOS) == framed;
-    if (!ok) FAIL_CHECK("flags " << flags << " '" << text << "': mote " << join(got) << "HF " << join(expected));
-    checked += 1;
-    passed += ok ? 1 : 0;
-  }
+    return &model->model;
+  });
   CHECK(checked > 3000);
-  MESSAGE("WordPiece: " << passed << "/" << checked << " lines match Hugging Face tokenizers");
+}
+
+// all-MiniLM-L6-v2 and nomic-embed-text-v1.5 hold bert-bge's vocabulary: their own tokenizer
+// files, imported as they are, must give the uncased lines' ids.
+TEST_CASE("WordPiece cached: all-MiniLM-L6-v2's tokenizer.json and vocab.txt") {
+  const std::string dir =
+      cached("all-MiniLM-L6-v2/tokenizer.json", "Hugging Face's sentence-transformers/all-MiniLM-L6-v2");
+  if (dir.empty()) return;
+  const std::string folder = dir.substr(0, dir.size() - std::string("/tokenizer.json").size());
+  const std::string config = slurp(folder + "/tokenizer_config.json");
+  for (const bool vocab_txt : {false, true}) {
+    mote::convert::TokenizerData tok;
+    std::string error;
+    REQUIRE_MESSAGE(
+        (vocab_txt ? mote::convert::hf_vocab_txt_tokenizer(slurp(folder + "/vocab.txt"), config, 30522, &tok, &error)
+                   : mote::convert::hf_tokenizer(slurp(dir), config, 30522, &tok, &error)),
+        error);
+    CHECK(tok.flags == (kUncased | mote::format::kTokAddBos));
+    CHECK((tok.unk_id == 100 && tok.bos_id == 101 && tok.eos_id == 102));
+    const auto tiny = mote_test::open_tiny_model(tok);
+    const size_t checked = check_golden(vocab_txt ? "all-MiniLM-L6-v2 vocab.txt" : "all-MiniLM-L6-v2 tokenizer.json",
+                                        [&](uint32_t flags) { return flags == kUncased ? &tiny->model : nullptr; });
+    CHECK(checked > 2000);
+  }
+}
+
+TEST_CASE("WordPiece cached: nomic-embed-text-v1.5's GGUF vocabulary") {
+  const std::string gguf = cached("nomic-embed-text-v1.5.f16.gguf", "the nomic-embed-text-v1.5 GGUF");
+  if (gguf.empty()) return;
+  const auto tiny = mote_test::open_gguf_tokenizer(gguf);
+  const size_t checked =
+      check_golden("nomic-embed-text-v1.5", [&](uint32_t flags) { return flags == kUncased ? &tiny->model : nullptr; });
+  CHECK(checked > 2000);
 }
 
 TEST_CASE("WordPiece: greedy longest-match pieces, punctuation, [UNK]") {
@@ -299,7 +362,7 @@ TEST_CASE("WordPiece: a GGUF written by mote imports back the same tokenizer") {
   CHECK((back.tokenizer.unk_id == 1 && back.tokenizer.bos_id == 2 && back.tokenizer.eos_id == 3));
 }
 
-TEST_CASE("WordPiece bert-bge: llama.cpp's GGUF imported") {
+TEST_CASE("WordPiece cached: llama.cpp's bert-bge GGUF imported") {
   const std::string gguf = bert_bge_path();
   if (gguf.empty()) {
     MOTE_SKIP("ggml-vocab-bert-bge.gguf is absent: run models/fetch_tokenizer_vectors.sh");
