@@ -160,6 +160,39 @@ TEST_CASE("WordPiece cached: Hugging Face tokenizers' ids for every committed li
   CHECK(checked > 3000);
 }
 
+// The uncased lines joined by newlines are one text whose ids are the lines' ids in turn (a
+// newline ends every word): about a megabyte of it, timed.
+TEST_CASE("WordPiece cached: a megabyte of the lines at once") {
+  const std::string gguf = bert_bge_path();
+  if (gguf.empty()) {
+    MOTE_SKIP("ggml-vocab-bert-bge.gguf is absent: run models/fetch_tokenizer_vectors.sh");
+    return;
+  }
+  const auto tiny = mote_test::open_gguf_tokenizer(gguf);
+  std::string text;
+  std::vector<int32_t> expected;
+  const std::vector<unsigned char> golden = mote_test::read_file(mote_test::golden_path("wordpiece_hf_golden.txt"));
+  std::istringstream lines(std::string(golden.begin(), golden.end()));
+  for (std::string line; std::getline(lines, line);) {
+    const size_t tab1 = line.find('\t'), tab2 = line.find('\t', tab1 + 1);
+    if (line.empty() || line[0] == '#' || std::stoul(line.substr(0, tab1), nullptr, 16) != kUncased) continue;
+    text += unescape(line.substr(tab1 + 1, tab2 - tab1 - 1)) + "\n";
+    std::istringstream ids(line.substr(tab2 + 1));
+    for (int32_t id = 0; ids >> id;) expected.push_back(id);
+  }
+  const size_t copies = (1u << 20) / text.size() + 1;
+  std::string big;
+  std::vector<int32_t> big_expected;
+  for (size_t i = 0; i < copies; ++i) {
+    big += text;
+    big_expected.insert(big_expected.end(), expected.begin(), expected.end());
+  }
+  std::vector<int32_t> ids;
+  const double seconds = mote_test::best_seconds(2, [&] { ids = tokenize(tiny->model, big); });
+  CHECK(ids == big_expected);
+  MESSAGE("WordPiece: " << big.size() << " bytes into " << ids.size() << " ids in " << seconds << " s");
+}
+
 // all-MiniLM-L6-v2 and nomic-embed-text-v1.5 hold bert-bge's vocabulary: their own tokenizer
 // files, imported as they are, must give the uncased lines' ids.
 TEST_CASE("WordPiece cached: all-MiniLM-L6-v2's tokenizer.json and vocab.txt") {
