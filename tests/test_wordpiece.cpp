@@ -1,6 +1,7 @@
 // WordPiece (BERT): Hugging Face tokenizers as the oracle on the committed lines of
 // golden/wordpiece_hf_golden.txt (gen_wordpiece_golden.py: tokenizers 0.19.1 with bert-bge's
-// uncased vocabulary, several normalizer options), edge cases on a small hand-made vocabulary,
+// uncased vocabulary, several normalizer options; every 8th uncased line also Hugging Face's
+// decoded text), edge cases on a small hand-made vocabulary,
 // decoding, and the converter's tokenizer.json / vocab.txt / GGUF imports. The oracle needs
 // llama.cpp's ggml-vocab-bert-bge.gguf (models/fetch_tokenizer_vectors.sh) and skips without it
 // (with MOTE_REQUIRE_TOKENIZER_VECTORS=1 absence is a failure); all-MiniLM-L6-v2's tokenizer
@@ -103,7 +104,7 @@ template <typename ModelFor>
 size_t check_golden(const char *name, ModelFor model_for) {
   const std::vector<unsigned char> golden = mote_test::read_file(mote_test::golden_path("wordpiece_hf_golden.txt"));
   std::istringstream lines(std::string(golden.begin(), golden.end()));
-  size_t checked = 0, passed = 0;
+  size_t checked = 0, passed = 0, decoded_lines = 0;
   for (std::string line; std::getline(lines, line);) {
     if (line.empty() || line[0] == '#') continue;
     const size_t tab1 = line.find('\t'), tab2 = line.find('\t', tab1 + 1);
@@ -111,19 +112,27 @@ size_t check_golden(const char *name, ModelFor model_for) {
     const mote_model *model = model_for(static_cast<uint32_t>(std::stoul(line.substr(0, tab1), nullptr, 16)));
     if (model == nullptr) continue;
     const std::string text = unescape(line.substr(tab1 + 1, tab2 - tab1 - 1));
+    const size_t tab3 = line.find('\t', tab2 + 1);  // before the decoded text, when the line has it
     std::vector<int32_t> expected;
-    std::istringstream ids(line.substr(tab2 + 1));
+    std::istringstream ids(line.substr(tab2 + 1, tab3 == std::string::npos ? std::string::npos : tab3 - tab2 - 1));
     for (int32_t id = 0; ids >> id;) expected.push_back(id);
     const std::vector<int32_t> got = tokenize(*model, text);
     std::vector<int32_t> framed = {101};
     framed.insert(framed.end(), expected.begin(), expected.end());
     framed.push_back(102);
-    const bool ok = got == expected && tokenize(*model, text, MOTE_TOKENIZE_ADD_BOS) == framed;
+    bool ok = got == expected && tokenize(*model, text, MOTE_TOKENIZE_ADD_BOS) == framed;
+    if (tab3 != std::string::npos) {
+      const std::string decoded = mote_test::detokenize(*model, expected);
+      if (decoded != unescape(line.substr(tab3 + 1))) FAIL_CHECK("decodes to '" << decoded << "'");
+      ok = ok && decoded == unescape(line.substr(tab3 + 1));
+      decoded_lines += 1;
+    }
     if (!ok) FAIL_CHECK(std::string(name) << " '" << text << "': mote " << join(got) << "HF " << join(expected));
     checked += 1;
     passed += ok ? 1 : 0;
   }
-  MESSAGE(std::string(name) << ": " << passed << "/" << checked << " lines match Hugging Face tokenizers");
+  MESSAGE(std::string(name) << ": " << passed << "/" << checked << " lines match Hugging Face tokenizers ("
+                            << decoded_lines << " decoded too)");
   return checked;
 }
 
@@ -177,7 +186,8 @@ TEST_CASE("WordPiece cached: a megabyte of the lines at once") {
     const size_t tab1 = line.find('\t'), tab2 = line.find('\t', tab1 + 1);
     if (line.empty() || line[0] == '#' || std::stoul(line.substr(0, tab1), nullptr, 16) != kUncased) continue;
     text += unescape(line.substr(tab1 + 1, tab2 - tab1 - 1)) + "\n";
-    std::istringstream ids(line.substr(tab2 + 1));
+    const size_t tab3 = line.find('\t', tab2 + 1);
+    std::istringstream ids(line.substr(tab2 + 1, tab3 == std::string::npos ? std::string::npos : tab3 - tab2 - 1));
     for (int32_t id = 0; ids >> id;) expected.push_back(id);
   }
   const size_t copies = (1u << 20) / text.size() + 1;
@@ -306,7 +316,7 @@ TEST_CASE("WordPiece: a small buffer is MOTE_ERR_BUFFER_TOO_SMALL with the size 
 TEST_CASE("WordPiece: detokenizing joins ## pieces, spaces words, spells special tokens") {
   const auto tiny = small_model(kPieces);
   const std::vector<int32_t> ids = {kCls, kUn, kAff, kAble, kComma, kWorld, kSep};
-  CHECK(mote_test::detokenize(tiny->model, ids) == "[CLS] unaffable , world [SEP]");
+  CHECK(mote_test::detokenize(tiny->model, ids) == "[CLS] unaffable, world [SEP]");
   CHECK(mote_test::detokenize(tiny->model, {kHashS, kHello}) == "s hello");  // a first ## piece: no prefix
   char out[8];
   size_t n = 0;
@@ -410,5 +420,5 @@ TEST_CASE("WordPiece cached: llama.cpp's bert-bge GGUF imported") {
   CHECK(tokenize(tiny->model, "Hello, world!", MOTE_TOKENIZE_ADD_BOS) ==
         std::vector<int32_t>{101, 7592, 1010, 2088, 999, 102});
   const std::vector<int32_t> ids = tokenize(tiny->model, "Unaffable tokenizers!");
-  CHECK(mote_test::detokenize(tiny->model, ids) == "unaffable tokenizers !");
+  CHECK(mote_test::detokenize(tiny->model, ids) == "unaffable tokenizers!");
 }
