@@ -441,8 +441,11 @@ TEST_CASE("gguf: llama files that do not fit the architecture") {
     g.set_u32("tokenizer.ggml.bos_token_id", 262);
     expect_gguf_error(g, "'tokenizer.ggml.bos_token_id' is 262, outside [-1, 261]");
     g = valid;
-    g.set_string("tokenizer.ggml.model", "bert");
-    expect_gguf_error(g, "GGUF tokenizer model 'bert' is not supported");
+    g.set_string("tokenizer.ggml.model", "t5");
+    expect_gguf_error(g, "GGUF tokenizer model 't5' is not supported (only llama, gpt2 and bert)");
+    g = valid;
+    g.set_string("tokenizer.ggml.model", "bert");  // WordPiece needs [UNK]: this vocabulary has none
+    expect_gguf_error(g, "GGUF WordPiece vocabulary has no unknown token ([UNK])");
     g = valid;
     g.erase("tokenizer.ggml.tokens");
     expect_gguf_error(g, "GGUF has no tokenizer");

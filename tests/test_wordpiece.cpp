@@ -1,16 +1,20 @@
 // WordPiece (BERT): Hugging Face tokenizers as the oracle on the committed lines of
 // golden/wordpiece_hf_golden.txt (gen_wordpiece_golden.py: tokenizers 0.19.1 with bert-bge's
-// uncased vocabulary, several normalizer options), edge cases on a small hand-made vocabulary,
+// uncased vocabulary, several normalizer options; every 8th uncased line also Hugging Face's
+// decoded text), edge cases on a small hand-made vocabulary,
 // decoding, and the converter's tokenizer.json / vocab.txt / GGUF imports. The oracle needs
 // llama.cpp's ggml-vocab-bert-bge.gguf (models/fetch_tokenizer_vectors.sh) and skips without it
-// (with MOTE_REQUIRE_TOKENIZER_VECTORS=1 absence is a failure): those cases ("bert-bge") are
-// ctest's test_wordpiece_bert_bge, so their absence reads "Skipped".
+// (with MOTE_REQUIRE_TOKENIZER_VECTORS=1 absence is a failure); all-MiniLM-L6-v2's tokenizer
+// files and nomic-embed-text-v1.5's GGUF are checked too when mote's cache holds them. Those
+// cases ("cached") are ctest's test_wordpiece_cached, so their absence reads "Skipped".
 #include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "gguf.hpp"
+#include "gguf_writer.hpp"
 #include "safetensors.hpp"
 #include "test_support.hpp"
 #include "tokenizer_support.hpp"
@@ -91,41 +95,145 @@ enum : int32_t { kCafe = 15, kHashS, kZhong, kThe, kHashE, kOpen, kClose, kX, kH
 
 }  // namespace
 
-TEST_CASE("WordPiece bert-bge: Hugging Face tokenizers' ids for every committed line") {
+namespace {
+
+// Runs the committed lines whose normalizer options a model of model_for(flags) has (null: the
+// lines of other options are left out) and checks Hugging Face's ids, bare and framed by [CLS]
+// (101) and [SEP] (102). Returns the lines checked.
+template <typename ModelFor>
+size_t check_golden(const char *name, ModelFor model_for) {
+  const std::vector<unsigned char> golden = mote_test::read_file(mote_test::golden_path("wordpiece_hf_golden.txt"));
+  std::istringstream lines(std::string(golden.begin(), golden.end()));
+  size_t checked = 0, passed = 0, decoded_lines = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t tab1 = line.find('\t'), tab2 = line.find('\t', tab1 + 1);
+    REQUIRE(tab2 != std::string::npos);
+    const mote_model *model = model_for(static_cast<uint32_t>(std::stoul(line.substr(0, tab1), nullptr, 16)));
+    if (model == nullptr) continue;
+    const std::string text = unescape(line.substr(tab1 + 1, tab2 - tab1 - 1));
+    const size_t tab3 = line.find('\t', tab2 + 1);  // before the decoded text, when the line has it
+    std::vector<int32_t> expected;
+    std::istringstream ids(line.substr(tab2 + 1, tab3 == std::string::npos ? std::string::npos : tab3 - tab2 - 1));
+    for (int32_t id = 0; ids >> id;) expected.push_back(id);
+    const std::vector<int32_t> got = tokenize(*model, text);
+    std::vector<int32_t> framed = {101};
+    framed.insert(framed.end(), expected.begin(), expected.end());
+    framed.push_back(102);
+    bool ok = got == expected && tokenize(*model, text, MOTE_TOKENIZE_ADD_BOS) == framed;
+    if (tab3 != std::string::npos) {
+      const std::string decoded = mote_test::detokenize(*model, expected);
+      if (decoded != unescape(line.substr(tab3 + 1))) FAIL_CHECK("decodes to '" << decoded << "'");
+      ok = ok && decoded == unescape(line.substr(tab3 + 1));
+      decoded_lines += 1;
+    }
+    if (!ok) FAIL_CHECK(std::string(name) << " '" << text << "': mote " << join(got) << "HF " << join(expected));
+    checked += 1;
+    passed += ok ? 1 : 0;
+  }
+  MESSAGE(std::string(name) << ": " << passed << "/" << checked << " lines match Hugging Face tokenizers ("
+                            << decoded_lines << " decoded too)");
+  return checked;
+}
+
+// A file of mote's cache, or "" after saying it skips.
+std::string cached(const std::string &name, const char *fetched_by) {
+  const std::string path = mote_test::cache_path(name);
+  if (mote_test::file_exists(path)) return path;
+  MOTE_SKIP(path << " is absent (" << fetched_by << ")");
+  return "";
+}
+
+std::string slurp(const std::string &path) {
+  const std::vector<unsigned char> bytes = mote_test::read_file(path);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+}  // namespace
+
+TEST_CASE("WordPiece cached: Hugging Face tokenizers' ids for every committed line (bert-bge GGUF)") {
   const std::string gguf = bert_bge_path();
   if (gguf.empty()) {
     MOTE_SKIP("ggml-vocab-bert-bge.gguf is absent: run models/fetch_tokenizer_vectors.sh");
     return;
   }
   std::map<uint32_t, std::unique_ptr<mote_test::TinyModel>> models;  // one per normalizer option set
-  const std::vector<unsigned char> golden = mote_test::read_file(mote_test::golden_path("wordpiece_hf_golden.txt"));
-  std::istringstream lines(std::string(golden.begin(), golden.end()));
-  size_t checked = 0, passed = 0;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t tab1 = line.find('\t'), tab2 = line.find('\t', tab1 + 1);
-    REQUIRE(tab2 != std::string::npos);
-    const uint32_t flags = static_cast<uint32_t>(std::stoul(line.substr(0, tab1), nullptr, 16));
-    const std::string text = unescape(line.substr(tab1 + 1, tab2 - tab1 - 1));
-    std::vector<int32_t> expected;
-    std::istringstream ids(line.substr(tab2 + 1));
-    for (int32_t id = 0; ids >> id;) expected.push_back(id);
+  const size_t checked = check_golden("bert-bge", [&](uint32_t flags) {
     auto &model = models[flags];
     if (!model) {
       model = mote_test::open_gguf_tokenizer(
           gguf, [&](mote::convert::TokenizerData &t) { t.flags = (t.flags & ~kUncased) | flags; });
     }
-    const std::vector<int32_t> got = tokenize(model->model, text);
-    std::vector<int32_t> framed = {101};  // bert-bge's [CLS] ... [SEP]
-    framed.insert(framed.end(), expected.begin(), expected.end());
-    framed.push_back(102);
-    const bool ok = got == expected && tokenize(model->model, text, MOTE_TOKENIZE_ADD_BOS) == framed;
-    if (!ok) FAIL_CHECK("flags " << flags << " '" << text << "': mote " << join(got) << "HF " << join(expected));
-    checked += 1;
-    passed += ok ? 1 : 0;
-  }
+    return &model->model;
+  });
   CHECK(checked > 3000);
-  MESSAGE("WordPiece: " << passed << "/" << checked << " lines match Hugging Face tokenizers");
+}
+
+// The uncased lines joined by newlines are one text whose ids are the lines' ids in turn (a
+// newline ends every word): about a megabyte of it, timed.
+TEST_CASE("WordPiece cached: a megabyte of the lines at once") {
+  const std::string gguf = bert_bge_path();
+  if (gguf.empty()) {
+    MOTE_SKIP("ggml-vocab-bert-bge.gguf is absent: run models/fetch_tokenizer_vectors.sh");
+    return;
+  }
+  const auto tiny = mote_test::open_gguf_tokenizer(gguf);
+  std::string text;
+  std::vector<int32_t> expected;
+  const std::vector<unsigned char> golden = mote_test::read_file(mote_test::golden_path("wordpiece_hf_golden.txt"));
+  std::istringstream lines(std::string(golden.begin(), golden.end()));
+  for (std::string line; std::getline(lines, line);) {
+    const size_t tab1 = line.find('\t'), tab2 = line.find('\t', tab1 + 1);
+    if (line.empty() || line[0] == '#' || std::stoul(line.substr(0, tab1), nullptr, 16) != kUncased) continue;
+    text += unescape(line.substr(tab1 + 1, tab2 - tab1 - 1)) + "\n";
+    const size_t tab3 = line.find('\t', tab2 + 1);
+    std::istringstream ids(line.substr(tab2 + 1, tab3 == std::string::npos ? std::string::npos : tab3 - tab2 - 1));
+    for (int32_t id = 0; ids >> id;) expected.push_back(id);
+  }
+  const size_t copies = (1u << 20) / text.size() + 1;
+  std::string big;
+  std::vector<int32_t> big_expected;
+  for (size_t i = 0; i < copies; ++i) {
+    big += text;
+    big_expected.insert(big_expected.end(), expected.begin(), expected.end());
+  }
+  std::vector<int32_t> ids;
+  const double seconds = mote_test::best_seconds(2, [&] { ids = tokenize(tiny->model, big); });
+  CHECK(ids == big_expected);
+  MESSAGE("WordPiece: " << big.size() << " bytes into " << ids.size() << " ids in " << seconds << " s");
+}
+
+// all-MiniLM-L6-v2 and nomic-embed-text-v1.5 hold bert-bge's vocabulary: their own tokenizer
+// files, imported as they are, must give the uncased lines' ids.
+TEST_CASE("WordPiece cached: all-MiniLM-L6-v2's tokenizer.json and vocab.txt") {
+  const std::string dir =
+      cached("all-MiniLM-L6-v2/tokenizer.json", "Hugging Face's sentence-transformers/all-MiniLM-L6-v2");
+  if (dir.empty()) return;
+  const std::string folder = dir.substr(0, dir.size() - std::string("/tokenizer.json").size());
+  const std::string config = slurp(folder + "/tokenizer_config.json");
+  for (const bool vocab_txt : {false, true}) {
+    mote::convert::TokenizerData tok;
+    std::string error;
+    REQUIRE_MESSAGE(
+        (vocab_txt ? mote::convert::hf_vocab_txt_tokenizer(slurp(folder + "/vocab.txt"), config, 30522, &tok, &error)
+                   : mote::convert::hf_tokenizer(slurp(dir), config, 30522, &tok, &error)),
+        error);
+    CHECK(tok.flags == (kUncased | mote::format::kTokAddBos));
+    CHECK((tok.unk_id == 100 && tok.bos_id == 101 && tok.eos_id == 102));
+    const auto tiny = mote_test::open_tiny_model(tok);
+    const size_t checked = check_golden(vocab_txt ? "all-MiniLM-L6-v2 vocab.txt" : "all-MiniLM-L6-v2 tokenizer.json",
+                                        [&](uint32_t flags) { return flags == kUncased ? &tiny->model : nullptr; });
+    CHECK(checked > 2000);
+  }
+}
+
+TEST_CASE("WordPiece cached: nomic-embed-text-v1.5's GGUF vocabulary") {
+  const std::string gguf = cached("nomic-embed-text-v1.5.f16.gguf", "the nomic-embed-text-v1.5 GGUF");
+  if (gguf.empty()) return;
+  const auto tiny = mote_test::open_gguf_tokenizer(gguf);
+  const size_t checked =
+      check_golden("nomic-embed-text-v1.5", [&](uint32_t flags) { return flags == kUncased ? &tiny->model : nullptr; });
+  CHECK(checked > 2000);
 }
 
 TEST_CASE("WordPiece: greedy longest-match pieces, punctuation, [UNK]") {
@@ -208,7 +316,7 @@ TEST_CASE("WordPiece: a small buffer is MOTE_ERR_BUFFER_TOO_SMALL with the size 
 TEST_CASE("WordPiece: detokenizing joins ## pieces, spaces words, spells special tokens") {
   const auto tiny = small_model(kPieces);
   const std::vector<int32_t> ids = {kCls, kUn, kAff, kAble, kComma, kWorld, kSep};
-  CHECK(mote_test::detokenize(tiny->model, ids) == "[CLS] unaffable , world [SEP]");
+  CHECK(mote_test::detokenize(tiny->model, ids) == "[CLS] unaffable, world [SEP]");
   CHECK(mote_test::detokenize(tiny->model, {kHashS, kHello}) == "s hello");  // a first ## piece: no prefix
   char out[8];
   size_t n = 0;
@@ -275,7 +383,29 @@ TEST_CASE("WordPiece import: tokenizer.json, vocab.txt and llama.cpp's phantom s
   CHECK(mote::convert::wordpiece_from_phantom_space("[unused0]") == "[unused0]");
 }
 
-TEST_CASE("WordPiece bert-bge: llama.cpp's GGUF imported") {
+TEST_CASE("WordPiece: a GGUF written by mote imports back the same tokenizer") {
+  std::vector<std::string> pieces = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  pieces.insert(pieces.end(), kPieces.begin(), kPieces.end());
+  std::vector<uint8_t> types(pieces.size(), mote::format::kTokenNormal);
+  for (size_t i = 0; i < 5; ++i) types[i] = mote::format::kTokenControl;
+  mote::convert::TokenizerData tok;
+  std::string error;
+  REQUIRE(mote::convert::build_wordpiece_vocab(pieces, types, {}, 1, 2, 3, "##", 100, "test", &tok, &error));
+  std::vector<uint8_t> bytes;
+  REQUIRE_MESSAGE(mote::convert::serialize_gguf(mote_test::tiny_model_data(tok), &bytes, &error), error);
+  mote::convert::GgufFile file;
+  REQUIRE_MESSAGE(mote::convert::parse_gguf(bytes.data(), bytes.size(), &file, &error), error);
+  mote::convert::Meta meta{file, &error};
+  mote::convert::ModelData back;
+  REQUIRE_MESSAGE(mote::convert::map_tokenizer(file, meta, static_cast<uint32_t>(pieces.size()), &back, &error), error);
+  CHECK(back.tokenizer.kind == mote::format::TokenizerKind::wordpiece);
+  CHECK(back.tokenizer.pieces == tok.pieces);
+  CHECK(back.tokenizer.types == tok.types);
+  CHECK(back.tokenizer.flags == tok.flags);  // a GGUF "bert" vocabulary is uncased
+  CHECK((back.tokenizer.unk_id == 1 && back.tokenizer.bos_id == 2 && back.tokenizer.eos_id == 3));
+}
+
+TEST_CASE("WordPiece cached: llama.cpp's bert-bge GGUF imported") {
   const std::string gguf = bert_bge_path();
   if (gguf.empty()) {
     MOTE_SKIP("ggml-vocab-bert-bge.gguf is absent: run models/fetch_tokenizer_vectors.sh");
@@ -290,5 +420,5 @@ TEST_CASE("WordPiece bert-bge: llama.cpp's GGUF imported") {
   CHECK(tokenize(tiny->model, "Hello, world!", MOTE_TOKENIZE_ADD_BOS) ==
         std::vector<int32_t>{101, 7592, 1010, 2088, 999, 102});
   const std::vector<int32_t> ids = tokenize(tiny->model, "Unaffable tokenizers!");
-  CHECK(mote_test::detokenize(tiny->model, ids) == "unaffable tokenizers !");
+  CHECK(mote_test::detokenize(tiny->model, ids) == "unaffable tokenizers!");
 }

@@ -36,7 +36,8 @@ struct TinyModel {
   mote::format::ModelView view;
 };
 
-inline std::unique_ptr<TinyModel> open_tiny_model(const mote::convert::TokenizerData &tokenizer) {
+// The tiny Llama's model data (the converter's form) around a tokenizer.
+inline mote::convert::ModelData tiny_model_data(const mote::convert::TokenizerData &tokenizer) {
   constexpr uint32_t kDim = 8, kFfn = 16;
   const uint32_t vocab = static_cast<uint32_t>(tokenizer.pieces.size());
   mote::convert::ModelData m;
@@ -65,8 +66,12 @@ inline std::unique_ptr<TinyModel> open_tiny_model(const mote::convert::Tokenizer
   m.tensors.push_back(small_tensor(mote::format::Role::ffn_up, 0, kFfn, kDim));
   m.tensors.push_back(small_tensor(mote::format::Role::output_norm, G, kDim, 1, true));
   m.tokenizer = tokenizer;
+  return m;
+}
+
+inline std::unique_ptr<TinyModel> open_tiny_model(const mote::convert::TokenizerData &tokenizer) {
   auto tiny = std::make_unique<TinyModel>();
-  tiny->bytes = mote_test::AlignedBuffer::copy_of(mote::convert::serialize(m));
+  tiny->bytes = mote_test::AlignedBuffer::copy_of(mote::convert::serialize(tiny_model_data(tokenizer)));
   char message[256] = "";
   REQUIRE_MESSAGE(
       mote_model_open(tiny->bytes.data.get(), tiny->bytes.size, &tiny->model, message, sizeof message) == MOTE_OK,

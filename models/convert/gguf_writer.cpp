@@ -10,6 +10,7 @@
 #include "gguf.hpp"
 #include "message_text.hpp"
 #include "repack.hpp"
+#include "wordpiece_vocab.hpp"
 
 namespace mote::convert {
 namespace {
@@ -185,24 +186,27 @@ const char *gguf_pre_tokenizer_name(const TokenizerData &tok) {
 }
 
 // Token i's GGUF spelling: SentencePiece's spaces as U+2581; a byte-level normal token in
-// GPT-2's byte-to-unicode form, the other types as their literal text.
+// GPT-2's byte-to-unicode form, the other types as their literal text; WordPiece in llama.cpp's
+// phantom-space form.
 std::string gguf_piece(const TokenizerData &tok, size_t i) {
   std::string piece = tok.pieces[i];
   if (tok.kind == format::TokenizerKind::byte_level_bpe) {
     return tok.types[i] == format::kTokenNormal ? gpt2_bytes_to_unicode(piece) : piece;
   }
+  if (tok.kind == format::TokenizerKind::wordpiece) return wordpiece_to_phantom_space(piece);
   for (size_t at = 0; (at = piece.find(' ', at)) != std::string::npos; at += 3) piece.replace(at, 1, "\xE2\x96\x81");
   return piece;
 }
 
 void add_tokenizer(const TokenizerData &tok, Metadata *meta) {
   const bool byte_level = tok.kind == format::TokenizerKind::byte_level_bpe;
-  meta->string("tokenizer.ggml.model", byte_level ? "gpt2" : "llama");
+  const bool wordpiece = tok.kind == format::TokenizerKind::wordpiece;
+  meta->string("tokenizer.ggml.model", byte_level ? "gpt2" : wordpiece ? "bert" : "llama");
   if (byte_level) meta->string("tokenizer.ggml.pre", gguf_pre_tokenizer_name(tok));
   std::vector<std::string> pieces(tok.pieces.size());
   for (size_t i = 0; i < pieces.size(); ++i) pieces[i] = gguf_piece(tok, i);
   meta->strings("tokenizer.ggml.tokens", pieces);
-  if (!byte_level) meta->numbers("tokenizer.ggml.scores", GgufType::f32, tok.scores);
+  if (!byte_level && !wordpiece) meta->numbers("tokenizer.ggml.scores", GgufType::f32, tok.scores);
   meta->numbers("tokenizer.ggml.token_type", GgufType::i32, std::vector<int32_t>(tok.types.begin(), tok.types.end()));
   if (byte_level) {
     std::vector<std::string> merges;
@@ -214,7 +218,11 @@ void add_tokenizer(const TokenizerData &tok, Metadata *meta) {
   if (tok.eos_id >= 0) meta->u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(tok.eos_id));
   if (tok.unk_id >= 0) meta->u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(tok.unk_id));
   meta->boolean("tokenizer.ggml.add_bos_token", (tok.flags & format::kTokAddBos) != 0);
-  if (!byte_level) meta->boolean("tokenizer.ggml.add_space_prefix", (tok.flags & format::kTokAddSpacePrefix) != 0);
+  if (!byte_level && !wordpiece) {
+    meta->boolean("tokenizer.ggml.add_space_prefix", (tok.flags & format::kTokAddSpacePrefix) != 0);
+  }
+  if (wordpiece && tok.bos_id >= 0) meta->u32("tokenizer.ggml.cls_token_id", static_cast<uint32_t>(tok.bos_id));
+  if (wordpiece && tok.eos_id >= 0) meta->u32("tokenizer.ggml.seperator_token_id", static_cast<uint32_t>(tok.eos_id));
   if (const char *text = chat_template_text(tok.chat_template)) meta->string("tokenizer.chat_template", text);
 }
 

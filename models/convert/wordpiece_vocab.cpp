@@ -57,6 +57,13 @@ std::string wordpiece_from_phantom_space(const std::string &token) {
   return format::kWordPiecePrefix + token;
 }
 
+std::string wordpiece_to_phantom_space(const std::string &piece) {
+  if (piece.size() >= 2 && piece.front() == '[' && piece.back() == ']') return piece;
+  const size_t prefix = sizeof format::kWordPiecePrefix - 1;
+  if (piece.compare(0, prefix, format::kWordPiecePrefix) == 0) return piece.substr(prefix);
+  return "\xE2\x96\x81" + piece;
+}
+
 std::vector<std::string> read_vocab_txt(const std::string &text) {
   std::vector<std::string> tokens;
   for (size_t pos = 0; pos < text.size();) {

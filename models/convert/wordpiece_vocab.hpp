@@ -33,6 +33,8 @@ bool build_wordpiece_vocab(std::vector<std::string> pieces, std::vector<uint8_t>
 // U+2581 before it and a continuation without its "##"; "[...]" tokens stay as they are. This
 // undoes that into Hugging Face's spelling.
 std::string wordpiece_from_phantom_space(const std::string &token);
+// The inverse, for the GGUF writer.
+std::string wordpiece_to_phantom_space(const std::string &piece);
 
 // vocab.txt: one token per line, the id is the line number (a trailing "\r" is dropped).
 std::vector<std::string> read_vocab_txt(const std::string &text);

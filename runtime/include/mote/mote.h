@@ -327,7 +327,7 @@ mote_status mote_token_text(const mote_model *model, int32_t token, char *out, s
  * Byte-level BPE: the token's raw bytes, always (control tokens their literal text). WordPiece,
  * as Hugging Face's WordPiece decoder joins pieces: a "##" piece continues the previous word
  * without its "##", any other (special tokens too, as their text: "[CLS]") prints " " first
- * unless prev_token is -1 (Hugging Face's cleanup of spaces before punctuation is not done).
+ * unless prev_token is -1 or the piece is a lone . ? ! or , (Hugging Face's per-token cleanup).
  * Writes up to
  * capacity bytes (not NUL-terminated); *n_bytes gets the length. When the piece does not fit,
  * returns MOTE_ERR_BUFFER_TOO_SMALL with *n_bytes set to the capacity needed (real vocabularies'

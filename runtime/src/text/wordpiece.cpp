@@ -299,7 +299,9 @@ void wordpiece_piece(const TokenizerView &tok, int32_t prev_token, int32_t token
     piece += kPrefixBytes;
     n -= kPrefixBytes;
   }
-  *space = !continues && prev_token >= 0;
+  // Hugging Face's decoder cleanup, per token: no space before a lone . ? ! or ,
+  const bool tight = n == 1 && (piece[0] == '.' || piece[0] == '?' || piece[0] == '!' || piece[0] == ',');
+  *space = !continues && !tight && prev_token >= 0;
   *bytes = piece;
   *n_bytes = n;
 }

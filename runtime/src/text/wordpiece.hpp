@@ -22,7 +22,8 @@ Status encode_wordpiece(const TokenizerView &tok, const TextSpan *spans, size_t 
 
 // What token prints after prev_token (-1: none), as Hugging Face's WordPiece decoder joins
 // pieces: a "##" piece continues the word without its prefix; any other piece (special tokens
-// too, spelled as their text) gets a space before it unless it is the first. *space says
+// too, spelled as their text) gets a space before it unless it is the first or a lone . ? ! ,
+// (the decoder's cleanup, which works per token). *space says
 // whether to print " " before [*bytes, *bytes + *n_bytes) (which points into the model bytes);
 // nothing for an id out of range.
 void wordpiece_piece(const TokenizerView &tok, int32_t prev_token, int32_t token, bool *space, const char **bytes,
