@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench and llama-quantize (CPU only, native) as a benchmark peer for
-# bench/compare.py. The source is llama.cpp as vendored in the PyPI source distribution of
+# Builds llama.cpp's llama-bench, llama-quantize and llama-embedding (CPU only, native) as a
+# benchmark peer for bench/compare.py and bench/embed_compare.py. The source is llama.cpp as vendored in the PyPI source distribution of
 # llama-cpp-python (PyPI is reachable where GitHub may not be), pinned so that every run
 # compares against the same llama.cpp (0c1e57098bba, ggml 0.25.3).
 #
@@ -30,7 +30,7 @@ bin="$build/bin"
 
 say() { echo "build_llama_cpp: $*" >&2; }
 
-if [ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ]; then
+if [ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ] && [ -x "$bin/llama-embedding" ]; then
   say "reusing the build in $build"
   echo "$bin"
   exit 0
@@ -63,9 +63,9 @@ say "configuring $tree"
 cmake -S "$tree" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=ON -DCMAKE_C_FLAGS="$no_amx" -DCMAKE_CXX_FLAGS="$no_amx" \
   -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-  -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF >&2
-say "building llama-bench and llama-quantize with -j$jobs (a few minutes)"
-cmake --build "$build" --target llama-bench llama-quantize -j "$jobs" >&2
-[ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ] ||
+  -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON >&2
+say "building llama-bench, llama-quantize and llama-embedding with -j$jobs (a few minutes)"
+cmake --build "$build" --target llama-bench llama-quantize llama-embedding -j "$jobs" >&2
+[ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ] && [ -x "$bin/llama-embedding" ] ||
   { say "the build finished but $bin lacks the binaries"; exit 1; }
 echo "$bin"

@@ -229,8 +229,8 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
     }
     s = i;
   }
-  // Per file: tied when there is no classifier; Llama 3's scaled RoPE stores its factors.
-  const bool tied = slot_of(Role::output, format::kNoLayer) == SIZE_MAX;
+  // Per file: tied when there is no classifier (an encoder has none at all); Llama 3's scaled RoPE stores its factors.
+  const bool tied = slot_of(Role::output, format::kNoLayer) == SIZE_MAX && (c.flags & format::kFlagEncoder) == 0;
   c.flags |= tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
   // (llama.cpp reads rope_freqs for llama only: elsewhere it has no place, below.)
   const bool factors = slot_of(Role::rope_freqs, format::kNoLayer) != SIZE_MAX;

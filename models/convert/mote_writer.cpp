@@ -98,9 +98,16 @@ std::vector<uint8_t> serialize_tokenizer(const TokenizerData &tok) {
 
 std::vector<TensorSlot> tensor_slots(const format::ModelConfig &c) {
   using format::Role;
-  // File order: the global inputs, each layer's tensors in role order, the head.
-  static const Role kFirst[] = {Role::token_embedding, Role::pos_embd, Role::rope_freqs};
+  // File order: the token embedding, the other global inputs in role order, each layer's tensors
+  // in role order, the head.
   static const Role kLast[] = {Role::output_norm, Role::output_norm_bias, Role::output};
+  std::vector<Role> first = {Role::token_embedding};
+  for (uint32_t role = 1; role < format::kRoleCount; ++role) {
+    const Role r = static_cast<Role>(role);
+    if (!format::role_info(role)->per_layer && r != Role::token_embedding &&
+        std::find(std::begin(kLast), std::end(kLast), r) == std::end(kLast))
+      first.push_back(r);
+  }
   const format::BlockSpec spec = format::block_spec(c);
   std::vector<TensorSlot> slots;
   auto add = [&](Role role, uint32_t layer) {
@@ -109,7 +116,7 @@ std::vector<TensorSlot> tensor_slots(const format::ModelConfig &c) {
     format::expected_shape(c, role, &n_dims, &rows, &cols);
     slots.push_back({role, layer, rows, n_dims == 2 ? cols : 0});
   };
-  for (Role role : kFirst) add(role, format::kNoLayer);
+  for (Role role : first) add(role, format::kNoLayer);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     for (uint32_t role = 1; role < format::kRoleCount; ++role) {
       if (format::role_info(role)->per_layer) add(static_cast<Role>(role), l);

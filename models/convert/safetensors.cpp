@@ -111,13 +111,17 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
       return false;
     }
     t.dtype = dtype->text;
+    // Every dtype the format names is parsed (a checkpoint keeps integer buffers such as BERT's
+    // position_ids); only F32, F16 and BF16 tensors can become weights (convert_hf_tensor).
+    static const struct {
+      const char *name;
+      uint64_t bytes;
+    } kDtypes[] = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},
+                   {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}};
     uint64_t element_bytes = 0;
-    if (t.dtype == "F32")
-      element_bytes = 4;
-    else if (t.dtype == "F16" || t.dtype == "BF16")
-      element_bytes = 2;
-    else {
-      *error = what + " has dtype '" + printable(t.dtype) + "' (only F32, F16 and BF16 are supported)";
+    for (const auto &d : kDtypes) element_bytes = t.dtype == d.name ? d.bytes : element_bytes;
+    if (element_bytes == 0) {
+      *error = what + " has dtype '" + printable(t.dtype) + "', which safetensors does not define";
       return false;
     }
     uint64_t elements = 1;
@@ -357,6 +361,11 @@ bool convert_hf_tensor(const std::string &where, const HfConfig &hf, const Tenso
     for (size_t d = 0; d < expect.size(); ++d) need += (d ? ", " : "") + num(expect[d]);
     *error =
         "'" + where + "': tensor '" + printable(t.name) + "' has shape [" + got + "]; config.json needs [" + need + "]";
+    return false;
+  }
+  if (t.dtype != "F32" && t.dtype != "F16" && t.dtype != "BF16") {
+    *error = "'" + where + "': tensor '" + printable(t.name) + "' has dtype '" + printable(t.dtype) +
+             "' (only F32, F16 and BF16 weights are supported)";
     return false;
   }
   const GgmlType type = t.dtype == "F32" ? GgmlType::f32 : t.dtype == "F16" ? GgmlType::f16 : GgmlType::bf16;
