@@ -37,12 +37,13 @@ int fail(const char *what, const char *detail) {
 }
 
 int open_model_and_session(mote_model *model, mote_session *session, unsigned char *arena, size_t arena_bytes,
-                           bool quiet) {
+                           bool quiet, uint32_t tokens) {
   char err[160];
   const size_t model_bytes = static_cast<size_t>(mote_fw_model_end - mote_fw_model);
   if (mote_model_open(mote_fw_model, model_bytes, model, err, sizeof err) != MOTE_OK) return fail("model", err);
   mote_session_options options = mote_session_options_default();
-  options.batch_size = 1;
+  options.batch_size = tokens > 0 ? tokens : 1;
+  if (tokens > 0) options.context_length = tokens;
   const size_t needed = mote_arena_size(model, &options);
   if (needed == 0 || needed > arena_bytes) {
     std::snprintf(err, sizeof err, "the session needs %u bytes, the build computed %u", static_cast<unsigned>(needed),

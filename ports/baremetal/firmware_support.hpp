@@ -40,14 +40,15 @@ inline double cycles_to_ms(uint64_t cycles) { return static_cast<double>(cycles)
 int fail(const char *what, const char *detail);
 
 // Opens the embedded model in place and a session in the static arena with the options the build
-// sized it for (batch 1: the smallest arena; the model's full context; f32 KV cache), and prints
-// where everything lives.
+// sized it for (batch 1: the smallest arena; the model's full context; f32 KV cache; or, with
+// tokens > 0, a batch and context of that many tokens: the embedder's one step), and prints where
+// everything lives.
 // The build's figure comes from the host tool, whose pointers are 8 bytes: a 32-bit core needs
 // as many bytes or a few hundred fewer (the session's own tables hold pointers), never more; more
 // would fail here, naming both sizes. Prints the board, model and arena line unless quiet (a
 // reboot's second open). Returns 0, or the exit status of a failure.
 int open_model_and_session(mote_model *model, mote_session *session, unsigned char *arena, size_t arena_bytes,
-                           bool quiet = false);
+                           bool quiet = false, uint32_t tokens = 0);
 // "stack high-water N of M B (painted at reset)" on one line.
 void print_stack();
 
