@@ -257,3 +257,42 @@ TEST_CASE("smollm2: f16 weights (the default model's) stay close to transformers
   // errors are 0.017-0.034 on these prompts, and the greedy continuations stay the same.
   check_against_transformers(m->model, 5e-2f);
 }
+
+TEST_CASE("smollm2: mote_generate ends a chat reply at <|im_end|>, or with ignore_eos passes it on and goes on") {
+  const Converted *m = smollm2(std::nullopt);
+  if (m == nullptr) return;
+  const std::string question = "What is the capital of France?";
+  const mote_chat_message messages[] = {{MOTE_ROLE_USER, question.data(), question.size()}};
+  std::vector<int32_t> prompt(256);
+  size_t n = 0;
+  REQUIRE(mote_chat_tokenize(&m->model, messages, 1, MOTE_CHAT_ADD_ASSISTANT_PROMPT, prompt.data(), prompt.size(),
+                             &n) == MOTE_OK);
+  prompt.resize(n);
+  auto reply = [&](int32_t ignore_eos, uint32_t *generated) {
+    mote_sampler_options options = mote_sampler_options_default();
+    options.temperature = 0;
+    options.ignore_eos = ignore_eos;
+    auto s = mote_test::open_session(m->model, mote_session_options_default());
+    std::string text;
+    auto append = [](void *user, int32_t, const char *piece, size_t len) {
+      static_cast<std::string *>(user)->append(piece, len);
+      return 0;
+    };
+    REQUIRE(mote_generate(&s->session, prompt.data(), prompt.size(), 48, &options, append, &text, generated) ==
+            MOTE_OK);
+    return text;
+  };
+  uint32_t ended = 0, endless = 0;
+  const std::string short_reply = reply(0, &ended);
+  const std::string long_reply = reply(1, &endless);
+  CHECK(ended < 48);
+  CHECK(short_reply.find("Paris") != std::string::npos);
+  CHECK(short_reply.find("<|im_end|>") == std::string::npos);
+  CHECK(endless == 48);
+  CHECK(long_reply.rfind(short_reply + "<|im_end|>", 0) == 0);  // the same reply, its end token spelled, then more
+  mote_sampler_options bad = mote_sampler_options_default();
+  bad.ignore_eos = 2;
+  char err[128] = "";
+  CHECK(mote_sampler_options_validate(&bad, err, sizeof err) == MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(err) == "ignore_eos must be 0 or 1");
+}

@@ -77,8 +77,7 @@ class Conversation {
     owed_.clear();
     stats->prompt_tokens = tokens.size() - reused;
     stats->prefill_seconds = now_seconds() - start;
-    const mote_status status =
-        generate(model_, &session_, sampling, tokens.back(), out, &stats->reply, interrupt_flag());
+    const mote_status status = generate(&session_, sampling, out, &stats->reply, interrupt_flag());
     if (status == MOTE_ERR_CONTEXT_FULL) return TurnResult::kContextFull;
     if (status != MOTE_OK) {
       *error = stats->reply.error;

@@ -578,49 +578,49 @@ bool stdout_is_stderr() {
 
 }  // namespace
 
-mote_status generate(const mote_model &model, mote_session *session, const GenerationSettings &settings,
-                     int32_t previous, FILE *out, Generated *generated, const volatile std::sig_atomic_t *interrupt) {
+namespace {
+
+// What mote_generate's on_token callback writes a reply through.
+struct ReplySink {
+  ReplyWriter *writer;
+  Generated *generated;
+  double start;
+  const volatile std::sig_atomic_t *interrupt;
+};
+
+int write_reply_token(void *user, int32_t, const char *piece, size_t n) {
+  ReplySink &sink = *static_cast<ReplySink *>(user);
+  // The token and its text came from the model file: if it was written meanwhile, stop before
+  // printing them (a write moves ctime before its data lands).
+  exit_if_model_changed();
+  if (sink.generated->tokens++ == 0) sink.generated->first_token_seconds = now_seconds() - sink.start;
+  const bool stop = sink.writer->write(piece, n);
+  return stop || (sink.interrupt != nullptr && *sink.interrupt != 0) ? 1 : 0;
+}
+
+}  // namespace
+
+mote_status generate(mote_session *session, const GenerationSettings &settings, FILE *out, Generated *generated,
+                     const volatile std::sig_atomic_t *interrupt) {
   *generated = Generated{};
-  mote_sampler_seed(session, settings.sampler.seed);
   const double start = now_seconds();
   ReplyWriter writer(out, settings.stop, &generated->text);
-  std::vector<char> piece(256);
-  mote_status status = MOTE_OK;
   mote_grammar *grammar = settings.compiled_grammar ? &settings.compiled_grammar->grammar : nullptr;
   if (grammar != nullptr) mote_grammar_reset(grammar);
-  for (uint32_t i = 0; i < settings.n_new && (interrupt == nullptr || *interrupt == 0); ++i) {
-    int32_t token = 0;
-    status = grammar != nullptr ? mote_sample_grammar(session, &settings.sampler, grammar, &token)
-                                : mote_sample(session, &settings.sampler, &token);
-    if (status == MOTE_ERR_NUMERIC || status == MOTE_ERR_GRAMMAR) {
-      generated->error = "generation step " + std::to_string(i) + ": ";
-    }
-    if (status != MOTE_OK) break;
-    // A grammar allows an end token only once it is complete: it always ends the reply.
-    if ((!settings.ignore_eos || grammar != nullptr) && mote_token_ends_generation(&model, token)) break;
-    if (mote_session_position(session) >= mote_session_context_length(session)) {
-      status = MOTE_ERR_CONTEXT_FULL;
-      break;
-    }
-    size_t n = 0;
-    if (mote_detokenize(&model, previous, token, piece.data(), piece.size(), &n) == MOTE_ERR_BUFFER_TOO_SMALL) {
-      piece.resize(n);
-      mote_detokenize(&model, previous, token, piece.data(), piece.size(), &n);
-    }
-    // The token and its text came from the model file: if it was written meanwhile, stop
-    // before printing them (a write moves ctime before its data lands).
-    exit_if_model_changed();
-    if (generated->tokens++ == 0) generated->first_token_seconds = now_seconds() - start;
-    const bool stop = writer.write(piece.data(), n);
-    const float *logits = nullptr;
-    status = mote_decode(session, token, &logits);  // the cache holds every token the reader saw
-    if (status != MOTE_OK || stop) break;
-    if (grammar != nullptr && (mote_grammar_state(grammar) & MOTE_GRAMMAR_CAN_CONTINUE) == 0) break;
-    previous = token;
+  mote_sampler_options options = settings.sampler;
+  options.ignore_eos = settings.ignore_eos ? 1 : 0;
+  ReplySink sink{&writer, generated, start, interrupt};
+  mote_status status = MOTE_OK;
+  if (interrupt == nullptr || *interrupt == 0) {
+    // The prompt is in the cache already (prefill_with_progress): mote_generate samples from its logits.
+    status = mote_generate_constrained(session, nullptr, 0, settings.n_new, &options, grammar, write_reply_token, &sink,
+                                       nullptr);
   }
+  // Ctrl-C between steps reaches mote_generate through the sessions' on_progress: the reply so far stands.
+  if (status == MOTE_ERR_ABORTED) status = MOTE_OK;
   writer.finish();
   generated->seconds = now_seconds() - start;
-  if (status != MOTE_OK && status != MOTE_ERR_CONTEXT_FULL) generated->error += mote_session_error(session);
+  if (status != MOTE_OK && status != MOTE_ERR_CONTEXT_FULL) generated->error = mote_session_error(session);
   return status;
 }
 

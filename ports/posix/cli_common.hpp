@@ -251,9 +251,9 @@ struct Generated {
   std::string text;   // what was printed
   std::string error;  // why it failed (a status other than MOTE_OK or MOTE_ERR_CONTEXT_FULL)
 };
-// previous: the last token in the cache (-1 for none), which some tokenizers need to print the first piece.
-mote_status generate(const mote_model &model, mote_session *session, const GenerationSettings &settings,
-                     int32_t previous, FILE *out, Generated *generated,
+// mote_generate_constrained (the library's loop, no copy of it here) with the text printed from its
+// callback.
+mote_status generate(mote_session *session, const GenerationSettings &settings, FILE *out, Generated *generated,
                      const volatile std::sig_atomic_t *interrupt = nullptr);
 
 // mote_prefill that prints the prompt-processing progress ("prompt 1200/5343 tokens, 410 tok/s")

@@ -128,7 +128,7 @@ int command_run(int argc, char **argv) {
   }
   if (status != MOTE_OK) return report("run", mote_session_error(session), kExitError);
   Generated generated;
-  status = generate(loaded->model, session, settings, tokens.back(), stdout, &generated, interrupt_flag());
+  status = generate(session, settings, stdout, &generated, interrupt_flag());
   end_reply_line();
   if (status == MOTE_ERR_CONTEXT_FULL) {
     stats_line("mote run: stopped: the context of %u tokens is full\n", static_cast<unsigned>(capacity));

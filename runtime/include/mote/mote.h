@@ -388,6 +388,8 @@ typedef struct mote_sampler_options {
   float repetition_penalty; /* 1 = off; applied to tokens among the last repetition_last_n */
   int32_t repetition_last_n;
   uint64_t seed;
+  int32_t ignore_eos; /* 1: mote_generate samples past end tokens, passing each to on_token like any
+                         other (llama.cpp's --ignore-eos; a grammar still ends at one); 0: they end it */
 } mote_sampler_options;
 
 mote_sampler_options mote_sampler_options_default(void);

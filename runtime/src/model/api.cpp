@@ -5,10 +5,10 @@
 
 #include "format/reader.hpp"
 #include "format/values.hpp"
+#include "grammar/grammar.hpp"
 #include "model/model.hpp"
 #include "model/state.hpp"
 #include "mote/mote.h"
-#include "grammar/grammar.hpp"
 #include "sample/grammar_sample.hpp"
 #include "sample/sampler.hpp"
 #include "text/byte_level_bpe.hpp"
@@ -47,6 +47,18 @@ bool has_byte_level_tokenizer(const Model &m) {
 
 bool has_wordpiece_tokenizer(const Model &m) {
   return m.view.tokenizer_kind == static_cast<uint32_t>(format::TokenizerKind::wordpiece);
+}
+
+// The bytes token prints after prev_token, as mote_detokenize gives them for byte-level BPE and
+// SentencePiece (raw bytes, byte tokens as their byte, control tokens of byte-level vocabularies
+// spelled out); byte is storage for a byte token's one byte. WordPiece needs its own spacing
+// (mote_detokenize), and its encoders never generate.
+void token_piece(const Model &m, int32_t prev_token, int32_t token, char *byte, const char **piece, size_t *n) {
+  if (has_byte_level_tokenizer(m)) {
+    byte_level_piece(m.view.tokenizer, token, piece, n);
+  } else {
+    piece_for(m.view.tokenizer, prev_token, token, byte, piece, n);
+  }
 }
 
 // mote_tokenize for byte-level BPE: BOS (asked for and present) first, then the text.
@@ -126,8 +138,8 @@ bool ends_generation(const Model &m, int32_t token) {
 
 // An encoder (an embedder: BERT) has no classifier, so nothing to decode or sample with.
 Status refuse_encoder(Session &s, const char *what) {
-  return fail(session_sink(s), MOTE_ERR_UNSUPPORTED, "this model is an embedder with no classifier: it cannot %s (use mote_embed)",
-              what);
+  return fail(session_sink(s), MOTE_ERR_UNSUPPORTED,
+              "this model is an embedder with no classifier: it cannot %s (use mote_embed)", what);
 }
 
 // Whether the session's progress callback asks to stop, told done of total (each below the
@@ -228,8 +240,8 @@ Status sample_next(Session &s, const mote_sampler_options *options, grammar::Gra
     if (picked != MOTE_ERR_NUMERIC) return picked;
     *token = -1;
   } else {
-    *token = sample(*options, s.rng, s.state.logits, vocab, s.history + (s.position - n_recent), n_recent,
-                    s.candidates, &bad);
+    *token = sample(*options, s.rng, s.state.logits, vocab, s.history + (s.position - n_recent), n_recent, s.candidates,
+                    &bad);
   }
   if (*token < 0) {
     char number[32];
@@ -260,7 +272,8 @@ Status generate(Session &s, const int32_t *prompt, size_t n_prompt, uint32_t max
       return fail(session_sink(s), status, "generation step %u: %s", static_cast<unsigned>(i), reason);
     }
     if (status != MOTE_OK) return status;
-    if (ends_generation(s.model, token)) break;
+    // A grammar allows an end token only once it is complete: then it ends the reply anyway.
+    if (ends_generation(s.model, token) && (options->ignore_eos == 0 || g != nullptr)) break;
     if (s.position >= s.context_length) {
       return fail(session_sink(s), MOTE_ERR_CONTEXT_FULL, "the context of %u tokens is full",
                   static_cast<unsigned>(s.context_length));
@@ -272,7 +285,7 @@ Status generate(Session &s, const int32_t *prompt, size_t n_prompt, uint32_t max
       char byte = 0;
       const char *piece = nullptr;
       size_t n = 0;
-      piece_for(s.model.view.tokenizer, prev, token, &byte, &piece, &n);
+      token_piece(s.model, prev, token, &byte, &piece, &n);
       stop = on_token(user, token, piece, n) != 0;
     }
     status = s.backend->decode(s, token);  // the cache holds every token the caller saw
@@ -504,21 +517,18 @@ mote_status mote_detokenize(const mote_model *model, int32_t prev_token, int32_t
   const Model *m = model_of(model);
   if (m == nullptr || n_bytes == nullptr || (out == nullptr && capacity > 0)) return MOTE_ERR_INVALID_ARGUMENT;
   *n_bytes = 0;
-  const bool byte_level = has_byte_level_tokenizer(*m);
   const bool wordpiece = has_wordpiece_tokenizer(*m);
-  if (!byte_level && !wordpiece && !has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
+  if (!has_byte_level_tokenizer(*m) && !wordpiece && !has_sentencepiece_tokenizer(*m)) return MOTE_ERR_UNSUPPORTED;
   const int64_t vocab = m->view.config.vocab_size;
   if (token < 0 || token >= vocab || prev_token < -1 || prev_token >= vocab) return MOTE_ERR_BAD_TOKEN;
   char byte = 0;
   const char *piece = nullptr;
   size_t n = 0;
   bool space = false;  // WordPiece: a word's first piece after another word
-  if (byte_level) {
-    byte_level_piece(m->view.tokenizer, token, &piece, &n);  // raw bytes; control tokens spell themselves
-  } else if (wordpiece) {
+  if (wordpiece) {
     wordpiece_piece(m->view.tokenizer, prev_token, token, &space, &piece, &n);
   } else {
-    piece_for(m->view.tokenizer, prev_token, token, &byte, &piece, &n);
+    token_piece(*m, prev_token, token, &byte, &piece, &n);
   }
   *n_bytes = n + (space ? 1 : 0);
   if (*n_bytes > capacity) return MOTE_ERR_BUFFER_TOO_SMALL;
@@ -583,6 +593,7 @@ mote_sampler_options mote_sampler_options_default(void) {
   o.repetition_penalty = 1.0f;
   o.repetition_last_n = 64;
   o.seed = 0;
+  o.ignore_eos = 0;
   return o;
 }
 
@@ -609,6 +620,7 @@ mote_status mote_sampler_options_validate(const mote_sampler_options *options, c
   if (o.repetition_last_n < 0) {
     return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "repetition window must be >= 0 tokens");
   }
+  if (o.ignore_eos != 0 && o.ignore_eos != 1) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "ignore_eos must be 0 or 1");
   return MOTE_OK;
 }
 
