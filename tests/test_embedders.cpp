@@ -329,3 +329,98 @@ TEST_CASE("embedders real: nomic-embed-text-v1.5 equals the float64 numpy refere
   CHECK(worst >= kCosineF32);
   check_variants(gguf, "nomic", ids, oracle, kDim);
 }
+
+// ---- tiny random-weight embedders against the float64 oracle (no downloads) ------------------
+// tests/golden/tiny_embedders (tests/golden/gen_tiny_embedders.py; its README says what each file
+// is): a bert as a sentence-transformers folder and as a GGUF, a nomic-bert GGUF, each with the
+// oracle's mean and [CLS] pooled final states (unnormalized) of four id sequences (1, 5, 17, 40
+// tokens). The generator shows each feature (token types, embedding norm, post-norm order, erf
+// GELU, learned positions, NeoX RoPE) moves the oracle's vectors by at least 70 times kTinyBound.
+
+namespace {
+
+constexpr double kTinyBound = 1e-4;  // of each oracle vector's max |x|: f32 accumulation over dim 32, ffn 48
+constexpr size_t kTinyDim = 32;
+
+// Per text: each mote_embed alone, then all of them in one mote_embed_batch call.
+std::pair<std::vector<float>, std::vector<float>> embed_tiny(const mote_model &model,
+                                                             const std::vector<std::vector<int32_t>> &ids,
+                                                             mote_pool pool) {
+  std::vector<int32_t> all;
+  std::vector<uint32_t> lengths;
+  for (const auto &line : ids) {
+    all.insert(all.end(), line.begin(), line.end());
+    lengths.push_back(static_cast<uint32_t>(line.size()));
+  }
+  mote_session_options options = mote_session_options_default();
+  options.batch_size = options.context_length = static_cast<uint32_t>(all.size());
+  options.n_threads = 2;
+  auto s = mote_test::open_session(model, options);
+  std::vector<float> each(ids.size() * kTinyDim), batch(ids.size() * kTinyDim);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    REQUIRE_MESSAGE(mote_embed(&s->session, ids[i].data(), ids[i].size(), pool, 0, &each[i * kTinyDim], kTinyDim) ==
+                        MOTE_OK,
+                    mote_session_error(&s->session));
+  }
+  REQUIRE_MESSAGE(mote_embed_batch(&s->session, all.data(), lengths.data(), lengths.size(), pool, 0, batch.data(),
+                                   batch.size()) == MOTE_OK,
+                  mote_session_error(&s->session));
+  return {each, batch};
+}
+
+// The worst over rows of max |got - want| / max |want|.
+double worst_relative(const std::vector<float> &got, const std::vector<float> &want) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (size_t row = 0; row < want.size() / kTinyDim; ++row) {
+    double diff = 0, scale = 0;
+    for (size_t i = row * kTinyDim; i < (row + 1) * kTinyDim; ++i) {
+      diff = std::max(diff, std::fabs(double(got[i]) - want[i]));
+      scale = std::max(scale, std::fabs(double(want[i])));
+    }
+    worst = std::max(worst, diff / scale);
+  }
+  return worst;
+}
+
+// Converts source (f32), checks it is an encoder, compares both poolings with the oracle; returns
+// the mean-pooled then the [CLS] vectors.
+std::vector<float> check_tiny(const std::string &source, const std::string &name, const std::string &dir,
+                              const char *family) {
+  const auto ids = read_id_lines(mote_test::golden_path("tiny_embedders/" + dir + "/ids.txt"));
+  REQUIRE(ids.size() == 4);
+  auto m = convert_with_cli(mote_test::golden_path(source), name, "--dtype f32");
+  REQUIRE(m != nullptr);
+  mote_model_info info;
+  mote_model_info_get(&m->model, &info);
+  CHECK(std::string(info.family) == family);
+  CHECK(info.dim == kTinyDim);
+  CHECK(info.pooling == MOTE_POOL_MEAN);
+  CHECK((info.block_flags & MOTE_BLOCK_ENCODER) != 0);
+  const mote_cli_test::Result r = run_cli("inspect " + quote(m->path));
+  CHECK(r.code == 0);
+  CHECK_MESSAGE(r.out.find("encoder") != std::string::npos, r.out);
+  std::vector<float> vectors;
+  for (const auto &[pool, file] : {std::pair<mote_pool, const char *>{MOTE_POOL_MEAN, "mean"}, {MOTE_POOL_CLS, "cls"}}) {
+    const std::vector<float> oracle =
+        mote_test::read_floats(mote_test::golden_path("tiny_embedders/" + dir + "/" + file + ".f32"));
+    REQUIRE(oracle.size() == ids.size() * kTinyDim);
+    const auto [each, batch] = embed_tiny(m->model, ids, pool);
+    const double worst = worst_relative(each, oracle);
+    MESSAGE(name << " " << std::string(file) << " pooling: worst |mote - oracle| / max|oracle| " << worst);
+    CHECK(worst <= kTinyBound);
+    CHECK(each == batch);  // a text's vector does not depend on the texts beside it (DESIGN.md)
+    vectors.insert(vectors.end(), each.begin(), each.end());
+  }
+  return vectors;
+}
+
+}  // namespace
+
+TEST_CASE("embedders: tiny bert (folder and GGUF) and nomic-bert equal the float64 oracle, alone and batched") {
+  if (!mote_cli_test::have_cli()) return;
+  const std::vector<float> hf = check_tiny("tiny_embedders/bert/hf", "tiny_bert_hf", "bert", "bert");
+  const std::vector<float> gguf = check_tiny("tiny_embedders/bert/model.gguf", "tiny_bert_gguf", "bert", "bert");
+  CHECK(worst_relative(gguf, hf) <= 1e-5);  // the same weights through both importers
+  check_tiny("tiny_embedders/nomic_bert/model.gguf", "tiny_nomic_bert", "nomic_bert", "nomic-bert");
+}
