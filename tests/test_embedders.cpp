@@ -358,9 +358,9 @@ std::pair<std::vector<float>, std::vector<float>> embed_tiny(const mote_model &m
   auto s = mote_test::open_session(model, options);
   std::vector<float> each(ids.size() * kTinyDim), batch(ids.size() * kTinyDim);
   for (size_t i = 0; i < ids.size(); ++i) {
-    REQUIRE_MESSAGE(mote_embed(&s->session, ids[i].data(), ids[i].size(), pool, 0, &each[i * kTinyDim], kTinyDim) ==
-                        MOTE_OK,
-                    mote_session_error(&s->session));
+    REQUIRE_MESSAGE(
+        mote_embed(&s->session, ids[i].data(), ids[i].size(), pool, 0, &each[i * kTinyDim], kTinyDim) == MOTE_OK,
+        mote_session_error(&s->session));
   }
   REQUIRE_MESSAGE(mote_embed_batch(&s->session, all.data(), lengths.data(), lengths.size(), pool, 0, batch.data(),
                                    batch.size()) == MOTE_OK,
@@ -401,7 +401,8 @@ std::vector<float> check_tiny(const std::string &source, const std::string &name
   CHECK(r.code == 0);
   CHECK_MESSAGE(r.out.find("encoder") != std::string::npos, r.out);
   std::vector<float> vectors;
-  for (const auto &[pool, file] : {std::pair<mote_pool, const char *>{MOTE_POOL_MEAN, "mean"}, {MOTE_POOL_CLS, "cls"}}) {
+  for (const auto &[pool, file] :
+       {std::pair<mote_pool, const char *>{MOTE_POOL_MEAN, "mean"}, {MOTE_POOL_CLS, "cls"}}) {
     const std::vector<float> oracle =
         mote_test::read_floats(mote_test::golden_path("tiny_embedders/" + dir + "/" + file + ".f32"));
     REQUIRE(oracle.size() == ids.size() * kTinyDim);
