@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -424,4 +426,86 @@ TEST_CASE("embedders: tiny bert (folder and GGUF) and nomic-bert equal the float
   const std::vector<float> gguf = check_tiny("tiny_embedders/bert/model.gguf", "tiny_bert_gguf", "bert", "bert");
   CHECK(worst_relative(gguf, hf) <= 1e-5);  // the same weights through both importers
   check_tiny("tiny_embedders/nomic_bert/model.gguf", "tiny_nomic_bert", "nomic_bert", "nomic-bert");
+}
+
+namespace {
+
+// A copy of the tiny bert folder in the workspace, with edit applied to its files.
+std::string tiny_bert_folder(const std::string &name, const std::function<void(const std::string &dir)> &edit) {
+  namespace fs = std::filesystem;
+  const std::string dir = mote_cli_test::workspace().path(name);
+  fs::remove_all(dir);
+  fs::copy(mote_test::golden_path("tiny_embedders/bert/hf"), dir, fs::copy_options::recursive);
+  if (edit != nullptr) edit(dir);
+  return dir;
+}
+
+void replace_in(const std::string &path, const std::string &from, const std::string &to) {
+  std::string text = mote_cli_test::slurp(path);
+  const size_t at = text.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, path << " has no " << from);
+  text.replace(at, from.size(), to);
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+}  // namespace
+
+TEST_CASE("embedders: every tiny conversion tokenizes as Hugging Face; the folder's refusals through mote convert") {
+  if (!mote_cli_test::have_cli()) return;
+  const std::vector<std::string> texts = read_all_lines(mote_test::golden_path("tiny_embedders/texts.txt"));
+  const auto expected = read_id_lines(mote_test::golden_path("tiny_embedders/text_ids.txt"));
+  const std::string vocab_only =  // BertTokenizer's files alone: vocab.txt and tokenizer_config.json
+      tiny_bert_folder("tiny_bert_vocab_txt",
+                       [](const std::string &dir) { std::filesystem::remove(dir + "/tokenizer.json"); });
+  for (const std::string &source : {mote_test::golden_path("tiny_embedders/bert/hf"), vocab_only,
+                                    mote_test::golden_path("tiny_embedders/bert/model.gguf"),
+                                    mote_test::golden_path("tiny_embedders/nomic_bert/model.gguf")}) {
+    INFO(source);
+    auto m = convert_with_cli(source, "tiny_tokens", "--dtype f32");
+    REQUIRE(m != nullptr);
+    check_tokens(m->model, texts, expected, 64);
+    mote_model_info info;
+    mote_model_info_get(&m->model, &info);
+    CHECK(info.normalize_embeddings == 1);  // modules.json's Normalize; llama.cpp's default for a GGUF
+  }
+
+  // sentence-transformers' pooling files decide the pooling and normalization.
+  auto cls = convert_with_cli(
+      tiny_bert_folder("tiny_bert_cls",
+                       [](const std::string &dir) {
+                         replace_in(dir + "/1_Pooling/config.json", "\"pooling_mode_cls_token\": false",
+                                    "\"pooling_mode_cls_token\": true");
+                         replace_in(dir + "/1_Pooling/config.json", "\"pooling_mode_mean_tokens\": true",
+                                    "\"pooling_mode_mean_tokens\": false");
+                         replace_in(dir + "/modules.json", "models.Normalize", "models.Dense");
+                       }),
+      "tiny_bert_cls", "--dtype f32");
+  REQUIRE(cls != nullptr);
+  mote_model_info info;
+  mote_model_info_get(&cls->model, &info);
+  CHECK(info.pooling == MOTE_POOL_CLS);
+  CHECK(info.normalize_embeddings == 0);
+
+  const struct {
+    const char *name, *file, *from, *to, *message;
+  } bad[] = {
+      {"relu", "config.json", "\"hidden_act\": \"gelu\"", "\"hidden_act\": \"relu\"",
+       "hidden_act 'relu' is not supported"},
+      {"max_pool", "1_Pooling/config.json", "\"pooling_mode_max_tokens\": false", "\"pooling_mode_max_tokens\": true",
+       "pooling_mode_max_tokens"},
+      {"rotary", "config.json", "\"position_embedding_type\": \"absolute\"",
+       "\"position_embedding_type\": \"relative_key_query\"", "position_embedding_type 'relative_key_query'"},
+      {"few_positions", "config.json", "\"max_position_embeddings\": 64", "\"max_position_embeddings\": 32",
+       "embeddings.position_embeddings.weight"},
+      {"wide_vocab", "config.json", "\"vocab_size\": 118", "\"vocab_size\": 119", "word_embeddings"},
+  };
+  for (const auto &b : bad) {
+    const std::string dir = tiny_bert_folder(std::string("tiny_bert_") + b.name,
+                                             [&](const std::string &d) { replace_in(d + "/" + b.file, b.from, b.to); });
+    const mote_cli_test::Result r = run_cli("convert " + quote(dir) + " -o " + quote(dir + ".mote"));
+    INFO(b.name << ": " << r.err);
+    CHECK(r.code != 0);
+    CHECK(r.err.find(b.message) != std::string::npos);
+    CHECK(mote_cli_test::count_newlines(r.err) == 1);
+  }
 }

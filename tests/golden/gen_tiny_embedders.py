@@ -12,6 +12,8 @@ tests/fuzz/regressions/hf/tiny_bert (a smaller model: dim 8, one layer). Per mod
                       vocab.txt, tokenizer.json (WordPiece), tokenizer_config.json, modules.json,
                       1_Pooling/config.json (mean)
   nomic_bert/model.gguf   GGUF architecture nomic-bert (fused QKV, SwiGLU, NeoX RoPE base 1000)
+  texts.txt, text_ids.txt   two texts and their ids by Hugging Face tokenizers' BertWordPiece (the
+                      vocabulary of every model here): each conversion must tokenize them so
   */ids.txt           the token-id sequences every test embeds (lengths 1, 5, 17, 40), one a line
   */mean.f32, cls.f32 float32 little-endian (4, 32): the oracle's mean-pooled and [CLS] (first token)
                       final hidden states, unnormalized, one row per line of ids.txt
@@ -43,6 +45,9 @@ CONTEXT, EPS = 64, 1e-12
 LENGTHS = [1, 5, 17, 40]
 TOLERANCE = 1e-4  # the C++ tests' bound, relative to each vector's max |x|
 MIN_MARGIN = 20 * TOLERANCE
+# Texts every conversion must tokenize as Hugging Face's tokenizer does (lowercase, accents stripped,
+# punctuation split, "##" pieces, a character outside the vocabulary -> [UNK]).
+TEXTS = ["The cat sat on the mats, reading!", "Paris: capital of FRANCE (moon-light) xyzzyq cr\u00e8me \u6771"]
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 CLS, SEP = 2, 3
 
@@ -423,6 +428,12 @@ def main():
                 out += struct.pack("<I", len(part)) + part
             with open(os.path.join(FUZZ, "hf", "tiny_bert"), "wb") as f:
                 f.write(out + parts[-1])
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_str(tokenizer_json())
+    with open(os.path.join(OUT, "texts.txt"), "w", encoding="utf-8", newline="\n") as f:
+        f.write("".join(t + "\n" for t in TEXTS))
+    with open(os.path.join(OUT, "text_ids.txt"), "w", newline="\n") as f:
+        f.write("".join(" ".join(map(str, tok.encode(t).ids)) + "\n" for t in TEXTS))
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(OUT) for f in fs)
     print(f"tiny_embedders: {total} bytes")
 
