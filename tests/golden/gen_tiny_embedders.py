@@ -21,7 +21,9 @@ tests/fuzz/regressions/hf/tiny_bert (a smaller model: dim 8, one layer). Per mod
 
 Before writing the goldens the generator checks that each feature matters: the oracle with the
 feature switched off moves some pooled vector by far more (> MIN_MARGIN) than the tests' tolerance
-(TOLERANCE of the vector's max |x|); the margins are printed. And the oracle equals
+(TOLERANCE of the vector's max |x|); the margins are printed. The oracle on the weights read back
+from each written file (the GGUF with gguf's reader, the safetensors parsed by hand) gives the same
+vectors. And the oracle equals
 tests/oracles/nomic_bert_reference.py's Model on the written nomic GGUF.
 
 Run with python3 (numpy, gguf 0.10, tokenizers) from any directory.
@@ -382,14 +384,64 @@ def check_nomic_reference(path, h, seqs, mean):
     assert worst < 1e-6
 
 
-def check_gguf_reads_back(path, kind, h, w, seqs, mean):
-    """The GGUF's tensors, read back with gguf's reader, give the same oracle output (f16-exact)."""
-    r = gguf.GGUFReader(path)
-    t = {x.name: np.asarray(x.data, dtype=np.float64) for x in r.tensors}
-    assert np.array_equal(t["token_embd.weight"], w["tok"]) and np.array_equal(t["token_types.weight"], w["types"])
+BERT_GGUF = dict(wq="attn_q.weight", bq="attn_q.bias", wk="attn_k.weight", bk="attn_k.bias", wv="attn_v.weight",
+                 bv="attn_v.bias", wo="attn_output.weight", bo="attn_output.bias", up="ffn_up.weight",
+                 bup="ffn_up.bias", down="ffn_down.weight", bdown="ffn_down.bias")
+NOMIC_GGUF = dict(qkv="attn_qkv.weight", wo="attn_output.weight", up="ffn_up.weight", gate="ffn_gate.weight",
+                  down="ffn_down.weight")
+
+
+def read_gguf(path, kind, h):
+    """The weights back from the written GGUF (gguf's reader), for the oracle."""
+    t = {x.name: np.asarray(x.data, dtype=np.float64) for x in gguf.GGUFReader(path).tensors}
+    w = dict(tok=t["token_embd.weight"], types=t["token_types.weight"],
+             embd_norm=(t["token_embd_norm.weight"], t["token_embd_norm.bias"]), layers=[])
     if kind == "bert":
-        assert np.array_equal(t["position_embd.weight"], w["pos"])
-        assert np.array_equal(t["blk.1.attn_q.weight"], w["layers"][1]["wq"])
+        w["pos"] = t["position_embd.weight"]
+    for i in range(h["layers"]):
+        b = f"blk.{i}."
+        l = {k: t[b + v] for k, v in (BERT_GGUF if kind == "bert" else NOMIC_GGUF).items()}
+        l["norm1"] = (t[b + "attn_output_norm.weight"], t[b + "attn_output_norm.bias"])
+        l["norm2"] = (t[b + "layer_output_norm.weight"], t[b + "layer_output_norm.bias"])
+        w["layers"].append(l)
+    return w
+
+
+def read_hf(folder, h):
+    """The weights back from the written model.safetensors (parsed here by hand), for the oracle."""
+    raw = open(os.path.join(folder, "model.safetensors"), "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    t = {}
+    for name, v in header.items():
+        if name != "__metadata__":
+            a, b = v["data_offsets"]
+            t[name] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype="<i8" if v["dtype"] == "I64" else "<f4")
+            t[name] = t[name].reshape(v["shape"]).astype(np.float64)
+    assert np.array_equal(t["embeddings.position_ids"], np.arange(CONTEXT)[None, :])
+    names = {"attention.self.query.weight": "wq", "attention.self.query.bias": "bq", "attention.self.key.weight": "wk",
+             "attention.self.key.bias": "bk", "attention.self.value.weight": "wv",
+             "attention.self.value.bias": "bv", "attention.output.dense.weight": "wo",
+             "attention.output.dense.bias": "bo", "intermediate.dense.weight": "up",
+             "intermediate.dense.bias": "bup", "output.dense.weight": "down", "output.dense.bias": "bdown"}
+    w = dict(tok=t["embeddings.word_embeddings.weight"], pos=t["embeddings.position_embeddings.weight"],
+             types=t["embeddings.token_type_embeddings.weight"],
+             embd_norm=(t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"]), layers=[])
+    for i in range(h["layers"]):
+        p = f"encoder.layer.{i}."
+        l = {k: t[p + name] for name, k in names.items()}
+        l["norm1"] = (t[p + "attention.output.LayerNorm.weight"], t[p + "attention.output.LayerNorm.bias"])
+        l["norm2"] = (t[p + "output.LayerNorm.weight"], t[p + "output.LayerNorm.bias"])
+        w["layers"].append(l)
+    return w
+
+
+def check_read_back(name, kind, h, w, seqs, mean, cls):
+    """The oracle on the weights read back from a written file gives the same vectors (f16-exact values)."""
+    m, c = pooled(kind, h, w, seqs)
+    err = max(np.abs(m - mean).max(), np.abs(c - cls).max())
+    print(f"  {kind}: the oracle on {name} read back differs by {err:.1e}")
+    assert err < 1e-12, (name, err)
 
 
 def main():
@@ -405,9 +457,10 @@ def main():
         print(f"{kind}: max|mean| {np.abs(mean).max():.2f}, max|cls| {np.abs(cls).max():.2f}")
         feature_margins(kind, h, w, seqs, mean, cls)
         write_gguf(os.path.join(folder, "model.gguf"), kind, h, w)
-        check_gguf_reads_back(os.path.join(folder, "model.gguf"), kind, h, w, seqs, mean)
+        check_read_back("model.gguf", kind, h, read_gguf(os.path.join(folder, "model.gguf"), kind, h), seqs, mean, cls)
         if kind == "bert":
             write_hf(os.path.join(folder, "hf"), h, w, rng)
+            check_read_back("hf/model.safetensors", kind, h, read_hf(os.path.join(folder, "hf"), h), seqs, mean, cls)
         else:
             check_nomic_reference(os.path.join(folder, "model.gguf"), h, seqs, mean)
         mean.astype("<f4").tofile(os.path.join(folder, "mean.f32"))
