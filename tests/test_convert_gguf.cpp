@@ -348,7 +348,9 @@ TEST_CASE("gguf: llama files that do not fit the architecture") {
   {
     Gguf g = valid;
     g.set_string("general.architecture", "mamba");
-    expect_gguf_error(g, "GGUF architecture 'mamba' is not supported (mote knows llama, gpt2, qwen2, qwen3, gemma3, phi3, bert, nomic-bert)");
+    expect_gguf_error(g,
+                      "GGUF architecture 'mamba' is not supported (mote knows llama, gpt2, qwen2, qwen3, gemma3, phi3, "
+                      "bert, nomic-bert)");
     g = valid;
     g.set_string("llama.block_count", "one");
     expect_gguf_error(g, "'llama.block_count' has type string, expected an integer");
@@ -587,4 +589,144 @@ TEST_CASE("families: every family's GGUF architecture row carries its own family
   }
   CHECK(mote::format::family_name(static_cast<mote::format::Family>(0)) == nullptr);
   CHECK(mote::format::family_name(static_cast<mote::format::Family>(mote::format::kFamilyCount)) == nullptr);
+}
+
+// ---- embedders: bert and nomic-bert files that do not fit ------------------------------------
+
+namespace {
+
+// A valid tiny bert (or nomic-bert) GGUF as llama.cpp writes one: dim 8, one layer, 2 heads, FFN 16,
+// a WordPiece vocabulary in llama.cpp's phantom-space form, token_types [8, 2].
+Gguf valid_bert_gguf(bool nomic) {
+  constexpr uint64_t d = 8, ff = 16, ctx = 16;
+  const std::string arch = nomic ? "nomic-bert" : "bert", p = arch + ".";
+  Gguf g;
+  g.set_string("general.architecture", arch);
+  g.set_u32(p + "block_count", 1);
+  g.set_u32(p + "embedding_length", d);
+  g.set_u32(p + "feed_forward_length", ff);
+  g.set_u32(p + "attention.head_count", 2);
+  g.set_u32(p + "context_length", ctx);
+  g.set_f32(p + "attention.layer_norm_epsilon", 1e-12f);
+  g.set_bool(p + "attention.causal", false);
+  g.set_u32(p + "pooling_type", 1);
+  if (nomic) g.set_f32(p + "rope.freq_base", 1000.0f);
+  const std::vector<std::string> tokens = {"[PAD]",
+                                           "[UNK]",
+                                           "[CLS]",
+                                           "[SEP]",
+                                           "[MASK]",
+                                           "\xE2\x96\x81"
+                                           "a",
+                                           "\xE2\x96\x81"
+                                           "b",
+                                           "a",
+                                           "b"};
+  g.set_string("tokenizer.ggml.model", "bert");
+  g.set_strings("tokenizer.ggml.tokens", tokens);
+  g.set_i32s("tokenizer.ggml.token_type", {3, 2, 3, 3, 3, 1, 1, 1, 1});
+  g.set_u32("tokenizer.ggml.unknown_token_id", 1);
+  g.set_u32("tokenizer.ggml.cls_token_id", 2);
+  g.set_u32("tokenizer.ggml.seperator_token_id", 3);
+  const uint64_t vocab = tokens.size();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
+  auto add = [&](const std::string &name, std::vector<uint64_t> dims) {
+    size_t n = 1;
+    for (uint64_t x : dims) n *= x;
+    std::vector<float> v(n);
+    for (float &x : v) x = dist(rng);
+    g.tensors.push_back({name, dims, kGgmlF32, f32_bytes(v)});
+  };
+  add("token_embd.weight", {d, vocab});
+  if (!nomic) add("position_embd.weight", {d, ctx});
+  add("token_types.weight", {d, 2});
+  add("token_embd_norm.weight", {d});
+  add("token_embd_norm.bias", {d});
+  if (nomic) {
+    add("blk.0.attn_qkv.weight", {d, 3 * d});
+    add("blk.0.attn_output.weight", {d, d});
+  } else {
+    for (const char *stem : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+      add(std::string("blk.0.") + stem + ".weight", {d, d});
+      add(std::string("blk.0.") + stem + ".bias", {d});
+    }
+  }
+  add("blk.0.attn_output_norm.weight", {d});
+  add("blk.0.attn_output_norm.bias", {d});
+  add("blk.0.ffn_up.weight", {d, ff});
+  if (nomic) add("blk.0.ffn_gate.weight", {d, ff});
+  if (!nomic) add("blk.0.ffn_up.bias", {ff});
+  add("blk.0.ffn_down.weight", {ff, d});
+  if (!nomic) add("blk.0.ffn_down.bias", {d});
+  add("blk.0.layer_output_norm.weight", {d});
+  add("blk.0.layer_output_norm.bias", {d});
+  return g;
+}
+
+void drop_tensor(Gguf &g, const std::string &name) {
+  const size_t before = g.tensors.size();
+  g.tensors.erase(std::remove_if(g.tensors.begin(), g.tensors.end(), [&](const Tensor &t) { return t.name == name; }),
+                  g.tensors.end());
+  REQUIRE(g.tensors.size() + 1 == before);
+}
+
+}  // namespace
+
+TEST_CASE("gguf: bert and nomic-bert files that do not fit are refused in one line") {
+  for (const bool nomic : {false, true}) {
+    const std::string arch = nomic ? "nomic-bert" : "bert", p = arch + ".";
+    INFO(arch);
+    const Gguf valid = valid_bert_gguf(nomic);
+    ModelData m;
+    REQUIRE(convert_gguf(valid.build(), &m) == "");
+    CHECK((m.config.flags & mote::format::kFlagEncoder) != 0);
+    CHECK(m.config.pooling == mote::format::Pooling::mean);
+    CHECK(open_error(m) == "");
+    Gguf g = valid;
+    g.set_u32(p + "pooling_type", 4);  // llama.cpp's rank (a reranker's head): not an embedding
+    expect_gguf_error(g, "GGUF " + p + "pooling_type 4 is not supported (mean 1, cls 2, last 3)");
+    g = valid;
+    g.set_u32(p + "pooling_type", 2);
+    REQUIRE(convert_gguf(g.build(), &m) == "");
+    CHECK(m.config.pooling == mote::format::Pooling::cls);
+    g = valid;
+    g.tensor("token_types.weight")->dims = {9, 2};
+    g.tensor("token_types.weight")->data.resize(9 * 2 * 4);
+    expect_gguf_error(g,
+                      "GGUF tensor 'token_types.weight' has shape [9, 2] (innermost first); the hyperparameters "
+                      "need [8]");
+    g = valid;
+    drop_tensor(g, "token_embd_norm.weight");
+    expect_gguf_error(g, "GGUF is missing tensor 'token_embd_norm.weight'");
+    g = valid;
+    drop_tensor(g, "token_embd_norm.bias");
+    expect_gguf_error(g, "GGUF is missing tensor 'token_embd_norm.bias'");
+    g = valid;
+    g.tensor("blk.0.attn_output_norm.weight")->dims = {7};
+    expect_gguf_error(g,
+                      "GGUF tensor 'blk.0.attn_output_norm.weight' has shape [7] (innermost first); the "
+                      "hyperparameters need [8]");
+    g = valid;
+    g.tensor("blk.0.layer_output_norm.bias")->dims = {8, 2};
+    g.tensor("blk.0.layer_output_norm.bias")->data.resize(8 * 2 * 4);
+    expect_gguf_error(g, "'blk.0.layer_output_norm.bias' has shape [8, 2]");
+    // An encoder has no classifier and no final norm; its block norms have GGUF's post-norm names only.
+    for (const char *extra : {"output.weight", "output_norm.weight", "blk.0.attn_norm.weight"}) {
+      const bool pre_norm = std::string(extra) == "blk.0.attn_norm.weight";
+      g = valid;
+      const bool matrix = std::string(extra) == "output.weight";
+      g.tensors.push_back({extra, matrix ? std::vector<uint64_t>{8, 9} : std::vector<uint64_t>{8}, kGgmlF32,
+                           f32_bytes(std::vector<float>(matrix ? 72 : 8, 0.1f))});
+      expect_gguf_error(g, "GGUF tensor '" + std::string(extra) +
+                               (pre_norm ? "' is not part of the " : "' has no place in the ") + arch +
+                               " architecture");
+    }
+  }
+  Gguf g = valid_bert_gguf(false);
+  drop_tensor(g, "position_embd.weight");
+  expect_gguf_error(g, "GGUF is missing tensor 'position_embd.weight'");
+  g = valid_bert_gguf(true);
+  g.tensors.push_back({"blk.0.attn_qkv.bias", {24}, kGgmlF32, f32_bytes(std::vector<float>(24, 0.0f))});
+  expect_gguf_error(g, "GGUF tensor 'blk.0.attn_qkv.bias' has no place in the nomic-bert architecture");
 }

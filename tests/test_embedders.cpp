@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -328,4 +330,182 @@ TEST_CASE("embedders real: nomic-embed-text-v1.5 equals the float64 numpy refere
   MESSAGE("nomic as stored (f16): cosine to the oracle worst " << worst << ", mean " << mean);
   CHECK(worst >= kCosineF32);
   check_variants(gguf, "nomic", ids, oracle, kDim);
+}
+
+// ---- tiny random-weight embedders against the float64 oracle (no downloads) ------------------
+// tests/golden/tiny_embedders (tests/golden/gen_tiny_embedders.py; its README says what each file
+// is): a bert as a sentence-transformers folder and as a GGUF, a nomic-bert GGUF, each with the
+// oracle's mean and [CLS] pooled final states (unnormalized) of four id sequences (1, 5, 17, 40
+// tokens). The generator shows each feature (token types, embedding norm, post-norm order, erf
+// GELU, learned positions, NeoX RoPE) moves the oracle's vectors by at least 70 times kTinyBound.
+
+namespace {
+
+constexpr double kTinyBound = 1e-4;  // of each oracle vector's max |x|: f32 accumulation over dim 32, ffn 48
+constexpr size_t kTinyDim = 32;
+
+// Per text: each mote_embed alone, then all of them in one mote_embed_batch call.
+std::pair<std::vector<float>, std::vector<float>> embed_tiny(const mote_model &model,
+                                                             const std::vector<std::vector<int32_t>> &ids,
+                                                             mote_pool pool) {
+  std::vector<int32_t> all;
+  std::vector<uint32_t> lengths;
+  for (const auto &line : ids) {
+    all.insert(all.end(), line.begin(), line.end());
+    lengths.push_back(static_cast<uint32_t>(line.size()));
+  }
+  mote_session_options options = mote_session_options_default();
+  options.batch_size = options.context_length = static_cast<uint32_t>(all.size());
+  options.n_threads = 2;
+  auto s = mote_test::open_session(model, options);
+  std::vector<float> each(ids.size() * kTinyDim), batch(ids.size() * kTinyDim);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    REQUIRE_MESSAGE(
+        mote_embed(&s->session, ids[i].data(), ids[i].size(), pool, 0, &each[i * kTinyDim], kTinyDim) == MOTE_OK,
+        mote_session_error(&s->session));
+  }
+  REQUIRE_MESSAGE(mote_embed_batch(&s->session, all.data(), lengths.data(), lengths.size(), pool, 0, batch.data(),
+                                   batch.size()) == MOTE_OK,
+                  mote_session_error(&s->session));
+  return {each, batch};
+}
+
+// The worst over rows of max |got - want| / max |want|.
+double worst_relative(const std::vector<float> &got, const std::vector<float> &want) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (size_t row = 0; row < want.size() / kTinyDim; ++row) {
+    double diff = 0, scale = 0;
+    for (size_t i = row * kTinyDim; i < (row + 1) * kTinyDim; ++i) {
+      diff = std::max(diff, std::fabs(double(got[i]) - want[i]));
+      scale = std::max(scale, std::fabs(double(want[i])));
+    }
+    worst = std::max(worst, diff / scale);
+  }
+  return worst;
+}
+
+// Converts source (f32), checks it is an encoder, compares both poolings with the oracle; returns
+// the mean-pooled then the [CLS] vectors.
+std::vector<float> check_tiny(const std::string &source, const std::string &name, const std::string &dir,
+                              const char *family) {
+  const auto ids = read_id_lines(mote_test::golden_path("tiny_embedders/" + dir + "/ids.txt"));
+  REQUIRE(ids.size() == 4);
+  auto m = convert_with_cli(mote_test::golden_path(source), name, "--dtype f32");
+  REQUIRE(m != nullptr);
+  mote_model_info info;
+  mote_model_info_get(&m->model, &info);
+  CHECK(std::string(info.family) == family);
+  CHECK(info.dim == kTinyDim);
+  CHECK(info.pooling == MOTE_POOL_MEAN);
+  CHECK((info.block_flags & MOTE_BLOCK_ENCODER) != 0);
+  const mote_cli_test::Result r = run_cli("inspect " + quote(m->path));
+  CHECK(r.code == 0);
+  CHECK_MESSAGE(r.out.find("encoder") != std::string::npos, r.out);
+  std::vector<float> vectors;
+  for (const auto &[pool, file] :
+       {std::pair<mote_pool, const char *>{MOTE_POOL_MEAN, "mean"}, {MOTE_POOL_CLS, "cls"}}) {
+    const std::vector<float> oracle =
+        mote_test::read_floats(mote_test::golden_path("tiny_embedders/" + dir + "/" + file + ".f32"));
+    REQUIRE(oracle.size() == ids.size() * kTinyDim);
+    const auto [each, batch] = embed_tiny(m->model, ids, pool);
+    const double worst = worst_relative(each, oracle);
+    MESSAGE(name << " " << std::string(file) << " pooling: worst |mote - oracle| / max|oracle| " << worst);
+    CHECK(worst <= kTinyBound);
+    CHECK(each == batch);  // a text's vector does not depend on the texts beside it (DESIGN.md)
+    vectors.insert(vectors.end(), each.begin(), each.end());
+  }
+  return vectors;
+}
+
+}  // namespace
+
+TEST_CASE("embedders: tiny bert (folder and GGUF) and nomic-bert equal the float64 oracle, alone and batched") {
+  if (!mote_cli_test::have_cli()) return;
+  const std::vector<float> hf = check_tiny("tiny_embedders/bert/hf", "tiny_bert_hf", "bert", "bert");
+  const std::vector<float> gguf = check_tiny("tiny_embedders/bert/model.gguf", "tiny_bert_gguf", "bert", "bert");
+  CHECK(worst_relative(gguf, hf) <= 1e-5);  // the same weights through both importers
+  check_tiny("tiny_embedders/nomic_bert/model.gguf", "tiny_nomic_bert", "nomic_bert", "nomic-bert");
+}
+
+namespace {
+
+// A copy of the tiny bert folder in the workspace, with edit applied to its files.
+std::string tiny_bert_folder(const std::string &name, const std::function<void(const std::string &dir)> &edit) {
+  namespace fs = std::filesystem;
+  const std::string dir = mote_cli_test::workspace().path(name);
+  fs::remove_all(dir);
+  fs::copy(mote_test::golden_path("tiny_embedders/bert/hf"), dir, fs::copy_options::recursive);
+  if (edit != nullptr) edit(dir);
+  return dir;
+}
+
+void replace_in(const std::string &path, const std::string &from, const std::string &to) {
+  std::string text = mote_cli_test::slurp(path);
+  const size_t at = text.find(from);
+  REQUIRE_MESSAGE(at != std::string::npos, path << " has no " << from);
+  text.replace(at, from.size(), to);
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+}  // namespace
+
+TEST_CASE("embedders: every tiny conversion tokenizes as Hugging Face; the folder's refusals through mote convert") {
+  if (!mote_cli_test::have_cli()) return;
+  const std::vector<std::string> texts = read_all_lines(mote_test::golden_path("tiny_embedders/texts.txt"));
+  const auto expected = read_id_lines(mote_test::golden_path("tiny_embedders/text_ids.txt"));
+  const std::string vocab_only =  // BertTokenizer's files alone: vocab.txt and tokenizer_config.json
+      tiny_bert_folder("tiny_bert_vocab_txt",
+                       [](const std::string &dir) { std::filesystem::remove(dir + "/tokenizer.json"); });
+  for (const std::string &source : {mote_test::golden_path("tiny_embedders/bert/hf"), vocab_only,
+                                    mote_test::golden_path("tiny_embedders/bert/model.gguf"),
+                                    mote_test::golden_path("tiny_embedders/nomic_bert/model.gguf")}) {
+    INFO(source);
+    auto m = convert_with_cli(source, "tiny_tokens", "--dtype f32");
+    REQUIRE(m != nullptr);
+    check_tokens(m->model, texts, expected, 64);
+    mote_model_info info;
+    mote_model_info_get(&m->model, &info);
+    CHECK(info.normalize_embeddings == 1);  // modules.json's Normalize; llama.cpp's default for a GGUF
+  }
+
+  // sentence-transformers' pooling files decide the pooling and normalization.
+  auto cls = convert_with_cli(
+      tiny_bert_folder("tiny_bert_cls",
+                       [](const std::string &dir) {
+                         replace_in(dir + "/1_Pooling/config.json", "\"pooling_mode_cls_token\": false",
+                                    "\"pooling_mode_cls_token\": true");
+                         replace_in(dir + "/1_Pooling/config.json", "\"pooling_mode_mean_tokens\": true",
+                                    "\"pooling_mode_mean_tokens\": false");
+                         replace_in(dir + "/modules.json", "models.Normalize", "models.Dense");
+                       }),
+      "tiny_bert_cls", "--dtype f32");
+  REQUIRE(cls != nullptr);
+  mote_model_info info;
+  mote_model_info_get(&cls->model, &info);
+  CHECK(info.pooling == MOTE_POOL_CLS);
+  CHECK(info.normalize_embeddings == 0);
+
+  const struct {
+    const char *name, *file, *from, *to, *message;
+  } bad[] = {
+      {"relu", "config.json", "\"hidden_act\": \"gelu\"", "\"hidden_act\": \"relu\"",
+       "hidden_act 'relu' is not supported"},
+      {"max_pool", "1_Pooling/config.json", "\"pooling_mode_max_tokens\": false", "\"pooling_mode_max_tokens\": true",
+       "pooling_mode_max_tokens"},
+      {"rotary", "config.json", "\"position_embedding_type\": \"absolute\"",
+       "\"position_embedding_type\": \"relative_key_query\"", "position_embedding_type 'relative_key_query'"},
+      {"few_positions", "config.json", "\"max_position_embeddings\": 64", "\"max_position_embeddings\": 32",
+       "embeddings.position_embeddings.weight"},
+      {"wide_vocab", "config.json", "\"vocab_size\": 108", "\"vocab_size\": 109", "word_embeddings"},
+  };
+  for (const auto &b : bad) {
+    const std::string dir = tiny_bert_folder(std::string("tiny_bert_") + b.name,
+                                             [&](const std::string &d) { replace_in(d + "/" + b.file, b.from, b.to); });
+    const mote_cli_test::Result r = run_cli("convert " + quote(dir) + " -o " + quote(dir + ".mote"));
+    INFO(b.name << ": " << r.err);
+    CHECK(r.code != 0);
+    CHECK(r.err.find(b.message) != std::string::npos);
+    CHECK(mote_cli_test::count_newlines(r.err) == 1);
+  }
 }

@@ -97,6 +97,21 @@ inline bool exercise_model(const void *bytes, size_t n) {
     return true;
   }
   const int32_t prompt[] = {info.bos_id >= 0 ? info.bos_id : 0, static_cast<int32_t>(1 % info.vocab_size)};
+  if ((info.block_flags & MOTE_BLOCK_ENCODER) != 0) {  // an embedder: no logits, decoding refused in one line
+    float out[8192];
+    if (2 * size_t{info.dim} > sizeof out / sizeof out[0]) return true;
+    for (const mote_pool pool : {MOTE_POOL_MEAN, MOTE_POOL_CLS, MOTE_POOL_LAST}) {
+      const mote_status status = mote_embed(&session, prompt, 2, pool, pool == MOTE_POOL_MEAN, out, info.dim);
+      FUZZ_CHECK(status == MOTE_OK || status == MOTE_ERR_NUMERIC);
+    }
+    const uint32_t lengths[] = {1, 1};
+    const mote_status status = mote_embed_batch(&session, prompt, lengths, 2, MOTE_POOL_MEAN, 0, out, info.dim * 2);
+    FUZZ_CHECK(status == MOTE_OK || status == MOTE_ERR_NUMERIC);
+    const float *logits = nullptr;
+    FUZZ_CHECK(mote_decode(&session, prompt[0], &logits) == MOTE_ERR_UNSUPPORTED);
+    FUZZ_CHECK(std::strchr(mote_session_error(&session), '\n') == nullptr);
+    return true;
+  }
   mote_sampler_options sampler = mote_sampler_options_default();
   for (const float temperature : {0.0f, 0.9f}) {
     mote_session_reset(&session);

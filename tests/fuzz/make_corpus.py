@@ -218,6 +218,8 @@ def main():
     # gate/up), so model_open mutates their config flags, fields and roles too.
     families = ["qwen2", "qwen3", "gemma3", "phi3", "llama3"]
     conversions += [("tiny_" + f, ["tiny_families/%s/model.gguf" % f]) for f in families]
+    conversions += [("tiny_bert", ["tiny_embedders/bert/model.gguf"]),  # encoders: mote_embed, not generate
+                    ("tiny_nomic_bert", ["tiny_embedders/nomic_bert/model.gguf"])]
     for name, args in conversions:
         out = os.path.join(scratch, name + ".mote")
         args = [a if a.startswith("-") or a in ("q8_0", "f16", "split", "q4_1", "gguf", "q4_k_m", "q5_k_m", "q2_k",
@@ -261,6 +263,12 @@ def main():
     write(out_dir, "hf", "tiny_gpt2_3_heads", pack(gpt2_config.replace(b'"n_head": 4', b'"n_head": 3'), *gpt2_parts))
     config, weights = hf_small(5)
     write(out_dir, "hf", "small_hf", pack(config, read("tiny_hf/tokenizer.json"), weights))
+    # Embedders (tests/golden/gen_tiny_embedders.py's dim-8 seeds, committed as regressions): a bert
+    # and a nomic-bert GGUF (WordPiece in llama.cpp's phantom-space form, token types, embedding norm,
+    # post-norms) and a BertModel folder (WordPiece tokenizer.json, position_ids I64, pooler).
+    for target, name in (("gguf", "tiny_bert"), ("gguf", "tiny_nomic_bert"), ("hf", "tiny_bert")):
+        with open(os.path.join(HERE, "regressions", target, name), "rb") as f:
+            write(out_dir, target, name, f.read())
     write(out_dir, "llama2c", "small_mha", pack(small["small_mha.bin"], read("tiny_tok64.bin")))
     write(out_dir, "llama2c", "small_gqa", pack(small["small_gqa.bin"], read("tiny_tok70.bin")))
 
