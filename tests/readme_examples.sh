@@ -4,7 +4,8 @@
 # Each line of a ```sh block that starts with `mote ` runs in a scratch folder holding the files
 # the examples name: model.gguf is the cached SmolLM2 GGUF (models/fetch_smollm2.sh),
 # stories15M.bin + tokenizer.bin are MODELS_DIR's llama2.c aidreams260K (the tinyllamas need a
-# network), the Hugging Face and GPT-2 folders are the tiny goldens. Optional parts of a synopsis
+# network), the Hugging Face and GPT-2 folders are the tiny goldens, docs.txt the first golden
+# embedder sentences, answer.gbnf a yes/no grammar, user.schema.json a JSON schema. Optional parts of a synopsis
 # (`[--check]`) are left out. Build lines (cmake, ctest, the quick start) are CI's own steps.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +30,11 @@ mkdir "$scratch/gpt2_dir"
 cp "$repo/tests/golden/tiny_gpt2/prenorm_gelu_tanh/"* "$repo/tests/golden/tiny_gpt2/tokenizer"*.json "$scratch/gpt2_dir/"
 cp "$repo/tests/golden/tiny_gpt2/prenorm_gelu_tanh.gguf" "$scratch/gpt2.gguf"
 for _ in $(seq 40); do cat "$repo/tests/golden/perplexity_text.txt"; done >"$scratch/text.txt"
+# The embedder examples' documents (the models are models/fetch_embedders.sh's, in the real cache)
+# and the chat example's grammar.
+head -n 20 "$repo/tests/golden/embedders/sentences.txt" >"$scratch/docs.txt"
+printf 'root ::= ("yes" | "no") "."\n' >"$scratch/answer.gbnf"
+printf '%s\n' '{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}' >"$scratch/user.schema.json"
 
 export PATH="$bin_dir:$PATH" XDG_CACHE_HOME="$scratch/cache"
 count=0

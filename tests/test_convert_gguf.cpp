@@ -729,4 +729,10 @@ TEST_CASE("gguf: bert and nomic-bert files that do not fit are refused in one li
   g = valid_bert_gguf(true);
   g.tensors.push_back({"blk.0.attn_qkv.bias", {24}, kGgmlF32, f32_bytes(std::vector<float>(24, 0.0f))});
   expect_gguf_error(g, "GGUF tensor 'blk.0.attn_qkv.bias' has no place in the nomic-bert architecture");
+  for (const bool nomic : {false, true}) {  // llama.cpp would run these with a causal mask: refused
+    g = valid_bert_gguf(nomic);
+    const std::string arch = nomic ? "nomic-bert" : "bert";
+    g.set_bool(arch + ".attention.causal", true);
+    expect_gguf_error(g, "GGUF " + arch + ".attention.causal is true: mote's encoders attend both ways");
+  }
 }

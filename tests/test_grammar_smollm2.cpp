@@ -3,6 +3,8 @@
 // oracle); and the per-token cost of masking, measured against unconstrained sampling.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -118,7 +120,10 @@ TEST_CASE("smollm2: every constrained output is valid JSON for its schema (json 
   pairs += "]";
   CHECK(runs == 20);
   if (python.empty()) return;
-  const std::string path = "grammar_smollm2_outputs.json";
+  // In a scratch folder of its own: a test never writes into the folder it runs from.
+  char scratch[] = "/tmp/mote_grammar_oracle_XXXXXX";
+  REQUIRE(mkdtemp(scratch) != nullptr);
+  const std::string dir = scratch, path = dir + "/outputs.json", oracle = dir + "/oracle.py";
   std::ofstream(path) << pairs;
   const std::string script =
       "import json, jsonschema, sys\n"
@@ -129,8 +134,9 @@ TEST_CASE("smollm2: every constrained output is valid JSON for its schema (json 
       "    except Exception as e:\n"
       "        bad += 1; print('INVALID:', repr(doc), str(e).splitlines()[0])\n"
       "sys.exit(1 if bad else 0)\n";
-  std::ofstream("grammar_oracle.py") << script;
-  CHECK(std::system((python + " grammar_oracle.py " + path).c_str()) == 0);
+  std::ofstream(oracle) << script;
+  CHECK(std::system((python + " " + oracle + " " + path).c_str()) == 0);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("smollm2: the per-token cost of the grammar's mask against unconstrained sampling") {
@@ -174,7 +180,6 @@ TEST_CASE("smollm2: the per-token cost of the grammar's mask against unconstrain
     const std::string mode = top_k == 1 ? "greedy" : top_k == 40 ? "top-k 40" : "whole vocabulary";
     MESSAGE("grammar overhead (" << mode << ", " << steps << " tokens): unconstrained " << plain / steps * 1e6
                                  << " us/token, constrained " << constrained / steps * 1e6 << " us/token");
-    // Masking by first byte and logit order keeps the cost within a small multiple of a decode.
-    CHECK(constrained / steps < 0.05);
+    // Reported, not asserted (timings belong to benchmarks): README, "Constrained output".
   }
 }

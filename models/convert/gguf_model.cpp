@@ -6,9 +6,9 @@
 #include "byte_level_vocab.hpp"
 #include "dequant.hpp"
 #include "families.hpp"
-#include "layer_names.hpp"
 #include "gguf.hpp"
 #include "gguf_meta.hpp"
+#include "layer_names.hpp"
 #include "message_text.hpp"
 #include "text/tokenizer.hpp"
 
@@ -24,8 +24,7 @@ std::string gguf_tensor_name(Role role, uint32_t layer, const format::BlockSpec 
   const format::RoleInfo *info = format::role_info(static_cast<uint32_t>(role));
   if (info == nullptr) return "?";
   const char *stem = spec.post_norm && info->post_norm_stem != nullptr ? info->post_norm_stem : info->stem;
-  return (info->per_layer ? "blk." + num(layer) + "." : std::string()) + stem +
-         (info->bias ? ".bias" : ".weight");
+  return (info->per_layer ? "blk." + num(layer) + "." : std::string()) + stem + (info->bias ? ".bias" : ".weight");
 }
 
 namespace {
@@ -70,11 +69,18 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
 namespace {
 
 // An embedder's pooling (<arch>.pooling_type, llama.cpp's numbering: 0 none, 1 mean, 2 cls, 3 last,
-// 4 rank). Without it, or with none, mean. GGUF has no key for normalization: llama.cpp's
-// embedding tool L2-normalizes by default, and so does mote.
+// 4 rank). Without it, or with none, mean. A causal encoder (attention.causal true) is refused. GGUF has no key for
+// normalization: llama.cpp's embedding tool L2-normalizes by default, and so does mote.
 bool read_pooling(Meta &meta, const std::string &p, format::ModelConfig *out, std::string *error) {
   int64_t pooling = 1;
-  if (!meta.integer(p + "pooling_type", false, 1, 0, INT64_MAX, &pooling)) return false;
+  bool causal = false;
+  if (!meta.integer(p + "pooling_type", false, 1, 0, INT64_MAX, &pooling) ||
+      !meta.boolean(p + "attention.causal", false, &causal))
+    return false;
+  if (causal) {
+    *error = "GGUF " + p + "attention.causal is true: mote's encoders attend both ways (a causal one is not supported)";
+    return false;
+  }
   if (pooling > 3) {
     *error = "GGUF " + p + "pooling_type " + num(pooling) + " is not supported (mean 1, cls 2, last 3)";
     return false;

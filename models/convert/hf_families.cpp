@@ -145,7 +145,8 @@ const HfFamilyKeys kHfFamilies[] = {
     {"qwen3", decoder_names("a Qwen3 model"), false, false, HfWindow::opt_in},
     {"gemma3_text", decoder_names("a Gemma 3 model", kGemmaNames, count(kGemmaNames)), true, false, HfWindow::pattern},
     {"phi3", decoder_names("a Phi-3 model"), false, false, HfWindow::every_layer},
-    // The pooler (a classification head over [CLS]) is not part of the embedding.
+    // The pooler (a classification head over [CLS]) and BertForMaskedLM's head (cls.*) are not
+    // part of the embedding.
     {"bert",
      {"a BERT model",
       nullptr,
@@ -154,7 +155,7 @@ const HfFamilyKeys kHfFamilies[] = {
       count(kBertNames),
       "encoder.layer.",
       "bert.",
-      {"embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias"}},
+      {"embeddings.position_ids", "pooler.*", "cls.*"}},
      false,
      false,
      HfWindow::none},

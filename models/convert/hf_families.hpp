@@ -30,7 +30,9 @@ struct HfNames {
   size_t n_shared;
   const char *layer_prefix;  // before the layer number
   const char *strip_prefix;  // dropped from every name first, when present
-  const char *ignored[3];    // name suffixes that are derived data or heads mote has no use for (null: unused)
+  // Names of derived data or of heads mote has no use for (null: unused): a name suffix, or with a
+  // final '*' a prefix of the name after strip_prefix ("cls.*": BertForMaskedLM's head).
+  const char *ignored[3];
 };
 
 const HfNames &hf_names(const FamilyRow &row);

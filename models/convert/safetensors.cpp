@@ -116,8 +116,8 @@ bool parse_safetensors(const uint8_t *bytes, size_t n, std::vector<SafetensorsTe
     static const struct {
       const char *name;
       uint64_t bytes;
-    } kDtypes[] = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},
-                   {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}};
+    } kDtypes[] = {{"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8},
+                   {"I32", 4}, {"I16", 2}, {"I8", 1},  {"U8", 1},   {"BOOL", 1}};
     uint64_t element_bytes = 0;
     for (const auto &d : kDtypes) element_bytes = t.dtype == d.name ? d.bytes : element_bytes;
     if (element_bytes == 0) {
@@ -291,6 +291,20 @@ class RoleSlots {
 
 // Places each checkpoint tensor in its slot; refuses names the family does not have, layers past
 // the config's and tensors the architecture has no place for; then any tensor that is missing.
+// Whether a checkpoint name is one the family leaves out (HfNames::ignored).
+bool is_ignored(const HfNames &family, const std::string &name) {
+  const std::string strip = family.strip_prefix;
+  const std::string bare =
+      !strip.empty() && name.compare(0, strip.size(), strip) == 0 ? name.substr(strip.size()) : name;
+  for (const char *pattern : family.ignored) {
+    if (pattern == nullptr) continue;
+    const std::string p = pattern;
+    if (!p.empty() && p.back() == '*' ? bare.compare(0, p.size() - 1, p, 0, p.size() - 1) == 0 : ends_with(name, p))
+      return true;
+  }
+  return false;
+}
+
 bool assign_roles(const std::string &where, const HfConfig &hf, const std::map<std::string, Located> &by_name,
                   RoleSlots *slots, std::string *error) {
   const HfNames &family = hf_names(*hf.row);
@@ -299,9 +313,7 @@ bool assign_roles(const std::string &where, const HfConfig &hf, const std::map<s
   for (const auto &entry : by_name) {
     Role role = Role::token_embedding;
     uint32_t layer = format::kNoLayer;
-    bool ignored = false;
-    for (const char *suffix : family.ignored) ignored = ignored || (suffix != nullptr && ends_with(entry.first, suffix));
-    if (ignored) continue;  // derived data (RoPE frequencies, causal masks) or a head, not weights
+    if (is_ignored(family, entry.first)) continue;  // derived data (RoPE frequencies, causal masks) or a head
     if (!parse_hf_tensor_name(family, entry.first, &role, &layer)) {
       *error = "'" + where + "': tensor '" + printable(entry.first) + "' is not part of " + family.what +
                " as mote knows it";

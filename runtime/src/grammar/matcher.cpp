@@ -100,7 +100,7 @@ class Stepper {
       overflow_ = true;
       return false;
     }
-    std::memmove(work + n, base, depth * sizeof(uint32_t));
+    if (depth > 0) std::memmove(work + n, base, depth * sizeof(uint32_t));  // base may be null when empty
     uint32_t d = depth;
     if (extra1 != kNone) work[n + d++] = extra1;
     if (extra2 != kNone) work[n + d++] = extra2;
