@@ -1,8 +1,9 @@
 // Sampling under a grammar: tokens that cannot continue it get a logit of -inf, then the usual
 // chain picks one. Checking a token means running its bytes through the matcher, so the work is
 // kept small: a table of the bytes that can start the next token rejects most of the vocabulary
-// at its first byte, and greedy and top-k sampling check tokens in order of logit, stopping at
-// the one (or k) they need; only sampling over the whole vocabulary checks every token.
+// at its first byte; a sampled draw (temperature > 0) is checked alone first; greedy picks, and
+// draws the grammar refuses, check tokens in order of logit, stopping at the one (or top-k's k)
+// they need; only a refused draw over the whole vocabulary checks every token.
 #include "sample/grammar_sample.hpp"
 
 #include <algorithm>
@@ -89,6 +90,16 @@ Status sample_with_grammar(const mote_sampler_options &options, Rng &rng, float 
   TokenFilter filter(g, prev_token);
   const bool greedy = !(options.temperature > 0.0f);
   const size_t want = greedy ? 1 : options.top_k > 0 ? static_cast<size_t>(options.top_k) : n;
+  if (!greedy) {
+    // A draw from the unconstrained chain stands when the grammar allows it (one token checked,
+    // not k or all of them; sample() leaves the logits as they are); only a refused draw masks
+    // the vocabulary and draws again, as llama.cpp's sampler does.
+    const int32_t first = sample(rest, rng, logits, n, nullptr, 0, scratch, non_finite_at, false);
+    if (first >= 0 && filter.allowed(first)) {
+      *token = first;
+      return MOTE_OK;
+    }
+  }
   const size_t kept =
       want < n ? keep_best_allowed(filter, logits, n, want, scratch) : keep_all_allowed(filter, logits, n);
   if (kept == 0) return MOTE_ERR_GRAMMAR;
