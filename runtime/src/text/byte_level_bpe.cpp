@@ -54,39 +54,10 @@ Kind kind_of(UnicodeClass c) {
   }
 }
 
-bool is_continuation(uint8_t byte) { return (byte & 0xC0) == 0x80; }
-
 // The code point at pos, whose bytes must all lie before end.
 Unit decode(Text &text, size_t pos, size_t end) {
-  const uint8_t lead = text.at(pos);
-  if (lead < 0x80) return {lead, 1, kind_of(unicode_class(lead))};
-  const Unit invalid{lead, 1, Kind::invalid};
-  uint32_t size = 0;
-  uint8_t second_min = 0x80;  // the narrower ranges exclude overlongs, surrogates, > U+10FFFF
-  uint8_t second_max = 0xBF;
-  uint32_t cp = 0;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    size = 2;
-    cp = lead & 0x1Fu;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    size = 3;
-    cp = lead & 0x0Fu;
-    if (lead == 0xE0) second_min = 0xA0;
-    if (lead == 0xED) second_max = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    size = 4;
-    cp = lead & 0x07u;
-    if (lead == 0xF0) second_min = 0x90;
-    if (lead == 0xF4) second_max = 0x8F;
-  } else {
-    return invalid;
-  }
-  if (end - pos < size) return invalid;
-  for (uint32_t i = 1; i < size; ++i) {
-    const uint8_t byte = text.at(pos + i);
-    if (i == 1 ? (byte < second_min || byte > second_max) : !is_continuation(byte)) return invalid;
-    cp = (cp << 6) | (byte & 0x3Fu);
-  }
+  uint32_t cp = 0, size = 1;
+  if (!decode_utf8(text, pos, end, &cp, &size)) return {cp, 1, Kind::invalid};  // cp: the lone byte
   return {cp, size, kind_of(unicode_class(cp))};
 }
 

@@ -37,6 +37,45 @@ class Text {
   size_t begin_ = 0;  // its first position
 };
 
+// The code point at pos of text (all of its bytes before end) and its size in bytes; false for a
+// byte that does not begin a well-formed UTF-8 character there (no overlongs, surrogates or code
+// points past U+10FFFF), *size then 1.
+inline bool decode_utf8(Text &text, size_t pos, size_t end, uint32_t *cp, uint32_t *size) {
+  const uint8_t lead = text.at(pos);
+  *cp = lead;
+  *size = 1;
+  if (lead < 0x80) return true;
+  uint32_t n = 0;
+  uint8_t second_min = 0x80;  // the narrower ranges exclude overlongs, surrogates, > U+10FFFF
+  uint8_t second_max = 0xBF;
+  uint32_t value = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    n = 2;
+    value = lead & 0x1Fu;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    n = 3;
+    value = lead & 0x0Fu;
+    if (lead == 0xE0) second_min = 0xA0;
+    if (lead == 0xED) second_max = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    n = 4;
+    value = lead & 0x07u;
+    if (lead == 0xF0) second_min = 0x90;
+    if (lead == 0xF4) second_max = 0x8F;
+  } else {
+    return false;
+  }
+  if (end - pos < n) return false;
+  for (uint32_t i = 1; i < n; ++i) {
+    const uint8_t byte = text.at(pos + i);
+    if (i == 1 ? (byte < second_min || byte > second_max) : (byte & 0xC0) != 0x80) return false;
+    value = (value << 6) | (byte & 0x3Fu);
+  }
+  *cp = value;
+  *size = n;
+  return true;
+}
+
 // Bytes that begin some matchable token, and the longest such token.
 struct SpecialTokens {
   uint32_t first_bytes[8] = {};
@@ -57,6 +96,38 @@ inline uint32_t piece_size(const TokenizerView &tok, uint32_t id) {
 
 inline uint8_t piece_byte(const TokenizerView &tok, uint32_t id, size_t i) {
   return static_cast<uint8_t>(tok.piece_bytes[tok.piece_offsets[id] + i]);
+}
+
+// Narrows [*low, *high), a range of sorted_ids whose pieces all begin with the same depth bytes,
+// to those whose byte at depth is byte. Pieces sharing a prefix are contiguous in sorted_ids, the
+// prefix itself first, so this is two binary searches on the byte at that depth (a piece that
+// ends there sorts first, as -1).
+inline void narrow_by_byte(const TokenizerView &tok, size_t depth, int byte, uint32_t *low, uint32_t *high) {
+  auto key = [&](uint32_t i) {
+    const uint32_t t = tok.sorted_ids[i];
+    return piece_size(tok, t) > depth ? static_cast<int>(piece_byte(tok, t, depth)) : -1;
+  };
+  uint32_t a = *low;
+  uint32_t b = *high;
+  while (a < b) {  // the first key >= byte
+    const uint32_t mid = a + (b - a) / 2;
+    if (key(mid) < byte) {
+      a = mid + 1;
+    } else {
+      b = mid;
+    }
+  }
+  *low = a;
+  b = *high;
+  while (a < b) {  // the first key > byte
+    const uint32_t mid = a + (b - a) / 2;
+    if (key(mid) <= byte) {
+      a = mid + 1;
+    } else {
+      b = mid;
+    }
+  }
+  *high = a;
 }
 
 // One pass over the vocabulary (per encoding call, not per token).
@@ -84,34 +155,8 @@ inline bool match_special(const TokenizerView &tok, const SpecialTokens &special
   uint32_t high = tok.n_tokens;
   bool found = false;
   for (size_t depth = 0; depth < specials.max_size && pos + depth < text.size(); ++depth) {
-    const int byte = text.at(pos + depth);
-    // Every piece in [low, high) starts with the text's first depth bytes; key: its next byte,
-    // or -1 where it ends.
-    auto key = [&](uint32_t i) {
-      const uint32_t t = tok.sorted_ids[i];
-      return piece_size(tok, t) > depth ? static_cast<int>(piece_byte(tok, t, depth)) : -1;
-    };
-    uint32_t a = low;
-    uint32_t b = high;
-    while (a < b) {  // the first key >= byte
-      const uint32_t mid = a + (b - a) / 2;
-      if (key(mid) < byte) {
-        a = mid + 1;
-      } else {
-        b = mid;
-      }
-    }
-    low = a;
-    b = high;
-    while (a < b) {  // the first key > byte
-      const uint32_t mid = a + (b - a) / 2;
-      if (key(mid) <= byte) {
-        a = mid + 1;
-      } else {
-        b = mid;
-      }
-    }
-    high = a;
+    // Every piece in [low, high) starts with the text's first depth bytes.
+    narrow_by_byte(tok, depth, text.at(pos + depth), &low, &high);
     if (low == high) break;
     for (uint32_t i = low; i < high && piece_size(tok, tok.sorted_ids[i]) == depth + 1; ++i) {
       if (specials.matches(tok, tok.sorted_ids[i])) {

@@ -39,37 +39,10 @@ bool is_continuation(uint8_t byte) { return (byte & 0xC0) == 0x80; }
 
 // The code point at pos (before end) and its size; an invalid byte is U+FFFD of size 1.
 uint32_t decode(Text &text, size_t pos, size_t end, size_t *size) {
-  const uint8_t lead = text.at(pos);
-  *size = 1;
-  if (lead < 0x80) return lead;
-  size_t n = 0;
-  uint8_t second_min = 0x80;  // the narrower ranges exclude overlongs, surrogates, > U+10FFFF
-  uint8_t second_max = 0xBF;
-  uint32_t cp = 0;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    n = 2;
-    cp = lead & 0x1Fu;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    n = 3;
-    cp = lead & 0x0Fu;
-    if (lead == 0xE0) second_min = 0xA0;
-    if (lead == 0xED) second_max = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    n = 4;
-    cp = lead & 0x07u;
-    if (lead == 0xF0) second_min = 0x90;
-    if (lead == 0xF4) second_max = 0x8F;
-  } else {
-    return 0xFFFD;
-  }
-  if (end - pos < n) return 0xFFFD;
-  for (size_t i = 1; i < n; ++i) {
-    const uint8_t byte = text.at(pos + i);
-    if (i == 1 ? (byte < second_min || byte > second_max) : !is_continuation(byte)) return 0xFFFD;
-    cp = (cp << 6) | (byte & 0x3Fu);
-  }
+  uint32_t cp = 0, n = 1;
+  const bool valid = decode_utf8(text, pos, end, &cp, &n);
   *size = n;
-  return cp;
+  return valid ? cp : 0xFFFDu;
 }
 
 size_t encode_utf8(uint32_t cp, char *out) {
@@ -104,32 +77,7 @@ int32_t longest_piece(const TokenizerView &tok, const char *key, size_t n, size_
   uint32_t high = tok.n_tokens;
   int32_t best = -1;
   for (size_t depth = 0; depth < n && low < high; ++depth) {
-    const int byte = static_cast<uint8_t>(key[depth]);
-    auto key_at = [&](uint32_t i) {  // the next byte of piece sorted_ids[i], or -1 where it ends
-      const uint32_t t = tok.sorted_ids[i];
-      return piece_size(tok, t) > depth ? static_cast<int>(piece_byte(tok, t, depth)) : -1;
-    };
-    uint32_t a = low;
-    uint32_t b = high;
-    while (a < b) {  // the first key >= byte
-      const uint32_t mid = a + (b - a) / 2;
-      if (key_at(mid) < byte) {
-        a = mid + 1;
-      } else {
-        b = mid;
-      }
-    }
-    low = a;
-    b = high;
-    while (a < b) {  // the first key > byte
-      const uint32_t mid = a + (b - a) / 2;
-      if (key_at(mid) <= byte) {
-        a = mid + 1;
-      } else {
-        b = mid;
-      }
-    }
-    high = a;
+    narrow_by_byte(tok, depth, static_cast<uint8_t>(key[depth]), &low, &high);
     const bool boundary = depth + 1 == n || !is_continuation(static_cast<uint8_t>(key[depth + 1]));
     if (low < high && depth + 1 >= min_size && boundary && piece_size(tok, tok.sorted_ids[low]) == depth + 1) {
       best = static_cast<int32_t>(tok.sorted_ids[low]);
