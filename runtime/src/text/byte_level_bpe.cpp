@@ -514,16 +514,8 @@ class Encoder {
 
 Status encode_byte_level(const TokenizerView &tok, const TextSpan *spans, size_t n_spans, bool parse_special,
                          int32_t *tokens, size_t capacity, size_t *n_tokens) {
-  if (n_tokens == nullptr || (spans == nullptr && n_spans > 0) || (tokens == nullptr && capacity > 0)) {
-    return MOTE_ERR_INVALID_ARGUMENT;
-  }
-  *n_tokens = 0;
   size_t total = 0;
-  for (size_t i = 0; i < n_spans; ++i) {
-    if (spans[i].bytes == nullptr && spans[i].n > 0) return MOTE_ERR_INVALID_ARGUMENT;
-    if (spans[i].n > SIZE_MAX - total) return MOTE_ERR_INVALID_ARGUMENT;
-    total += spans[i].n;
-  }
+  if (!check_encode_arguments(spans, n_spans, tokens, capacity, n_tokens, &total)) return MOTE_ERR_INVALID_ARGUMENT;
   // Every byte yields at most one token, and a word's bytes are its scratch space before
   // merging, so total entries always suffice and are required.
   if (capacity < total) {

@@ -37,6 +37,20 @@ class Text {
   size_t begin_ = 0;  // its first position
 };
 
+// The checks every encoder's entry makes: the output pointers, each span's bytes, and the text's
+// total size (no wrap) into *total; *n_tokens is zeroed. False for an invalid argument.
+inline bool check_encode_arguments(const TextSpan *spans, size_t n_spans, const int32_t *tokens, size_t capacity,
+                                   size_t *n_tokens, size_t *total) {
+  if (n_tokens == nullptr || (spans == nullptr && n_spans > 0) || (tokens == nullptr && capacity > 0)) return false;
+  *n_tokens = 0;
+  *total = 0;
+  for (size_t i = 0; i < n_spans; ++i) {
+    if ((spans[i].bytes == nullptr && spans[i].n > 0) || spans[i].n > SIZE_MAX - *total) return false;
+    *total += spans[i].n;
+  }
+  return true;
+}
+
 // The code point at pos of text (all of its bytes before end) and its size in bytes; false for a
 // byte that does not begin a well-formed UTF-8 character there (no overlongs, surrogates or code
 // points past U+10FFFF), *size then 1.
