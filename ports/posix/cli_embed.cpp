@@ -64,14 +64,14 @@ bool embed_tokens(const mote_model &model, const mote_model_info &info, const st
   return true;
 }
 
-void print_vector(const std::vector<float> &v, Output output) {
+void print_vector(const float *v, size_t n, Output output) {
   if (output == Output::f32) {  // the host's floats: little-endian on every host mote runs on
-    std::fwrite(v.data(), sizeof(float), v.size(), stdout);
+    std::fwrite(v, sizeof(float), n, stdout);
     return;
   }
   const char *separator = output == Output::lines ? "\n" : output == Output::csv ? "," : ", ";
   if (output == Output::json) std::fputc('[', stdout);
-  for (size_t i = 0; i < v.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     std::printf("%s%.9g", i == 0 || output == Output::lines ? "" : separator, static_cast<double>(v[i]));
     if (output == Output::lines) std::fputc('\n', stdout);
   }
@@ -79,9 +79,9 @@ void print_vector(const std::vector<float> &v, Output output) {
   if (output != Output::lines) std::fputc('\n', stdout);
 }
 
-double cosine(const std::vector<float> &a, const std::vector<float> &b) {
+double cosine(const float *a, const float *b, size_t n) {
   double dot = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     dot += static_cast<double>(a[i]) * b[i];
     aa += static_cast<double>(a[i]) * a[i];
     bb += static_cast<double>(b[i]) * b[i];
@@ -228,17 +228,13 @@ int command_embed(int argc, char **argv) {
       return report("embed", mote_session_error(&holder->session), kExitError);
     }
   }
-  std::vector<std::vector<float>> vectors(texts.size());
-  for (size_t i = 0; i < texts.size(); ++i) {
-    vectors[i].assign(flat.begin() + i * info.dim, flat.begin() + (i + 1) * info.dim);
-  }
   const double seconds = now_seconds() - start;
   loaded->exit_if_changed();  // never print a vector computed from weights written in place
   if (query.empty()) {
-    for (const std::vector<float> &v : vectors) print_vector(v, o.output);
+    for (size_t i = 0; i < texts.size(); ++i) print_vector(&flat[i * info.dim], info.dim, o.output);
   } else {
     std::vector<std::pair<double, size_t>> ranked;
-    for (size_t i = 1; i < texts.size(); ++i) ranked.emplace_back(cosine(vectors[0], vectors[i]), i);
+    for (size_t i = 1; i < texts.size(); ++i) ranked.emplace_back(cosine(&flat[0], &flat[i * info.dim], info.dim), i);
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
     if (top != 0 && ranked.size() > top) ranked.resize(top);
     for (const auto &r : ranked) std::printf("%.6f\t%zu\t%s\n", r.first, r.second, texts[r.second].c_str());
