@@ -409,8 +409,8 @@ Status cuda_decode(Session &s, int32_t token) {
   return finish_step(s, c, &token, 1, true, err);
 }
 
-const Backend kCudaBackend = {"cuda",       cuda_host_bytes, cuda_device_memory, cuda_init,
-                              cuda_prefill, cuda_decode,     cuda_release,       nullptr};
+const Backend kCudaBackend = {"cuda",       sizeof(Session), cuda_host_bytes, cuda_device_memory, cuda_init,
+                              cuda_prefill, cuda_decode,     cuda_release,    nullptr};
 
 Session *cuda_session_of(const mote_session *session) {
   Session *s = session == nullptr ? nullptr : static_cast<Session *>(session->impl_);

@@ -155,6 +155,8 @@ print("\n| model | context | prompt tok/s | decode tok/s | decode GB/s of weight
 print("|---|---|---|---|---|---|---|")
 for b in r["bench"]:
     x, peak = b["result"], r["peak_gb_per_s"]
+    if isinstance(x, list):  # mote bench --json prints one array, an object per combination
+        x = x[0] if x else None
     if x is None:
         print(f"| {b['model']} | {b['context']} | failed (see device_checks.log) | | | | |")
         continue

@@ -110,7 +110,12 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
   const uint32_t backend = enum_value(out->backend);
   if (find_backend(backend) == nullptr) {
     if (backend == MOTE_BACKEND_CUDA) {
+#if MOTE_HAVE_CUDA
+      return fail(err, MOTE_ERR_UNSUPPORTED,
+                  "the CUDA backend was compiled with other definitions than the runtime (its Session differs)");
+#else
       return fail(err, MOTE_ERR_UNSUPPORTED, "this build has no CUDA backend (configure with -DMOTE_CUDA=ON)");
+#endif
     }
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown backend %u", static_cast<unsigned>(backend));
   }

@@ -29,15 +29,18 @@ Status cpu_device_memory(const Model &, const mote_session_options &, uint64_t *
   return MOTE_OK;
 }
 
-const Backend kCpuBackend = {"cpu",       nullptr,    cpu_device_memory, nullptr,
-                             cpu_prefill, cpu_decode, nullptr,           cpu_prefill_logits};
+const Backend kCpuBackend = {"cpu",      sizeof(Session), nullptr,           cpu_device_memory, nullptr, cpu_prefill,
+                             cpu_decode, nullptr,         cpu_prefill_logits};
 
 }  // namespace
 
 const Backend *find_backend(uint32_t kind) {
   if (kind == MOTE_BACKEND_CPU) return &kCpuBackend;
 #if MOTE_HAVE_CUDA
-  if (kind == MOTE_BACKEND_CUDA) return mote_cuda_backend();
+  if (kind == MOTE_BACKEND_CUDA) {
+    const Backend *cuda = mote_cuda_backend();
+    return cuda->session_bytes == sizeof(Session) ? cuda : nullptr;
+  }
 #endif
   return nullptr;
 }

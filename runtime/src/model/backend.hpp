@@ -17,6 +17,9 @@ struct Session;
 
 struct Backend {
   const char *name;
+  // sizeof(Session) where the backend was compiled: a backend built with other definitions
+  // (e.g. without MOTE_OPENMP) reads another layout, so find_backend refuses it.
+  size_t session_bytes;
   // Host arena bytes the backend keeps inside the session (its own state), planned by
   // plan_session into Session::backend_state; 0 for the CPU.
   size_t (*host_bytes)(const Model &model, const mote_session_options &options);
