@@ -210,8 +210,7 @@ def main():
         # their x8 layouts where rows are 32 values.
         ("tiny_llama_q4_k_m", ["tiny_llama.gguf", "--dtype", "q4_k_m"]),
         ("tiny_llama_q5_k_m_gguf", ["tiny_llama.gguf", "--dtype", "q5_k_m", "--layout", "gguf"]),
-        ("tiny_llama_q2_k", ["tiny_llama.gguf", "--dtype", "q2_k"]),
-        ("tiny_llama_q3_k_m", ["tiny_llama.gguf", "--dtype", "q3_k_m"]),  # q3_kx8 (q2_k above: q2_kx8)
+        ("tiny_llama_q2_k", ["tiny_llama.gguf", "--dtype", "q2_k"]),  # ffn_down in q3_kx8
         ("tiny_llama_iq4_nl", ["tiny_llama.gguf", "--dtype", "iq4_nl"]),
         ("tiny_llama_q6_k", ["tiny_llama.gguf", "--dtype", "q6_k"]),
     ]
@@ -224,7 +223,7 @@ def main():
     for name, args in conversions:
         out = os.path.join(scratch, name + ".mote")
         args = [a if a.startswith("-") or a in ("q8_0", "f16", "split", "q4_1", "gguf", "q4_k_m", "q5_k_m", "q2_k",
-                                                 "q3_k_m", "iq4_nl", "q6_k") else os.path.join(GOLDEN, a)
+                                                 "iq4_nl", "q6_k") else os.path.join(GOLDEN, a)
                 for a in args]
         subprocess.run([cli, "convert", *args, "-o", out], check=True, stderr=subprocess.DEVNULL)
         with open(out, "rb") as f:
