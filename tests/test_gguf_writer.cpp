@@ -278,8 +278,7 @@ TEST_CASE("q3_kx8 and q2_kx8 matrices come back as GGUF's Q3_K and Q2_K") {
   options.mix = choice->mix;
   ModelData source;
   std::string error;
-  REQUIRE_MESSAGE(mote::convert::load_gguf(mote_test::golden_path("tiny_llama.gguf"), options, &source, &error),
-                  error);
+  REQUIRE_MESSAGE(mote::convert::load_gguf(mote_test::golden_path("tiny_llama.gguf"), options, &source, &error), error);
   size_t q3 = 0;
   for (const TensorData &t : source.tensors) q3 += t.dtype == DType::q3_kx8;
   CHECK(q3 > 0);

@@ -3,8 +3,9 @@
 // for bit; the scalar twin equals the exact product of the dequantized weights and the 8-bit
 // activations; every SIMD table equals the scalar twin bit for bit at every tile edge, for any
 // token batch and row split (kernels/quant.hpp defines the sums). Their x8 layouts (q4_kx8,
-// q5_kx8, q6_kx8, q3_kx8, q2_kx8), made by the converter's repack from the plain blocks, give every row the plain
-// type's values bit for bit and its products up to float rounding, on every table.
+// q5_kx8, q6_kx8, q3_kx8, q2_kx8), made by the converter's repack from the plain blocks, give
+// every row the plain type's values bit for bit and its products up to float rounding, on every
+// table.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -210,8 +210,8 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
         const Ints moved = s < 2    ? W::shift_left16(hm, static_cast<int>(2 - s))
                            : s == 2 ? hm
                                     : W::shift_right16(hm, static_cast<int>(s - 2));
-        codes[k] = W::or_(W::and_(W::shift_right16(qs, static_cast<int>(2 * (s % 4))), two),
-                          W::and_(moved, W::bytes(0x04)));
+        codes[k] =
+            W::or_(W::and_(W::shift_right16(qs, static_cast<int>(2 * (s % 4))), two), W::and_(moved, W::bytes(0x04)));
       }
       const Ints sc0 = W::sub32(word_byte_ints<W>(scale_words[s / 2], (2 * s) % 4), W::words(32));
       const Ints sc1 = W::sub32(word_byte_ints<W>(scale_words[s / 2], (2 * s + 1) % 4), W::words(32));
@@ -409,8 +409,8 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
         for (size_t k = 0; k < 8; ++k) {
           const uint8x16_t qs = row_bytes(g.rest + 256 + 256 * (s / 4) + 32 * k, half);
           const uint8x16_t hm = row_bytes(g.rest + 32 * k, half);
-          const uint8x16_t low = vandq_u8(
-              vshlq_u8(qs, vdupq_n_s8(static_cast<int8_t>(-static_cast<int>(2 * (s % 4))))), vdupq_n_u8(3));
+          const uint8x16_t low =
+              vandq_u8(vshlq_u8(qs, vdupq_n_s8(static_cast<int8_t>(-static_cast<int>(2 * (s % 4))))), vdupq_n_u8(3));
           const uint8x16_t high =
               vandq_u8(vshlq_u8(hm, vdupq_n_s8(static_cast<int8_t>(-static_cast<int>(s)))), vdupq_n_u8(1));
           codes[k] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(low, vshlq_n_u8(high, 2))), vdupq_n_s8(4));
@@ -441,8 +441,8 @@ struct KGroupOps<Arch, BlockQ2_Kx8, W> {
         int8x16_t codes[8];
         for (size_t k = 0; k < 8; ++k) {
           const uint8x16_t qs = row_bytes(g.rest + 128 + 256 * (s / 4) + 32 * k, half);
-          codes[k] = vreinterpretq_s8_u8(vandq_u8(
-              vshlq_u8(qs, vdupq_n_s8(static_cast<int8_t>(-static_cast<int>(2 * (s % 4))))), vdupq_n_u8(3)));
+          codes[k] = vreinterpretq_s8_u8(
+              vandq_u8(vshlq_u8(qs, vdupq_n_s8(static_cast<int8_t>(-static_cast<int>(2 * (s % 4))))), vdupq_n_u8(3)));
         }
         // Scale bytes 2s and 2s + 1: each 16-value half's scale (low nibble) and min (high).
         const uint32x4_t word = row_words(g.rest + 32 * (s / 2), half);
@@ -451,8 +451,8 @@ struct KGroupOps<Arch, BlockQ2_Kx8, W> {
         const int32x4_t mn0 = vshrq_n_s32(byte0, 4), mn1 = vshrq_n_s32(byte1, 4);
         for (size_t t = 0; t < K; ++t) {
           const size_t xb = xb0[t] + s;
-          fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, vandq_s32(byte0, four),
-                             vandq_s32(byte1, four), d[half], x.q + xb * kQuantBlock, x.scale[xb]);
+          fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, vandq_s32(byte0, four), vandq_s32(byte1, four),
+                             d[half], x.q + xb * kQuantBlock, x.scale[xb]);
           const int32_t *offsets = x.lane_offset + xb * kQuantLanes;
           const int32x4_t m =
               vmlaq_n_s32(vmulq_n_s32(mn0, times_half_sum<1>(offsets)), mn1, times_half_sum<1>(offsets + 4));
