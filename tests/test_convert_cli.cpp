@@ -85,6 +85,13 @@ TEST_CASE("cli: mote convert picks the importer by content") {
   r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q4_0 --layout gguf");
   CHECK(r.code == 0);
   CHECK(r.err.find("tensors: 7 f32, 2 q8_0, 21 q4_0)") != std::string::npos);
+  // llama-quantize's Q2_K mix gives the 256-value ffn_down rows q3_k: q3_kx8, plain with gguf.
+  r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q2_k");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("tensors: 7 f32, 1 q8_0, 1 q4_0, 18 q4_0x8, 3 q3_kx8)") != std::string::npos);
+  r = run_cli("convert " + gguf + " -o '" + out + "' --dtype q2_k --layout gguf");
+  CHECK(r.code == 0);
+  CHECK(r.err.find("tensors: 7 f32, 1 q8_0, 19 q4_0, 3 q3_k)") != std::string::npos);
   r = run_cli("convert " + gguf + " -o '" + out + "' --layout ggml");
   CHECK(r.code == 2);
   CHECK(r.err.find("--layout must be interleaved or gguf") != std::string::npos);

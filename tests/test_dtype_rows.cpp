@@ -67,13 +67,15 @@ TEST_CASE("dtype rows: GGUF's type ids and block sizes, the kernels' block struc
       {DType::q4_k, "q4_k", 12, 256, 144, 1, 2, DType::q4_kx8},
       {DType::q5_k, "q5_k", 13, 256, 176, 1, 2, DType::q5_kx8},
       {DType::q6_k, "q6_k", 14, 256, 210, 1, 1, DType::q6_kx8, 208},
-      {DType::q3_k, "q3_k", 11, 256, 110, 1, 1, DType::q3_k, 108},
-      {DType::q2_k, "q2_k", 10, 256, 84, 1, 2, DType::q2_k, 80},
+      {DType::q3_k, "q3_k", 11, 256, 110, 1, 1, DType::q3_kx8, 108},
+      {DType::q2_k, "q2_k", 10, 256, 84, 1, 2, DType::q2_kx8, 80},
       {DType::iq4_nl, "iq4_nl", 20, 32, 18, 1, 1, DType::iq4_nl},
       // The K types' x8 layouts: fields first in the group block (scale_offset 0) even for q6_k.
       {DType::q4_kx8, "q4_kx8", none, 256, 144, 8, 2, DType::q4_k},
       {DType::q5_kx8, "q5_kx8", none, 256, 176, 8, 2, DType::q5_k},
       {DType::q6_kx8, "q6_kx8", none, 256, 210, 8, 1, DType::q6_k},
+      {DType::q3_kx8, "q3_kx8", none, 256, 110, 8, 1, DType::q3_k},
+      {DType::q2_kx8, "q2_kx8", none, 256, 84, 8, 2, DType::q2_k},
   };
   REQUIRE(mote::format::kDTypeCount == sizeof expected / sizeof expected[0]);
   CHECK(mote::format::dtype_traits(mote::format::kDTypeCount) == nullptr);
@@ -138,15 +140,15 @@ TEST_CASE("dtype rows: every runtime row reads row r at its own offset, as ggml 
     }
     ++tested;
   }
-  // f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, the five K-quants and the eight x8 layouts.
-  CHECK(tested == 21);
+  // f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, the five K-quants and the ten x8 layouts.
+  CHECK(tested == 23);
 }
 
 TEST_CASE("dtype rows: a K type's x8 group block puts each plain byte where FORMAT.md says") {
   // Group block layout (FORMAT.md): each fp16 field of the 8 rows (d[0..7], then dmin[0..7]),
   // then every other byte of the 8 plain blocks in plain order, bytes [4k, 4k + 4) of row i's at
   // fields + (8k + i) * 4. Plain bytes are tagged with (row, position) so any misplacement shows.
-  for (DType plain : {DType::q4_k, DType::q5_k, DType::q6_k}) {
+  for (DType plain : {DType::q4_k, DType::q5_k, DType::q6_k, DType::q3_k, DType::q2_k}) {
     const DTypeTraits &traits = traits_of(plain);
     CAPTURE(traits.name);
     const size_t rows = 16, cols = 512, blocks_per_row = 2, block = traits.block_bytes;
@@ -154,7 +156,8 @@ TEST_CASE("dtype rows: a K type's x8 group block puts each plain byte where FORM
     for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 251);
     const std::vector<uint8_t> groups = mote::convert::interleave_rows(bytes, plain, rows, cols);
     const size_t field_bytes = 2 * size_t{traits.scale_fields};
-    const size_t field_at = plain == DType::q6_k ? 208 : 0;  // q6_k keeps d after ql, qh, scales
+    // q6_k, q3_k and q2_k keep d (and dmin) after their quants and scales.
+    const size_t field_at = plain == DType::q6_k ? 208 : plain == DType::q3_k ? 108 : plain == DType::q2_k ? 80 : 0;
     for (size_t r = 0; r < rows; ++r) {
       for (size_t b = 0; b < blocks_per_row; ++b) {
         const uint8_t *src = bytes.data() + (r * blocks_per_row + b) * block;

@@ -7,13 +7,18 @@
 // is byte-identical.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <random>
 
 #include "cli_support.hpp"
 #include "convert_support.hpp"
+#include "core/fp16.hpp"
 #include "gguf_writer.hpp"
+#include "kernels/quant.hpp"
 #include "llama2c.hpp"
+#include "quantize_recipe.hpp"
 #include "repack.hpp"
 #include "safetensors.hpp"
 
@@ -261,6 +266,42 @@ TEST_CASE("a GGUF source comes back with its own tensor bytes, and through mote 
     check_round_trip(name.substr(0, name.find('.')), source);
     check_tensors_as_source(path, write_gguf(source));
   }
+}
+
+TEST_CASE("q3_kx8 and q2_kx8 matrices come back as GGUF's Q3_K and Q2_K") {
+  // The Q2_K recipe gives tiny_llama's 256-value ffn_down rows q3_k (stored as q3_kx8); the same
+  // rows then hold random q2_k blocks (finite d, dmin), interleaved as q2_kx8.
+  const mote::convert::DTypeChoice *choice = mote::convert::find_dtype_choice("q2_k");
+  REQUIRE(choice != nullptr);
+  mote::convert::GgufOptions options;
+  options.dtype = choice->base;
+  options.mix = choice->mix;
+  ModelData source;
+  std::string error;
+  REQUIRE_MESSAGE(mote::convert::load_gguf(mote_test::golden_path("tiny_llama.gguf"), options, &source, &error), error);
+  size_t q3 = 0;
+  for (const TensorData &t : source.tensors) q3 += t.dtype == DType::q3_kx8;
+  CHECK(q3 > 0);
+  check_round_trip("tiny_llama_q3_kx8", source);
+
+  std::mt19937 rng(23);
+  size_t q2 = 0;
+  for (TensorData &t : source.tensors) {
+    if (t.dtype != DType::q3_kx8) continue;
+    Bytes blocks(t.rows * (t.cols / 256) * sizeof(mote::kernels::BlockQ2_K));
+    for (uint8_t &byte : blocks) byte = static_cast<uint8_t>(rng());
+    for (size_t b = 0; b < blocks.size(); b += sizeof(mote::kernels::BlockQ2_K)) {
+      const uint16_t d = mote::f32_to_fp16(0.002f + 0.001f * static_cast<float>(rng() % 8));
+      const uint16_t dmin = mote::f32_to_fp16(0.001f * static_cast<float>(rng() % 8));
+      std::memcpy(&blocks[b + 80], &d, 2);  // q2_k keeps d, dmin after its scales and quants
+      std::memcpy(&blocks[b + 82], &dmin, 2);
+    }
+    t.dtype = DType::q2_kx8;
+    t.bytes = mote::convert::interleave_rows(blocks, DType::q2_k, t.rows, t.cols);
+    ++q2;
+  }
+  CHECK(q2 == q3);
+  check_round_trip("tiny_llama_q2_kx8", source);
 }
 
 TEST_CASE("every family's GGUF comes back with its architecture, keys and tensor bytes") {

@@ -3,8 +3,9 @@
 // for bit; the scalar twin equals the exact product of the dequantized weights and the 8-bit
 // activations; every SIMD table equals the scalar twin bit for bit at every tile edge, for any
 // token batch and row split (kernels/quant.hpp defines the sums). Their x8 layouts (q4_kx8,
-// q5_kx8, q6_kx8), made by the converter's repack from the plain blocks, give every row the plain
-// type's values bit for bit and its products up to float rounding, on every table.
+// q5_kx8, q6_kx8, q3_kx8, q2_kx8), made by the converter's repack from the plain blocks, give
+// every row the plain type's values bit for bit and its products up to float rounding, on every
+// table.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -204,9 +205,7 @@ void check_simd_against_scalar() {
 
 // The x8 twin of a plain K type: its dtype and kernel.
 template <class Block>
-constexpr DType kX8Dtype = std::is_same_v<Block, BlockQ4_K>   ? DType::q4_kx8
-                           : std::is_same_v<Block, BlockQ5_K> ? DType::q5_kx8
-                                                              : DType::q6_kx8;
+constexpr DType kX8Dtype = mote::format::traits_of(KType<Block>::dtype).twin;
 
 // Rows interleaved by the converter read back as the plain rows (bit for bit) and multiply to the
 // plain kernel's results up to the float folding order (quant.hpp: one accumulator per row
@@ -280,5 +279,5 @@ TEST_CASE("simd K-quant products match the scalar twin bit for bit") {
 }
 
 TEST_CASE("K-quant x8 layouts: the plain rows' values and products, on every table") {
-  KTypes<BlockQ4_K, BlockQ5_K, BlockQ6_K>::each([](auto block) { check_x8_against_plain<decltype(block)>(); });
+  AllK::each([](auto block) { check_x8_against_plain<decltype(block)>(); });
 }

@@ -210,7 +210,7 @@ def main():
         # their x8 layouts where rows are 32 values.
         ("tiny_llama_q4_k_m", ["tiny_llama.gguf", "--dtype", "q4_k_m"]),
         ("tiny_llama_q5_k_m_gguf", ["tiny_llama.gguf", "--dtype", "q5_k_m", "--layout", "gguf"]),
-        ("tiny_llama_q2_k", ["tiny_llama.gguf", "--dtype", "q2_k"]),
+        ("tiny_llama_q2_k", ["tiny_llama.gguf", "--dtype", "q2_k"]),  # ffn_down in q3_kx8
         ("tiny_llama_iq4_nl", ["tiny_llama.gguf", "--dtype", "iq4_nl"]),
         ("tiny_llama_q6_k", ["tiny_llama.gguf", "--dtype", "q6_k"]),
     ]

@@ -1,8 +1,9 @@
 // Integer products over the K types' row-interleaved x8 layouts (kernels/quant_k.hpp; quant.hpp
 // defines the sum): 32 bytes of a group block hold the same 4 bytes of 8 rows, so one register's
 // 32-bit lanes are the rows. A super-block's sub-block scales for all 8 rows come out of three
-// (q4_k, q5_k) or four (q6_k) such registers with the plain decoder's bit operations, and each
-// 32-value sub-block is eight 4-byte dot steps against broadcast activation quads.
+// (q4_k, q5_k, q3_k), four (q6_k) or one (q2_k) such registers with the plain decoder's bit
+// operations, and each 32-value sub-block is eight 4-byte dot steps against broadcast activation
+// quads.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,12 @@ namespace mote::kernels::simd {
 // sub-blocks into the rows' accumulators; W says how many groups' rows a register holds.
 template <class Arch, class Group, class W>
 struct KGroupOps;
+
+// kTimes * the sum of 16 activations (exact: lane_offset holds 8 * each 4-value lane's sum).
+template <int kTimes>
+inline int32_t times_half_sum(const int32_t *lane_offset) {
+  return kTimes * (lane_offset[0] + lane_offset[1] + lane_offset[2] + lane_offset[3]) / 8;
+}
 
 #if defined(__AVX2__)
 // Per row lane: sum over quads k < N of the 4-byte dot of u[k] (unsigned codes <= kMaxCode) with
@@ -48,10 +55,37 @@ inline typename W::Ints row_dots(const typename W::Ints *u, const int8_t *x) {
 #endif
 }
 
-// Byte j (0..3) of every row's 32-bit word, unsigned, as floats.
+// Byte j (0..3) of every row's 32-bit word, unsigned, as int32 lanes and as floats.
+template <class W>
+inline typename W::Ints word_byte_ints(typename W::Ints words, size_t j) {
+  return W::and_(W::shift_right32(words, static_cast<int>(8 * j)), W::words(0xFF));
+}
 template <class W>
 inline typename W::Floats word_byte(typename W::Ints words, size_t j) {
-  return W::to_float(W::and_(W::shift_right32(words, static_cast<int>(8 * j)), W::words(0xFF)));
+  return W::to_float(word_byte_ints<W>(words, j));
+}
+
+// Sub-block s of a type scaled per 16 values (q6_k, q3_k, q2_k) for K tokens: per row
+// sum = sc0 * h0 + sc1 * h1, h the dot of (code - kOffset) with each 16-value half's activations
+// (unsigned codes <= kMaxCode in the dots, the offset taken off through the halves' sums).
+template <class W, int kOffset, int kMaxCode, size_t K>
+inline void fold_sixteen(typename W::Floats *acc, const typename W::Ints *codes, typename W::Ints sc0,
+                         typename W::Ints sc1, typename W::Floats d, const Q8Activations &x, const size_t *xb0,
+                         size_t s) {
+  using Ints = typename W::Ints;
+#pragma GCC unroll 8
+  for (size_t t = 0; t < K; ++t) {
+    const size_t xb = xb0[t] + s;
+    const int8_t *xq = x.q + xb * kQuantBlock;
+    Ints h0 = row_dots<W, kMaxCode, 4>(codes, xq), h1 = row_dots<W, kMaxCode, 4>(codes + 4, xq + 16);
+    if constexpr (kOffset != 0) {
+      const int32_t *offsets = x.lane_offset + xb * kQuantLanes;
+      h0 = W::sub32(h0, W::words(times_half_sum<kOffset>(offsets)));
+      h1 = W::sub32(h1, W::words(times_half_sum<kOffset>(offsets + 4)));
+    }
+    const Ints sums = W::add32(W::mul32(sc0, h0), W::mul32(sc1, h1));
+    acc[t] = W::fma(W::to_float(sums), W::mul(d, W::splat(x.scale[xb])), acc[t]);
+  }
 }
 
 // q4_kx8 and q5_kx8. rest: the 12 scale bytes (quads 0-2), q5's qh (quads 3-10), then qs.
@@ -111,11 +145,6 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   using Ints = typename W::Ints;
   using Floats = typename W::Floats;
   static constexpr size_t kRest = offsetof(BlockQ6_Kx8, rest);
-  // 32 * the sum of 16 activations: lane_offset holds 8 * each lane (4 values) sum.
-  static int32_t thirty_two_sum(const int32_t *lane_offset) {
-    return 4 * (lane_offset[0] + lane_offset[1] + lane_offset[2] + lane_offset[3]);
-  }
-
   template <size_t K>
   static void super_block(Floats *acc, Floats *, const BlockQ6_Kx8 &g, size_t next, const Q8Activations &x,
                           const size_t *xb0) {
@@ -145,17 +174,84 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
         // The int8 scales of 16-value sub-blocks 2s and 2s + 1 for every row, sign-extended.
         const Ints sc0 = W::signed_byte(scale_words[s / 2], (2 * s) % 4);
         const Ints sc1 = W::signed_byte(scale_words[s / 2], (2 * s + 1) % 4);
+        fold_sixteen<W, 32, 63, K>(acc, codes, sc0, sc1, d, x, xb0, s);
+      }
+    }
+  }
+};
+
+// q3_kx8. rest: hmask (quads 0-7), qs (quads 8-23), the 12 packed scale bytes (quads 24-26).
+template <class Arch, class W>
+struct KGroupOps<Arch, BlockQ3_Kx8, W> {
+  using Ints = typename W::Ints;
+  using Floats = typename W::Floats;
+  static constexpr size_t kRest = offsetof(BlockQ3_Kx8, rest);
+
+  template <size_t K>
+  static void super_block(Floats *acc, Floats *, const BlockQ3_Kx8 &g, size_t next, const Q8Activations &x,
+                          const size_t *xb0) {
+    const Floats d = W::halves(g.fields, next);
+    // q3_k_scale_words on 8 rows' words at once: a, b, c are scale bytes 0-3, 4-7, 8-11 of each
+    // row (16-bit shifts: what crosses a byte is masked off).
+    const Ints a = W::load(&g, next, kRest + 768), b = W::load(&g, next, kRest + 800),
+               c = W::load(&g, next, kRest + 832);
+    const Ints four = W::bytes(0x0F), two = W::bytes(0x03);
+    const auto high = [&](int shift) { return W::shift_left16(W::and_(W::shift_right16(c, shift), two), 4); };
+    const Ints scale_words[4] = {W::or_(W::and_(a, four), high(0)), W::or_(W::and_(b, four), high(2)),
+                                 W::or_(W::and_(W::shift_right16(a, 4), four), high(4)),
+                                 W::or_(W::and_(W::shift_right16(b, 4), four), high(6))};
 #pragma GCC unroll 8
-        for (size_t t = 0; t < K; ++t) {
-          const size_t xb = xb0[t] + s;
-          const int8_t *xq = x.q + xb * kQuantBlock;
-          const int32_t *offsets = x.lane_offset + xb * kQuantLanes;
-          // sum (code - 32) x = sum code x - 32 sum x, per 16-value half.
-          const Ints h0 = W::sub32(row_dots<W, 63, 4>(codes, xq), W::words(thirty_two_sum(offsets)));
-          const Ints h1 = W::sub32(row_dots<W, 63, 4>(codes + 4, xq + 16), W::words(thirty_two_sum(offsets + 4)));
-          const Ints sums = W::add32(W::mul32(sc0, h0), W::mul32(sc1, h1));
-          acc[t] = W::fma(W::to_float(sums), W::mul(d, W::splat(x.scale[xb])), acc[t]);
-        }
+    for (size_t s = 0; s < kSubBlocks; ++s) {
+      Ints codes[8];  // k_code: 2 bits of qs byte 32 (s / 4) + l, bit s of hmask[l] as bit 2
+#pragma GCC unroll 8
+      for (size_t k = 0; k < 8; ++k) {
+        const Ints qs = W::load(&g, next, kRest + 256 + 256 * (s / 4) + 32 * k);
+        const Ints hm = W::load(&g, next, kRest + 32 * k);
+        const Ints moved = s < 2    ? W::shift_left16(hm, static_cast<int>(2 - s))
+                           : s == 2 ? hm
+                                    : W::shift_right16(hm, static_cast<int>(s - 2));
+        codes[k] =
+            W::or_(W::and_(W::shift_right16(qs, static_cast<int>(2 * (s % 4))), two), W::and_(moved, W::bytes(0x04)));
+      }
+      const Ints sc0 = W::sub32(word_byte_ints<W>(scale_words[s / 2], (2 * s) % 4), W::words(32));
+      const Ints sc1 = W::sub32(word_byte_ints<W>(scale_words[s / 2], (2 * s + 1) % 4), W::words(32));
+      fold_sixteen<W, 4, 7, K>(acc, codes, sc0, sc1, d, x, xb0, s);
+    }
+  }
+};
+
+// q2_kx8. rest: the 16 scale bytes (scale | min << 4, quads 0-3), then qs (quads 4-19).
+template <class Arch, class W>
+struct KGroupOps<Arch, BlockQ2_Kx8, W> {
+  using Ints = typename W::Ints;
+  using Floats = typename W::Floats;
+  static constexpr size_t kRest = offsetof(BlockQ2_Kx8, rest);
+
+  template <size_t K>
+  static void super_block(Floats *acc, Floats *acc_mins, const BlockQ2_Kx8 &g, size_t next, const Q8Activations &x,
+                          const size_t *xb0) {
+    const Floats d = W::halves(g.fields, next), dmin = W::halves(g.fields + 8, next);
+    const Ints four = W::words(0x0F);
+#pragma GCC unroll 8
+    for (size_t s = 0; s < kSubBlocks; ++s) {
+      Ints codes[8];
+#pragma GCC unroll 8
+      for (size_t k = 0; k < 8; ++k) {
+        const Ints qs = W::load(&g, next, kRest + 128 + 256 * (s / 4) + 32 * k);
+        codes[k] = W::and_(W::shift_right16(qs, static_cast<int>(2 * (s % 4))), W::bytes(0x03));
+      }
+      // Scale bytes 2s and 2s + 1: each 16-value half's scale (low nibble) and min (high).
+      const Ints word = W::load(&g, next, kRest + 32 * (s / 2));
+      const Ints byte0 = word_byte_ints<W>(word, (2 * s) % 4), byte1 = word_byte_ints<W>(word, (2 * s + 1) % 4);
+      fold_sixteen<W, 0, 3, K>(acc, codes, W::and_(byte0, four), W::and_(byte1, four), d, x, xb0, s);
+      const Ints mn0 = W::shift_right32(byte0, 4), mn1 = W::shift_right32(byte1, 4);
+#pragma GCC unroll 8
+      for (size_t t = 0; t < K; ++t) {
+        const size_t xb = xb0[t] + s;
+        const int32_t *offsets = x.lane_offset + xb * kQuantLanes;
+        const Ints m = W::add32(W::mul32(mn0, W::words(times_half_sum<1>(offsets))),
+                                W::mul32(mn1, W::words(times_half_sum<1>(offsets + 4))));
+        acc_mins[t] = W::fma(W::to_float(m), W::negate(W::mul(dmin, W::splat(x.scale[xb]))), acc_mins[t]);
       }
     }
   }
@@ -178,12 +274,25 @@ inline uint32x4_t row_words(const uint8_t *p, size_t half) { return vreinterpret
 inline float32x4_t word_byte(uint32x4_t words, size_t j) {
   return vcvtq_f32_u32(vandq_u32(vshlq_u32(words, vdupq_n_s32(-static_cast<int>(8 * j))), vdupq_n_u32(0xFF)));
 }
+// Byte j (0..3) of every row's 32-bit word, unsigned, as int32 lanes.
+inline int32x4_t word_byte_ints(uint32x4_t words, size_t j) {
+  return vreinterpretq_s32_u32(vandq_u32(vshlq_u32(words, vdupq_n_s32(-static_cast<int>(8 * j))), vdupq_n_u32(0xFF)));
+}
 // Per row: sum over quads k < N of codes[k] (signed bytes) dotted with x[4k .. 4k + 3].
 template <class Arch, size_t N>
 inline int32x4_t row_dots(const int8x16_t *codes, const int8_t *x) {
   int32x4_t sums = vdupq_n_s32(0);
   for (size_t k = 0; k < N; ++k) sums = dot_quads<Arch>(sums, codes[k], x + 4 * k);
   return sums;
+}
+// x86's fold_sixteen on 4 rows: codes are the signed weights (code - offset) themselves, so the
+// dots are the same exact h0, h1 as x86's offset sums give.
+template <class Arch>
+inline void fold_sixteen(float32x4_t &lanes, const int8x16_t *codes, int32x4_t sc0, int32x4_t sc1, float32x4_t d,
+                         const int8_t *xq, float d_x) {
+  const int32x4_t sums =
+      vmlaq_s32(vmulq_s32(sc0, row_dots<Arch, 4>(codes, xq)), sc1, row_dots<Arch, 4>(codes + 4, xq + 16));
+  lanes = QuantIsa<Arch>::fma(lanes, vcvtq_f32_s32(sums), vmulq_n_f32(d, d_x));
 }
 
 // One group's 8 rows as two q registers' lanes.
@@ -270,12 +379,85 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
         const int32x4_t sc0 = scale_of(2 * s), sc1 = scale_of(2 * s + 1);
         for (size_t t = 0; t < K; ++t) {
           const size_t xb = xb0[t] + s;
-          const int8_t *xq = x.q + xb * kQuantBlock;
-          // Signed codes (q - 32) straight into the dots: the same exact h0, h1 as x86's offsets.
-          const int32x4_t sums =
-              vmlaq_s32(vmulq_s32(sc0, row_dots<Arch, 4>(codes, xq)), sc1, row_dots<Arch, 4>(codes + 4, xq + 16));
-          float32x4_t &lanes = half == 0 ? acc[t].lo : acc[t].hi;
-          lanes = Isa::fma(lanes, vcvtq_f32_s32(sums), vmulq_n_f32(d[half], x.scale[xb]));
+          fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, sc0, sc1, d[half], x.q + xb * kQuantBlock,
+                             x.scale[xb]);
+        }
+      }
+    }
+  }
+};
+
+template <class Arch, class W>
+struct KGroupOps<Arch, BlockQ3_Kx8, W> {
+  template <size_t K>
+  static void super_block(NeonLanes *acc, NeonLanes *, const BlockQ3_Kx8 &g, size_t, const Q8Activations &x,
+                          const size_t *xb0) {
+    float32x4_t d[2];
+    load_scales8<Arch, BlockQ3_Kx8>(g.fields, d);
+    for (size_t half = 0; half < 2; ++half) {
+      // q3_k_scale_words on 4 rows' words at once, as the x86 kernel does on 8.
+      const uint32x4_t a = row_words(g.rest + 768, half), b = row_words(g.rest + 800, half),
+                       c = row_words(g.rest + 832, half);
+      const uint32x4_t four = vdupq_n_u32(0x0F0F0F0Fu), two = vdupq_n_u32(0x03030303u);
+      const uint32x4_t scale_words[4] = {
+          vorrq_u32(vandq_u32(a, four), vshlq_n_u32(vandq_u32(c, two), 4)),
+          vorrq_u32(vandq_u32(b, four), vshlq_n_u32(vandq_u32(vshrq_n_u32(c, 2), two), 4)),
+          vorrq_u32(vandq_u32(vshrq_n_u32(a, 4), four), vshlq_n_u32(vandq_u32(vshrq_n_u32(c, 4), two), 4)),
+          vorrq_u32(vandq_u32(vshrq_n_u32(b, 4), four), vshlq_n_u32(vandq_u32(vshrq_n_u32(c, 6), two), 4))};
+      for (size_t s = 0; s < kSubBlocks; ++s) {
+        int8x16_t codes[8];
+        for (size_t k = 0; k < 8; ++k) {
+          const uint8x16_t qs = row_bytes(g.rest + 256 + 256 * (s / 4) + 32 * k, half);
+          const uint8x16_t hm = row_bytes(g.rest + 32 * k, half);
+          const uint8x16_t low =
+              vandq_u8(vshlq_u8(qs, vdupq_n_s8(static_cast<int8_t>(-static_cast<int>(2 * (s % 4))))), vdupq_n_u8(3));
+          const uint8x16_t high =
+              vandq_u8(vshlq_u8(hm, vdupq_n_s8(static_cast<int8_t>(-static_cast<int>(s)))), vdupq_n_u8(1));
+          codes[k] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(low, vshlq_n_u8(high, 2))), vdupq_n_s8(4));
+        }
+        const int32x4_t sc0 = vsubq_s32(word_byte_ints(scale_words[s / 2], (2 * s) % 4), vdupq_n_s32(32));
+        const int32x4_t sc1 = vsubq_s32(word_byte_ints(scale_words[s / 2], (2 * s + 1) % 4), vdupq_n_s32(32));
+        for (size_t t = 0; t < K; ++t) {
+          const size_t xb = xb0[t] + s;
+          fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, sc0, sc1, d[half], x.q + xb * kQuantBlock,
+                             x.scale[xb]);
+        }
+      }
+    }
+  }
+};
+
+template <class Arch, class W>
+struct KGroupOps<Arch, BlockQ2_Kx8, W> {
+  using Isa = QuantIsa<Arch>;
+  template <size_t K>
+  static void super_block(NeonLanes *acc, NeonLanes *acc_mins, const BlockQ2_Kx8 &g, size_t, const Q8Activations &x,
+                          const size_t *xb0) {
+    float32x4_t d[2], dmin[2];
+    load_scales8<Arch, BlockQ2_Kx8>(g.fields, d);
+    load_scales8<Arch, BlockQ2_Kx8>(g.fields + 8, dmin);
+    for (size_t half = 0; half < 2; ++half) {
+      for (size_t s = 0; s < kSubBlocks; ++s) {
+        int8x16_t codes[8];
+        for (size_t k = 0; k < 8; ++k) {
+          const uint8x16_t qs = row_bytes(g.rest + 128 + 256 * (s / 4) + 32 * k, half);
+          codes[k] = vreinterpretq_s8_u8(
+              vandq_u8(vshlq_u8(qs, vdupq_n_s8(static_cast<int8_t>(-static_cast<int>(2 * (s % 4))))), vdupq_n_u8(3)));
+        }
+        // Scale bytes 2s and 2s + 1: each 16-value half's scale (low nibble) and min (high).
+        const uint32x4_t word = row_words(g.rest + 32 * (s / 2), half);
+        const int32x4_t byte0 = word_byte_ints(word, (2 * s) % 4), byte1 = word_byte_ints(word, (2 * s + 1) % 4);
+        const int32x4_t four = vdupq_n_s32(0x0F);
+        const int32x4_t mn0 = vshrq_n_s32(byte0, 4), mn1 = vshrq_n_s32(byte1, 4);
+        for (size_t t = 0; t < K; ++t) {
+          const size_t xb = xb0[t] + s;
+          fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, vandq_s32(byte0, four), vandq_s32(byte1, four),
+                             d[half], x.q + xb * kQuantBlock, x.scale[xb]);
+          const int32_t *offsets = x.lane_offset + xb * kQuantLanes;
+          const int32x4_t m =
+              vmlaq_n_s32(vmulq_n_s32(mn0, times_half_sum<1>(offsets)), mn1, times_half_sum<1>(offsets + 4));
+          float32x4_t &min_lanes = half == 0 ? acc_mins[t].lo : acc_mins[t].hi;
+          min_lanes = Isa::fma(min_lanes, vcvtq_f32_s32(m), vnegq_f32(vmulq_n_f32(dmin[half], x.scale[xb])));
         }
       }
     }
@@ -376,6 +558,8 @@ inline void k_interleaved_matmul(float *out, size_t out_stride, const Group *w, 
   if constexpr (std::is_same_v<Group, BlockQ4_Kx8>) ref::matmul_q4_kx8(out, out_stride, w, x, rows, cols, n_tokens);
   if constexpr (std::is_same_v<Group, BlockQ5_Kx8>) ref::matmul_q5_kx8(out, out_stride, w, x, rows, cols, n_tokens);
   if constexpr (std::is_same_v<Group, BlockQ6_Kx8>) ref::matmul_q6_kx8(out, out_stride, w, x, rows, cols, n_tokens);
+  if constexpr (std::is_same_v<Group, BlockQ3_Kx8>) ref::matmul_q3_kx8(out, out_stride, w, x, rows, cols, n_tokens);
+  if constexpr (std::is_same_v<Group, BlockQ2_Kx8>) ref::matmul_q2_kx8(out, out_stride, w, x, rows, cols, n_tokens);
 }
 #endif
 
@@ -391,6 +575,17 @@ void matmul_q5_kx8(float *out, size_t out_stride, const BlockQ5_Kx8 *w, const Q8
 }
 template <class Arch>
 void matmul_q6_kx8(float *out, size_t out_stride, const BlockQ6_Kx8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+template <class Arch>
+void matmul_q3_kx8(float *out, size_t out_stride, const BlockQ3_Kx8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void matmul_q2_kx8(float *out, size_t out_stride, const BlockQ2_Kx8 *w, const Q8Activations &x, size_t rows,
                    size_t cols, size_t n_tokens) {
   k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
 }

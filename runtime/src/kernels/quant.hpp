@@ -23,15 +23,18 @@
 // then acc[k] = fma(float(lane k), d * d_x, acc[k]); q2_k then adds its min per 16 values,
 // acc[k] = fma(-(dmin * float(mn)), lane_sum_scaled[k], acc[k]).
 //
-// The K types' x8 layouts (q4_kx8, q5_kx8, q6_kx8; quant_k.hpp) sum as the other x8 layouts do:
-// per row, one exact int32 per 32-value sub-block s folded in order, super-block by super-block
-// (d, dmin, sc_s, mn_s that row's; d_x, x_sum the activation block's d and block_sum), into a
-// float acc and, for the min terms, a second float mins (two chains, so neither waits on the
-// other's latency). q4_kx8 / q5_kx8: sum = sum code * x (codes unsigned),
+// The K types' x8 layouts (q4_kx8, q5_kx8, q6_kx8, q3_kx8, q2_kx8; quant_k.hpp) sum as the other
+// x8 layouts do: per row, one exact int32 per 32-value sub-block s folded in order, super-block by
+// super-block (d, dmin, sc_s, mn_s that row's; d_x, x_sum the activation block's d and block_sum),
+// into a float acc and, for the min terms, a second float mins (two chains, so neither waits on
+// the other's latency). q4_kx8 / q5_kx8: sum = sum code * x (codes unsigned),
 // acc = fma(float(sum), (d * float(sc_s)) * d_x, acc), mins = fma(-(dmin * float(mn_s)),
-// d_x * float(x_sum), mins). q6_kx8: h0, h1 = sum (code - 32) * x over the sub-block's first and
-// last 16 values, sum = sc_2s * h0 + sc_2s+1 * h1 (exact in int32), acc = fma(float(sum),
-// d * d_x, acc). The row's result is acc + mins (mins stays 0 for q6_kx8).
+// d_x * float(x_sum), mins). q6_kx8, q3_kx8, q2_kx8: h0, h1 = sum (code - offset) * x over the
+// sub-block's first and last 16 values (offset 32, 4, 0 as above), sum = sc_2s * h0 +
+// sc_2s+1 * h1 (exact in int32), acc = fma(float(sum), d * d_x, acc); q2_kx8 also folds its
+// mins per 16 values: m = mn_2s * x0 + mn_2s+1 * x1 (x0, x1 the halves' activation sums, exact),
+// mins = fma(float(m), -(dmin * d_x), mins). The row's result is acc + mins (mins stays 0 for
+// q6_kx8 and q3_kx8).
 #pragma once
 
 #include <cstddef>

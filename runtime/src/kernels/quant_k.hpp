@@ -67,7 +67,8 @@ static_assert(sizeof(BlockQ2_K) == 84, "q2_k super-blocks are 84 bytes, as in GG
 // Row-interleaved K super-blocks ("x8", quant.hpp's rule for the x8 layouts): group block b holds
 // super-block b of 8 rows, first each fp16 field for the 8 rows (fields[0..7] = d, then
 // fields[8..15] = dmin where the type has one), then every other byte of the 8 plain blocks in
-// their plain order (q4_k: scales, qs; q5_k: scales, qh, qs; q6_k: ql, qh, scales), 4 bytes at a
+// their plain order (q4_k: scales, qs; q5_k: scales, qh, qs; q6_k: ql, qh, scales; q3_k: hmask,
+// qs, scales; q2_k: scales, qs), 4 bytes at a
 // time: bytes [4k, 4k + 4) of row i's at rest[(8k + i) * 4]. So 32 bytes of rest hold the same
 // 4 bytes of all 8 rows: one register whose 32-bit lanes are the rows.
 template <class PlainBlock, size_t kFieldCount, size_t kFieldOffset>
@@ -86,6 +87,12 @@ static_assert(sizeof(BlockQ4_Kx8) == 8 * sizeof(BlockQ4_K), "q4_kx8 group blocks
 static_assert(sizeof(BlockQ5_Kx8) == 8 * sizeof(BlockQ5_K), "q5_kx8 group blocks are 8 q5_k super-blocks");
 static_assert(sizeof(BlockQ6_Kx8) == 8 * sizeof(BlockQ6_K), "q6_kx8 group blocks are 8 q6_k super-blocks");
 static_assert(offsetof(BlockQ6_K, d) == BlockQ6_Kx8::kPlainOffset, "q6_k keeps d after its quants");
+using BlockQ3_Kx8 = KGroupBlock<BlockQ3_K, 1, 108>;
+using BlockQ2_Kx8 = KGroupBlock<BlockQ2_K, 2, 80>;
+static_assert(sizeof(BlockQ3_Kx8) == 8 * sizeof(BlockQ3_K), "q3_kx8 group blocks are 8 q3_k super-blocks");
+static_assert(sizeof(BlockQ2_Kx8) == 8 * sizeof(BlockQ2_K), "q2_kx8 group blocks are 8 q2_k super-blocks");
+static_assert(offsetof(BlockQ3_K, d) == BlockQ3_Kx8::kPlainOffset, "q3_k keeps d after its quants");
+static_assert(offsetof(BlockQ2_K, d) == BlockQ2_Kx8::kPlainOffset, "q2_k keeps d, dmin after its quants");
 
 // Row i's plain super-block, put back together from a group block (the scalar twin reads the
 // plain block's fields through this, so it shares every decoding rule with the plain kernels).
@@ -221,6 +228,8 @@ void dequantize_q2_k(float *out, const BlockQ2_K *blocks, size_t n);
 void dequantize_q4_kx8(float *out, const BlockQ4_Kx8 *group, size_t row, size_t n);
 void dequantize_q5_kx8(float *out, const BlockQ5_Kx8 *group, size_t row, size_t n);
 void dequantize_q6_kx8(float *out, const BlockQ6_Kx8 *group, size_t row, size_t n);
+void dequantize_q3_kx8(float *out, const BlockQ3_Kx8 *group, size_t row, size_t n);
+void dequantize_q2_kx8(float *out, const BlockQ2_Kx8 *group, size_t row, size_t n);
 }  // namespace ref
 
 }  // namespace mote::kernels

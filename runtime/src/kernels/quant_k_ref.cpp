@@ -70,29 +70,36 @@ void matmul_super_blocks(float *out, size_t out_stride, const Block *w, const Q8
   }
 }
 
-// quant.hpp's x8 sum: one accumulator per row, one int32 per 32-value sub-block (q6_k: its two
-// 16-value halves times their integer scales), read from each row's plain block.
+// quant.hpp's x8 sum: one accumulator per row, one int32 per 32-value sub-block (the 16-value
+// types: its two halves times their integer scales), read from each row's plain block.
 template <class Group>
 void matmul_k_interleaved(float *out, size_t out_stride, const Group *w, const Q8Activations &x, size_t rows,
                           size_t cols, size_t n_tokens) {
   using Block = typename Group::Plain;
-  static_assert(!std::is_same_v<Block, BlockQ2_K>, "q2_k's per-16 mins have no x8 sum");
   const size_t n_blocks = cols / kQuantBlock, n_super = cols / kSuperBlock;
   for (size_t t = 0; t < n_tokens; ++t) {
     for (size_t r = 0; r < rows; ++r) {
       float acc = 0.0f, mins = 0.0f;
       for (size_t sb = 0; sb < n_super; ++sb) {
         const Block block = plain_row(w[r / kInterleave * n_super + sb], r % kInterleave);
+        const float dmin = block_dmin(block);
         float d_sub[kSubBlocks], m_sub[kSubBlocks];
-        super_block_scales(block, fp16_to_f32(block.d), block_dmin(block), d_sub, m_sub);
+        super_block_scales(block, fp16_to_f32(block.d), dmin, d_sub, m_sub);
         for (size_t s = 0; s < kSubBlocks; ++s) {
           const size_t xb = t * n_blocks + sb * kSubBlocks + s;
           const int8_t *xq = x.q + xb * kQuantBlock;
-          int32_t halves[2] = {0, 0};
-          for (size_t l = 0; l < kQuantBlock; ++l) halves[l / 16] += (k_code(block, s, l) - kCodeOffset<Block>)*xq[l];
+          int32_t halves[2] = {0, 0}, x_halves[2] = {0, 0};
+          for (size_t l = 0; l < kQuantBlock; ++l) {
+            halves[l / 16] += (k_code(block, s, l) - kCodeOffset<Block>)*xq[l];
+            x_halves[l / 16] += xq[l];
+          }
           if constexpr (kScaledBySixteen<Block>) {
             const int32_t sum = sixteen_scale(block, 2 * s) * halves[0] + sixteen_scale(block, 2 * s + 1) * halves[1];
             acc = __builtin_fmaf(static_cast<float>(sum), d_sub[s] * x.scale[xb], acc);
+            if constexpr (kKHasMin<Block>) {  // q2_k: its mins per 16 values against the halves' sums
+              const int32_t min_sum = q2_k_min(block, 2 * s) * x_halves[0] + q2_k_min(block, 2 * s + 1) * x_halves[1];
+              mins = __builtin_fmaf(static_cast<float>(min_sum), -(dmin * x.scale[xb]), mins);
+            }
           } else {
             acc = __builtin_fmaf(static_cast<float>(halves[0] + halves[1]), d_sub[s] * x.scale[xb], acc);
             mins = __builtin_fmaf(m_sub[s], x.scale[xb] * static_cast<float>(x.block_sum[xb]), mins);
@@ -154,6 +161,12 @@ void dequantize_q5_kx8(float *out, const BlockQ5_Kx8 *group, size_t row, size_t 
 void dequantize_q6_kx8(float *out, const BlockQ6_Kx8 *group, size_t row, size_t n) {
   dequantize_k_interleaved(out, group, row, n);
 }
+void dequantize_q3_kx8(float *out, const BlockQ3_Kx8 *group, size_t row, size_t n) {
+  dequantize_k_interleaved(out, group, row, n);
+}
+void dequantize_q2_kx8(float *out, const BlockQ2_Kx8 *group, size_t row, size_t n) {
+  dequantize_k_interleaved(out, group, row, n);
+}
 void matmul_q4_kx8(float *out, size_t out_stride, const BlockQ4_Kx8 *w, const Q8Activations &x, size_t rows,
                    size_t cols, size_t n_tokens) {
   matmul_k_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
@@ -163,6 +176,14 @@ void matmul_q5_kx8(float *out, size_t out_stride, const BlockQ5_Kx8 *w, const Q8
   matmul_k_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
 }
 void matmul_q6_kx8(float *out, size_t out_stride, const BlockQ6_Kx8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  matmul_k_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
+}
+void matmul_q3_kx8(float *out, size_t out_stride, const BlockQ3_Kx8 *w, const Q8Activations &x, size_t rows,
+                   size_t cols, size_t n_tokens) {
+  matmul_k_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
+}
+void matmul_q2_kx8(float *out, size_t out_stride, const BlockQ2_Kx8 *w, const Q8Activations &x, size_t rows,
                    size_t cols, size_t n_tokens) {
   matmul_k_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
 }

@@ -123,6 +123,8 @@ constexpr WeightType kWeightTypes[] = {
     quantized_row<DType::q4_kx8, kernels::BlockQ4_Kx8, &KernelTable::matmul_q4_kx8, ref::dequantize_q4_kx8>(8),
     quantized_row<DType::q5_kx8, kernels::BlockQ5_Kx8, &KernelTable::matmul_q5_kx8, ref::dequantize_q5_kx8>(8),
     quantized_row<DType::q6_kx8, kernels::BlockQ6_Kx8, &KernelTable::matmul_q6_kx8, ref::dequantize_q6_kx8>(8),
+    quantized_row<DType::q3_kx8, kernels::BlockQ3_Kx8, &KernelTable::matmul_q3_kx8, ref::dequantize_q3_kx8>(8),
+    quantized_row<DType::q2_kx8, kernels::BlockQ2_Kx8, &KernelTable::matmul_q2_kx8, ref::dequantize_q2_kx8>(8),
 };
 
 }  // namespace
