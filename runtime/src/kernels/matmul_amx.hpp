@@ -8,7 +8,8 @@
 // tile stay on the VNNI kernels.
 #pragma once
 
-#if defined(__AMX_INT8__) && defined(__AVX512BW__)
+// GCC spells the AMX macros __AMX_INT8__, clang __AMXINT8__.
+#if (defined(__AMX_INT8__) || defined(__AMXINT8__)) && defined(__AVX512BW__)
 #include <immintrin.h>
 
 #include <cstddef>
