@@ -81,6 +81,15 @@ inline void amx_sub_block_pair(AmxSuperBlock &sb, const int8_t *x, size_t stride
   _tile_stored(MOTE_TILE_C1, sb.dots[s + 1], 64);
 }
 
+// Sub-block s alone (a last odd one).
+inline void amx_sub_block(AmxSuperBlock &sb, const int8_t *x, size_t stride, size_t s) {
+  _tile_loadd(MOTE_TILE_W0, sb.codes[s], 64);
+  _tile_loadd(MOTE_TILE_X0, x + s * kQuantBlock, stride);
+  _tile_zero(MOTE_TILE_C0);
+  _tile_dpbsud(MOTE_TILE_C0, MOTE_TILE_X0, MOTE_TILE_W0);
+  _tile_stored(MOTE_TILE_C0, sb.dots[s], 64);
+}
+
 // q6_k: sub-block s's two 16-value halves into dots[2 s] and dots[2 s + 1], codes signed.
 inline void amx_sub_block_halves(AmxSuperBlock &sb, const int8_t *x, size_t stride, size_t s) {
   _tile_loadd(MOTE_TILE_HALF_W, &sb.codes[s][0], 64);
@@ -183,50 +192,153 @@ inline void amx_k_tile(float *out, size_t out_stride, const Group *group, size_t
   for (size_t t = 0; t < kAmxTokens; ++t) store_rows<Rows16<Arch>>(out + (token0 + t) * out_stride, acc[t], mins[t]);
 }
 
-// As k_interleaved_matmul, with whole 16-token tiles of group pairs on AMX; a last odd group
-// and the tokens after the last whole tile on the VNNI tiles.
+// The same for the 32-value x8 layouts (q4_0x8, q4_1x8, q5_0x8, q5_1x8): each block's codes as
+// its 16-row VNNI tile unpacks them, eight blocks' tile products at a time, then each token's
+// float steps block by block as the VNNI tile takes them.
+template <class Arch, class Block>
+inline void amx_block_tile(float *out, size_t out_stride, const Block *group, size_t n_blocks, const Q8Activations &x,
+                           size_t token0) {
+  using W = Rows16<Arch>;
+  using Ops = InterleavedBlock<Arch, Block, W>;
+  const size_t next = n_blocks * sizeof(Block), stride = n_blocks * kQuantBlock;
+  AmxSuperBlock scratch;
+  typename Ops::Prepared prepared[kSubBlocks];
+  __m512 acc[kAmxTokens];
+  for (size_t t = 0; t < kAmxTokens; ++t) acc[t] = _mm512_setzero_ps();
+  for (size_t b0 = 0; b0 < n_blocks; b0 += kSubBlocks) {
+    const size_t span = n_blocks - b0 < kSubBlocks ? n_blocks - b0 : kSubBlocks;
+    for (size_t i = 0; i < span; ++i) {
+      prefetch_ahead<W, sizeof(Block)>(group, next, (b0 + i) * sizeof(Block));
+      prepared[i] = Ops::prepare(group[b0 + i], next);
+      const auto &codes = Ops::codes(prepared[i]);
+      for (size_t k = 0; k < 4; ++k) {
+        scratch.codes[i][k] = codes.low[k];
+        scratch.codes[i][4 + k] = codes.high[k];
+      }
+    }
+    const int8_t *xq = x.q + (token0 * n_blocks + b0) * kQuantBlock;
+    size_t i = 0;
+    for (; i + 2 <= span; i += 2) amx_sub_block_pair(scratch, xq, stride, i);
+    if (i < span) amx_sub_block(scratch, xq, stride, i);
+    for (size_t t = 0; t < kAmxTokens; ++t) {
+      __m512 a = acc[t];
+      const size_t xb = (token0 + t) * n_blocks + b0;
+      for (size_t j = 0; j < span; ++j) {
+        a = Ops::add_dot(a, prepared[j], _mm512_load_si512(scratch.dots[j][t]),
+                         TokenBlock{x.q + (xb + j) * kQuantBlock, x.scale + xb + j, x.block_sum + xb + j});
+      }
+      acc[t] = a;
+    }
+  }
+  for (size_t t = 0; t < kAmxTokens; ++t) W::store(out + (token0 + t) * out_stride, acc[t]);
+}
+
+// How each layout meets the shared driver: its values per unit, its AMX tile and the VNNI
+// kernels that take what the tiles do not (decoding, a last odd group, the last tokens).
+template <class Arch, class Block>
+struct AmxLayout {  // the 32-value x8 layouts
+  static constexpr size_t kValues = kQuantBlock;
+  static constexpr size_t kTokens = InterleavedBlock<Arch, Block, Rows8<Arch>>::kTokens;
+  static void tile(float *out, size_t out_stride, const Block *group, size_t n, const Q8Activations &x, size_t t0) {
+    amx_block_tile<Arch>(out, out_stride, group, n, x, t0);
+  }
+  static void vnni_matmul(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows,
+                          size_t cols, size_t n_tokens) {
+    interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+  }
+  static void vnni_groups(float *out, size_t out_stride, const Block *w, size_t n, const Q8Activations &x, size_t g0,
+                          size_t g_end, size_t t0, size_t n_tokens) {
+    interleaved_groups<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
+  }
+};
 template <class Arch, class Group>
-inline void amx_k_matmul(float *out, size_t out_stride, const Group *w, const Q8Activations &x, size_t rows,
-                         size_t cols, size_t n_tokens) {
-  const size_t n_super = cols / kSuperBlock, n_groups = rows / kInterleave;
+struct AmxKLayout {
+  static constexpr size_t kValues = kSuperBlock;
+  static constexpr size_t kTokens = kKGroupTokens;
+  static void tile(float *out, size_t out_stride, const Group *group, size_t n, const Q8Activations &x, size_t t0) {
+    amx_k_tile<Arch>(out, out_stride, group, n, x, t0);
+  }
+  static void vnni_matmul(float *out, size_t out_stride, const Group *w, const Q8Activations &x, size_t rows,
+                          size_t cols, size_t n_tokens) {
+    k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+  }
+  static void vnni_groups(float *out, size_t out_stride, const Group *w, size_t n, const Q8Activations &x, size_t g0,
+                          size_t g_end, size_t t0, size_t n_tokens) {
+    k_group_run<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
+  }
+};
+template <class Arch>
+struct AmxLayout<Arch, BlockQ4_Kx8> : AmxKLayout<Arch, BlockQ4_Kx8> {};
+template <class Arch>
+struct AmxLayout<Arch, BlockQ5_Kx8> : AmxKLayout<Arch, BlockQ5_Kx8> {};
+template <class Arch>
+struct AmxLayout<Arch, BlockQ6_Kx8> : AmxKLayout<Arch, BlockQ6_Kx8> {};
+
+// As the VNNI kernels' drivers (runs of groups that stay in L2 while every token tile passes),
+// with whole 16-token tiles of group pairs on AMX.
+template <class Arch, class Block>
+inline void amx_matmul(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows, size_t cols,
+                       size_t n_tokens) {
+  using Layout = AmxLayout<Arch, Block>;
+  const size_t n_units = cols / Layout::kValues, n_groups = rows / kInterleave;
   const size_t whole = n_tokens / kAmxTokens * kAmxTokens;
   if (whole == 0 || n_groups < 2) {
-    k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+    Layout::vnni_matmul(out, out_stride, w, x, rows, cols, n_tokens);
     return;
   }
   configure_amx_tiles();
-  constexpr size_t T = kKGroupTokens;
-  const size_t group_bytes = n_super * sizeof(Group);
+  constexpr size_t T = Layout::kTokens;
+  const size_t group_bytes = n_units * sizeof(Block);
   size_t run = group_bytes < kRowBlockBytes ? kRowBlockBytes / group_bytes : 1;
   run += run % 2;
   for (size_t g0 = 0; g0 < n_groups; g0 += run) {
     const size_t g_end = g0 + run < n_groups ? g0 + run : n_groups;
     const size_t pairs_end = g0 + (g_end - g0) / 2 * 2;
     for (size_t t = 0; t < whole; t += kAmxTokens) {
-      for (size_t g = g0; g < pairs_end; g += 2)
-        amx_k_tile<Arch>(out + g * kInterleave, out_stride, w + g * n_super, n_super, x, t);
-      for (size_t u = t; u < t + kAmxTokens && pairs_end < g_end; u += T)
-        k_group_run<Arch>(out, out_stride, w, n_super, x, pairs_end, g_end, u, T);
+      for (size_t g = g0; g < pairs_end; g += 2) Layout::tile(out + g * kInterleave, out_stride, w + g * n_units, n_units, x, t);
+      for (size_t u = t; u < t + kAmxTokens && pairs_end < g_end; u += T) {
+        Layout::vnni_groups(out, out_stride, w, n_units, x, pairs_end, g_end, u, t + kAmxTokens - u < T ? t + kAmxTokens - u : T);
+      }
     }
     for (size_t t = whole; t < n_tokens; t += T)
-      k_group_run<Arch>(out, out_stride, w, n_super, x, g0, g_end, t, n_tokens - t < T ? n_tokens - t : T);
+      Layout::vnni_groups(out, out_stride, w, n_units, x, g0, g_end, t, n_tokens - t < T ? n_tokens - t : T);
   }
 }
 
 template <class Arch>
+void amx_matmul_q4_0x8(float *out, size_t out_stride, const BlockQ4_0x8 *w, const Q8Activations &x, size_t rows,
+                       size_t cols, size_t n_tokens) {
+  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void amx_matmul_q4_1x8(float *out, size_t out_stride, const BlockQ4_1x8 *w, const Q8Activations &x, size_t rows,
+                       size_t cols, size_t n_tokens) {
+  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void amx_matmul_q5_0x8(float *out, size_t out_stride, const BlockQ5_0x8 *w, const Q8Activations &x, size_t rows,
+                       size_t cols, size_t n_tokens) {
+  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
+void amx_matmul_q5_1x8(float *out, size_t out_stride, const BlockQ5_1x8 *w, const Q8Activations &x, size_t rows,
+                       size_t cols, size_t n_tokens) {
+  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+}
+template <class Arch>
 void amx_matmul_q4_kx8(float *out, size_t out_stride, const BlockQ4_Kx8 *w, const Q8Activations &x, size_t rows,
                        size_t cols, size_t n_tokens) {
-  amx_k_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
 }
 template <class Arch>
 void amx_matmul_q5_kx8(float *out, size_t out_stride, const BlockQ5_Kx8 *w, const Q8Activations &x, size_t rows,
                        size_t cols, size_t n_tokens) {
-  amx_k_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
 }
 template <class Arch>
 void amx_matmul_q6_kx8(float *out, size_t out_stride, const BlockQ6_Kx8 *w, const Q8Activations &x, size_t rows,
                        size_t cols, size_t n_tokens) {
-  amx_k_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
 }
 
 }  // namespace mote::kernels::simd

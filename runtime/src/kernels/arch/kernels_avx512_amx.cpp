@@ -1,4 +1,4 @@
-// The avx512_vnni table with the K types' x8 prefill products on AMX tiles (built with the
+// The avx512_vnni table with the 4- and 5-bit x8 layouts' prefill products on AMX tiles (built with the
 // avx512 flags plus -mavx512vnni -mamx-tile -mamx-int8; chosen only when the CPU has AMX-INT8
 // and the OS grants the tile state: dispatch.cpp). Every result is bit-identical to the
 // avx512_vnni table's (kernels/matmul_amx.hpp).
@@ -23,6 +23,10 @@ const KernelTable &avx512_amx_kernels() {
     KernelTable amx = avx512_vnni_kernels();
     amx.isa = Isa::avx512_amx;
     amx.isa_name = "avx512_amx";
+    amx.matmul_q4_0x8 = &simd::amx_matmul_q4_0x8<Avx512Amx>;
+    amx.matmul_q4_1x8 = &simd::amx_matmul_q4_1x8<Avx512Amx>;
+    amx.matmul_q5_0x8 = &simd::amx_matmul_q5_0x8<Avx512Amx>;
+    amx.matmul_q5_1x8 = &simd::amx_matmul_q5_1x8<Avx512Amx>;
     amx.matmul_q4_kx8 = &simd::amx_matmul_q4_kx8<Avx512Amx>;
     amx.matmul_q5_kx8 = &simd::amx_matmul_q5_kx8<Avx512Amx>;
     amx.matmul_q6_kx8 = &simd::amx_matmul_q6_kx8<Avx512Amx>;
