@@ -1,5 +1,8 @@
 // Chooses a kernel table: x86 asks the CPU once at run time, ARM decides at compile time (NEON;
 // Helium on a Cortex-M55), and everything else (e.g. a Cortex-M4) runs the scalar twins.
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/arch/arch_tables.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/ref.hpp"
@@ -82,6 +85,17 @@ const X86Features &x86_features() {
 
 const KernelTable &scalar_kernels() { return kScalarTable; }
 
+namespace {
+// The table named `name` when this build and CPU have it, else null.
+const KernelTable *kernels_for_name(const char *name) {
+  for (Isa isa : kIsasFastestFirst) {
+    const KernelTable *table = kernels_for(isa);
+    if (table != nullptr && std::strcmp(table->isa_name, name) == 0) return table;
+  }
+  return nullptr;
+}
+}  // namespace
+
 const KernelTable *kernels_for(Isa isa) {
   switch (isa) {
     case Isa::scalar:
@@ -129,6 +143,13 @@ const KernelTable *kernels_for(Isa isa) {
 
 const KernelTable &best_kernels() {
   static const KernelTable *const best = [] {
+    // MOTE_ISA=name (a table of isa_list.inc this CPU runs) picks that table, e.g. to compare
+    // avx512_amx with avx512_vnni on one machine; an unknown or unavailable name is ignored.
+#if defined(MOTE_DETECT_X86) || defined(MOTE_HAVE_NEON)
+    if (const char *name = std::getenv("MOTE_ISA")) {
+      if (const KernelTable *table = kernels_for_name(name)) return table;
+    }
+#endif
     for (Isa isa : kIsasFastestFirst) {
       if (const KernelTable *table = kernels_for(isa)) return table;
     }
