@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/matmul_interleaved_k.hpp"
 
@@ -233,51 +234,42 @@ inline void amx_block_tile(float *out, size_t out_stride, const Block *group, si
   for (size_t t = 0; t < kAmxTokens; ++t) W::store(out + (token0 + t) * out_stride, acc[t]);
 }
 
-// How each layout meets the shared driver: its values per unit, its AMX tile and the VNNI
-// kernels that take what the tiles do not (decoding, a last odd group, the last tokens).
+// How each layout meets the shared driver: its values per unit (a 32-value block or a K
+// super-block), its AMX tile and the VNNI kernels that take what the tiles do not (decoding, a
+// last odd group, the last tokens).
+template <class Block>
+constexpr bool kSuperBlocks = std::is_same_v<Block, BlockQ4_Kx8> || std::is_same_v<Block, BlockQ5_Kx8> ||
+                              std::is_same_v<Block, BlockQ6_Kx8>;
+
 template <class Arch, class Block>
-struct AmxLayout {  // the 32-value x8 layouts
-  static constexpr size_t kValues = kQuantBlock;
-  static constexpr size_t kTokens = InterleavedBlock<Arch, Block, Rows8<Arch>>::kTokens;
+constexpr size_t vnni_tile_tokens() {
+  if constexpr (kSuperBlocks<Block>) return kKGroupTokens;
+  else return InterleavedBlock<Arch, Block, Rows8<Arch>>::kTokens;
+}
+
+template <class Arch, class Block>
+struct AmxLayout {
+  static constexpr size_t kValues = kSuperBlocks<Block> ? kSuperBlock : kQuantBlock;
   static void tile(float *out, size_t out_stride, const Block *group, size_t n, const Q8Activations &x, size_t t0) {
-    amx_block_tile<Arch>(out, out_stride, group, n, x, t0);
+    if constexpr (kSuperBlocks<Block>) amx_k_tile<Arch>(out, out_stride, group, n, x, t0);
+    else amx_block_tile<Arch>(out, out_stride, group, n, x, t0);
   }
   static void vnni_matmul(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows,
                           size_t cols, size_t n_tokens) {
-    interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+    if constexpr (kSuperBlocks<Block>) k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+    else interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
   }
   static void vnni_groups(float *out, size_t out_stride, const Block *w, size_t n, const Q8Activations &x, size_t g0,
                           size_t g_end, size_t t0, size_t n_tokens) {
-    interleaved_groups<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
+    if constexpr (kSuperBlocks<Block>) k_group_run<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
+    else interleaved_groups<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
   }
 };
-template <class Arch, class Group>
-struct AmxKLayout {
-  static constexpr size_t kValues = kSuperBlock;
-  static constexpr size_t kTokens = kKGroupTokens;
-  static void tile(float *out, size_t out_stride, const Group *group, size_t n, const Q8Activations &x, size_t t0) {
-    amx_k_tile<Arch>(out, out_stride, group, n, x, t0);
-  }
-  static void vnni_matmul(float *out, size_t out_stride, const Group *w, const Q8Activations &x, size_t rows,
-                          size_t cols, size_t n_tokens) {
-    k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
-  }
-  static void vnni_groups(float *out, size_t out_stride, const Group *w, size_t n, const Q8Activations &x, size_t g0,
-                          size_t g_end, size_t t0, size_t n_tokens) {
-    k_group_run<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
-  }
-};
-template <class Arch>
-struct AmxLayout<Arch, BlockQ4_Kx8> : AmxKLayout<Arch, BlockQ4_Kx8> {};
-template <class Arch>
-struct AmxLayout<Arch, BlockQ5_Kx8> : AmxKLayout<Arch, BlockQ5_Kx8> {};
-template <class Arch>
-struct AmxLayout<Arch, BlockQ6_Kx8> : AmxKLayout<Arch, BlockQ6_Kx8> {};
 
 // As the VNNI kernels' drivers (runs of groups that stay in L2 while every token tile passes),
 // with whole 16-token tiles of group pairs on AMX.
 template <class Arch, class Block>
-inline void amx_matmul(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows, size_t cols,
+void amx_matmul(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows, size_t cols,
                        size_t n_tokens) {
   using Layout = AmxLayout<Arch, Block>;
   const size_t n_units = cols / Layout::kValues, n_groups = rows / kInterleave;
@@ -287,7 +279,7 @@ inline void amx_matmul(float *out, size_t out_stride, const Block *w, const Q8Ac
     return;
   }
   configure_amx_tiles();
-  constexpr size_t T = Layout::kTokens;
+  constexpr size_t T = vnni_tile_tokens<Arch, Block>();
   const size_t group_bytes = n_units * sizeof(Block);
   size_t run = group_bytes < kRowBlockBytes ? kRowBlockBytes / group_bytes : 1;
   run += run % 2;
@@ -303,42 +295,6 @@ inline void amx_matmul(float *out, size_t out_stride, const Block *w, const Q8Ac
     for (size_t t = whole; t < n_tokens; t += T)
       Layout::vnni_groups(out, out_stride, w, n_units, x, g0, g_end, t, n_tokens - t < T ? n_tokens - t : T);
   }
-}
-
-template <class Arch>
-void amx_matmul_q4_0x8(float *out, size_t out_stride, const BlockQ4_0x8 *w, const Q8Activations &x, size_t rows,
-                       size_t cols, size_t n_tokens) {
-  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
-}
-template <class Arch>
-void amx_matmul_q4_1x8(float *out, size_t out_stride, const BlockQ4_1x8 *w, const Q8Activations &x, size_t rows,
-                       size_t cols, size_t n_tokens) {
-  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
-}
-template <class Arch>
-void amx_matmul_q5_0x8(float *out, size_t out_stride, const BlockQ5_0x8 *w, const Q8Activations &x, size_t rows,
-                       size_t cols, size_t n_tokens) {
-  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
-}
-template <class Arch>
-void amx_matmul_q5_1x8(float *out, size_t out_stride, const BlockQ5_1x8 *w, const Q8Activations &x, size_t rows,
-                       size_t cols, size_t n_tokens) {
-  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
-}
-template <class Arch>
-void amx_matmul_q4_kx8(float *out, size_t out_stride, const BlockQ4_Kx8 *w, const Q8Activations &x, size_t rows,
-                       size_t cols, size_t n_tokens) {
-  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
-}
-template <class Arch>
-void amx_matmul_q5_kx8(float *out, size_t out_stride, const BlockQ5_Kx8 *w, const Q8Activations &x, size_t rows,
-                       size_t cols, size_t n_tokens) {
-  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
-}
-template <class Arch>
-void amx_matmul_q6_kx8(float *out, size_t out_stride, const BlockQ6_Kx8 *w, const Q8Activations &x, size_t rows,
-                       size_t cols, size_t n_tokens) {
-  amx_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
 }
 
 }  // namespace mote::kernels::simd
