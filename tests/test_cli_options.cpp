@@ -163,6 +163,15 @@ TEST_CASE("cli: bench takes comma lists and prints md, csv or one JSON array") {
   CHECK(run_cli(bench + "--json").out.front() == '[');
   const Result csv = run_cli(bench + "-o csv");
   CHECK(csv.out.rfind("model,backend,isa,threads,test,tokens_per_s,stddev\n", 0) == 0);
+  // MOTE_ISA picks a kernel table this CPU runs (the scalar twins run everywhere); a name it does
+  // not run is ignored.
+  setenv("MOTE_ISA", "scalar", 1);
+  CHECK(run_cli(bench + "-o csv").out.find(",scalar,") != std::string::npos);
+  setenv("MOTE_ISA", "no_such_isa", 1);
+  const Result ignored = run_cli(bench + "-o csv");
+  unsetenv("MOTE_ISA");
+  CHECK(ignored.code == 0);
+  CHECK(ignored.out.find("," + std::string(mote_isa_name()) + ",") != std::string::npos);
   expect_error(bench + "-o yaml", 2, "-o must be md, csv or json");
   expect_error(bench + "-t 1,x", 2, "invalid value '1,x' for --threads");
 }

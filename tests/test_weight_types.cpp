@@ -177,6 +177,38 @@ TEST_CASE("weight types: every SIMD table equals the scalar twin bit for bit, ba
   if (!simd_tables().empty()) CHECK(checked > 0);
 }
 
+// Prompt batches of 16 tokens and more take other paths on some tables (avx512_amx's 16-token
+// tiles, with the remainder on the VNNI tiles): the same bits as the scalar twin.
+TEST_CASE("weight types: long prompt batches equal the scalar twin bit for bit on every table") {
+  const mote::kernels::KernelTable &scalar = mote::kernels::scalar_kernels();
+  std::mt19937 rng(33);
+  size_t checked = 0;
+  for (const mote::kernels::KernelTable *table : simd_tables()) {
+    for (const WeightType *type : quantized_types()) {
+      const DTypeTraits &row = mote::format::traits_of(type->dtype);
+      if (row.interleaved_rows == 1) continue;  // the plain layouts tile tokens in fours
+      // Two super-blocks, or 11 blocks: a whole span of 8 and a partial one (a pair and one).
+      const size_t cols = row.block_elements == 32 ? 11 * 32 : 2 * row.block_elements;
+      const size_t max_tokens = 35;
+      Input x(cols, max_tokens, rng);
+      for (size_t groups : {size_t{2}, size_t{3}, size_t{5}}) {
+        const size_t rows = groups * row.interleaved_rows;
+        const std::vector<uint8_t> w = random_matrix(row, rows, cols, rng);
+        for (size_t n_tokens : {size_t{16}, size_t{19}, size_t{32}, size_t{35}}) {
+          std::vector<float> expected(rows * n_tokens), actual(rows * n_tokens, -1.0f);
+          type->matmul(scalar, expected.data(), rows, w.data(), x.input(0), rows, cols, n_tokens);
+          type->matmul(*table, actual.data(), rows, w.data(), x.input(0), rows, cols, n_tokens);
+          const std::string what = std::string(table->isa_name) + " " + row.name + " " + std::to_string(rows) + "x" +
+                                   std::to_string(cols) + " tokens " + std::to_string(n_tokens);
+          CHECK_MESSAGE(same_bits(actual, expected), what);
+          ++checked;
+        }
+      }
+    }
+  }
+  if (!simd_tables().empty()) CHECK(checked > 0);
+}
+
 TEST_CASE("weight types: the format rows this build runs") {
   // Listed, so a row without kernels is visible in the test log (check_supported refuses its files).
   std::string run, stored_only;

@@ -1,5 +1,8 @@
 // Chooses a kernel table: x86 asks the CPU once at run time, ARM decides at compile time (NEON;
 // Helium on a Cortex-M55), and everything else (e.g. a Cortex-M4) runs the scalar twins.
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/arch/arch_tables.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/ref.hpp"
@@ -8,6 +11,10 @@
 #if defined(MOTE_HAVE_AVX2)  // every x86 table needs AVX2
 #define MOTE_DETECT_X86 1
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #endif
 
 namespace mote::kernels {
@@ -27,6 +34,7 @@ struct X86Features {
   bool avx512 = false;
   bool avx2_vnni = false;    // AVX-VNNI (VEX vpdpbusd)
   bool avx512_vnni = false;  // AVX-512 VNNI (EVEX vpdpbusd, its 256-bit form through VL)
+  bool avx512_amx = false;   // and AMX-TILE, AMX-INT8 with the tile state granted by the OS
 };
 
 // Asked of cpuid directly: clang 14's __builtin_cpu_supports knows neither "f16c" nor "avxvnni".
@@ -35,7 +43,22 @@ bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, unsigned bit) {
   if (__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3]) == 0) return false;
   return (r[reg] & bit) != 0;
 }
-constexpr int kEax = 0, kEcx = 2;
+constexpr int kEax = 0, kEcx = 2, kEdx = 3;
+
+// AMX's 8 KB of tile data is saved by the OS only for a process that asks (Linux 5.16+:
+// arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA, once, for every thread); a tile instruction
+// without it faults. XCR0 bits 17-18 say the OS manages the tile state at all.
+bool amx_granted() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  unsigned xcr0_low = 0, xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  constexpr unsigned kTileState = 3u << 17, kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  if ((xcr0_low & kTileState) != kTileState) return false;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 
 X86Features detect_x86_features() {
   __builtin_cpu_init();  // may run before libgcc's own constructor has filled the answers
@@ -47,6 +70,8 @@ X86Features detect_x86_features() {
                     __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   features.avx2_vnni = features.avx2 && cpuid_bit(7, 1, kEax, 1u << 4);       // CPUID.(7,1):EAX AVX-VNNI
   features.avx512_vnni = features.avx512 && cpuid_bit(7, 0, kEcx, 1u << 11);  // CPUID.(7,0):ECX AVX512_VNNI
+  features.avx512_amx = features.avx512_vnni && cpuid_bit(7, 0, kEdx, 1u << 24) &&  // CPUID.(7,0):EDX AMX-TILE
+                        cpuid_bit(7, 0, kEdx, 1u << 25) && amx_granted();           // and AMX-INT8
   return features;
 }
 
@@ -59,6 +84,17 @@ const X86Features &x86_features() {
 }  // namespace
 
 const KernelTable &scalar_kernels() { return kScalarTable; }
+
+namespace {
+// The table named `name` when this build and CPU have it, else null.
+const KernelTable *kernels_for_name(const char *name) {
+  for (Isa isa : kIsasFastestFirst) {
+    const KernelTable *table = kernels_for(isa);
+    if (table != nullptr && std::strcmp(table->isa_name, name) == 0) return table;
+  }
+  return nullptr;
+}
+}  // namespace
 
 const KernelTable *kernels_for(Isa isa) {
   switch (isa) {
@@ -77,6 +113,11 @@ const KernelTable *kernels_for(Isa isa) {
     case Isa::avx2_vnni:
 #if defined(MOTE_HAVE_AVX2_VNNI)
       if (x86_features().avx2_vnni) return &avx2_vnni_kernels();
+#endif
+      return nullptr;
+    case Isa::avx512_amx:
+#if defined(MOTE_HAVE_AVX512_AMX)
+      if (x86_features().avx512_amx) return &avx512_amx_kernels();
 #endif
       return nullptr;
     case Isa::avx512_vnni:
@@ -102,6 +143,13 @@ const KernelTable *kernels_for(Isa isa) {
 
 const KernelTable &best_kernels() {
   static const KernelTable *const best = [] {
+    // MOTE_ISA=name (a table of isa_list.inc this CPU runs) picks that table, e.g. to compare
+    // avx512_amx with avx512_vnni on one machine; an unknown or unavailable name is ignored.
+#if defined(MOTE_DETECT_X86) || defined(MOTE_HAVE_NEON)
+    if (const char *name = std::getenv("MOTE_ISA")) {
+      if (const KernelTable *table = kernels_for_name(name)) return table;
+    }
+#endif
     for (Isa isa : kIsasFastestFirst) {
       if (const KernelTable *table = kernels_for(isa)) return table;
     }

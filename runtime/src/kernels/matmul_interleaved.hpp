@@ -283,9 +283,14 @@ struct OffsetQuants {
   static constexpr size_t kTokens = 4;
   using Prepared = Nibbles<Arch, Block, W>;
   static Prepared prepare(const Block &b, size_t next) { return Prepared::unpack(b, next); }
+  static const Nibbles<Arch, Block, W> &codes(const Prepared &w) { return w; }
   static constexpr bool kBlockPairs = true;  // one float step per block: BlockPairs can take it
   static typename W::Acc accumulate(typename W::Acc acc, const Prepared &w, const TokenBlock &x) {
-    const typename W::Ints sums = W::sub32(w.dot(x.q), W::token_words(x.sum, kOffset));
+    return add_dot(acc, w, w.dot(x.q), x);
+  }
+  // The float step from the exact dot of the unsigned codes with x (AMX tiles make it too).
+  static typename W::Acc add_dot(typename W::Acc acc, const Prepared &w, typename W::Ints dot, const TokenBlock &x) {
+    const typename W::Ints sums = W::sub32(dot, W::token_words(x.sum, kOffset));
     return W::add_rows(acc, W::to_float(sums), W::mul(w.d, W::token_floats(x.scale)));
   }
 };
@@ -301,9 +306,14 @@ struct MinimumQuants {
   static Prepared prepare(const Block &b, size_t next) {
     return {Nibbles<Arch, Block, W>::unpack(b, next), W::halves(b.m, next)};
   }
+  static const Nibbles<Arch, Block, W> &codes(const Prepared &w) { return w.nibbles; }
   static constexpr bool kBlockPairs = false;  // two float steps per block, in order: Rows8 only
   static typename W::Floats accumulate(typename W::Floats acc, const Prepared &w, const TokenBlock &x) {
-    acc = W::fma(W::to_float(w.nibbles.dot(x.q)), W::mul(w.nibbles.d, W::splat(x.scale[0])), acc);
+    return add_dot(acc, w, w.nibbles.dot(x.q), x);
+  }
+  static typename W::Floats add_dot(typename W::Floats acc, const Prepared &w, typename W::Ints dot,
+                                    const TokenBlock &x) {
+    acc = W::fma(W::to_float(dot), W::mul(w.nibbles.d, W::splat(x.scale[0])), acc);
     return W::fma(w.m, W::splat(x.scale[0] * static_cast<float>(x.sum[0])), acc);
   }
 };

@@ -65,6 +65,16 @@ inline typename W::Floats word_byte(typename W::Ints words, size_t j) {
   return W::to_float(word_byte_ints<W>(words, j));
 }
 
+// acc + (sc0 * h0 + sc1 * h1) * d * d_x of token block xb, per row: the float step of the types
+// scaled per 16 values, h0 and h1 the halves' exact dots (the AMX tiles make them too).
+template <class W>
+inline typename W::Floats add_halves(typename W::Floats acc, typename W::Ints h0, typename W::Ints h1,
+                                     typename W::Ints sc0, typename W::Ints sc1, typename W::Floats d,
+                                     const Q8Activations &x, size_t xb) {
+  const typename W::Ints sums = W::add32(W::mul32(sc0, h0), W::mul32(sc1, h1));
+  return W::fma(W::to_float(sums), W::mul(d, W::splat(x.scale[xb])), acc);
+}
+
 // Sub-block s of a type scaled per 16 values (q6_k, q3_k, q2_k) for K tokens: per row
 // sum = sc0 * h0 + sc1 * h1, h the dot of (code - kOffset) with each 16-value half's activations
 // (unsigned codes <= kMaxCode in the dots, the offset taken off through the halves' sums).
@@ -83,8 +93,7 @@ inline void fold_sixteen(typename W::Floats *acc, const typename W::Ints *codes,
       h0 = W::sub32(h0, W::words(times_half_sum<kOffset>(offsets)));
       h1 = W::sub32(h1, W::words(times_half_sum<kOffset>(offsets + 4)));
     }
-    const Ints sums = W::add32(W::mul32(sc0, h0), W::mul32(sc1, h1));
-    acc[t] = W::fma(W::to_float(sums), W::mul(d, W::splat(x.scale[xb])), acc[t]);
+    acc[t] = add_halves<W>(acc[t], h0, h1, sc0, sc1, d, x, xb);
   }
 }
 
@@ -98,42 +107,67 @@ struct KMinGroupOps {
   static constexpr size_t kQsAt = kRest + (kFifthBit ? 12 * 8 + 32 * 8 : 12 * 8);
   static constexpr int kMaxCode = kFifthBit ? 31 : 15;
 
+  // A super-block's factors for every row: d, dmin and k_scales_mins on 8 rows' words at once
+  // (a, b, c are bytes 0-3, 4-7, 8-11 of each row).
+  struct Factors {
+    Floats d, dmin;
+    Ints scales[2], mins[2];
+    Floats d_sub(size_t s) const { return W::mul(d, word_byte<W>(scales[s / 4], s % 4)); }
+    Floats m_sub(size_t s) const { return W::negate(W::mul(dmin, word_byte<W>(mins[s / 4], s % 4))); }
+  };
+  static Factors factors(const Group &g, size_t next) {
+    Factors f;
+    f.d = W::halves(g.fields, next);
+    f.dmin = W::halves(g.fields + 8, next);
+    const Ints a = W::load(&g, next, kRest), b = W::load(&g, next, kRest + 32), c = W::load(&g, next, kRest + 64);
+    const Ints six = W::bytes(0x3F), four = W::bytes(0x0F), top = W::bytes(0x30);
+    f.scales[0] = W::and_(a, six);
+    f.scales[1] = W::or_(W::and_(c, four), W::and_(W::shift_right32(a, 2), top));
+    f.mins[0] = W::and_(b, six);
+    f.mins[1] = W::or_(W::and_(W::shift_right32(c, 4), four), W::and_(W::shift_right32(b, 2), top));
+    return f;
+  }
+
+  // Sub-block s: the low (s even) or high nibbles of qs bytes 32 (s / 2) .. + 31, one register
+  // per quad (re-read per sub-block: 16 live registers would spill on AVX2).
+  static void sub_block_codes(Ints *codes, const Group &g, size_t next, size_t s) {
+    const Ints four = W::bytes(0x0F);
+#pragma GCC unroll 8
+    for (size_t k = 0; k < 8; ++k) {
+      const Ints v = W::load(&g, next, kQsAt + 256 * (s / 2) + 32 * k);
+      codes[k] = W::and_(s % 2 == 0 ? v : W::shift_right16(v, 4), four);
+      if constexpr (kFifthBit) {  // bit s of qh[l]: qh quad k holds elements 4k .. 4k + 3
+        // Bit s moved straight to bit 4 (16-bit shifts: what crosses a byte is masked off).
+        const Ints qh = W::load(&g, next, kRest + 96 + 32 * k);
+        const Ints moved = s < 4    ? W::shift_left16(qh, static_cast<int>(4 - s))
+                           : s == 4 ? qh
+                                    : W::shift_right16(qh, static_cast<int>(s - 4));
+        codes[k] = W::or_(codes[k], W::and_(moved, W::bytes(0x10)));
+      }
+    }
+  }
+
+  // Token block xb's step: sums are the sub-block's exact code . x dots of every row.
+  static void add_sub_block(Floats &acc, Floats &acc_min, Ints sums, Floats d_sub, Floats m_sub, const Q8Activations &x,
+                            size_t xb) {
+    acc = W::fma(W::to_float(sums), W::mul(d_sub, W::splat(x.scale[xb])), acc);
+    acc_min = W::fma(m_sub, W::splat(x.scale[xb] * static_cast<float>(x.block_sum[xb])), acc_min);
+  }
+
   template <size_t K>
   static void super_block(Floats *acc, Floats *acc_mins, const Group &g, size_t next, const Q8Activations &x,
                           const size_t *xb0) {
-    const Floats d = W::halves(g.fields, next), dmin = W::halves(g.fields + 8, next);
-    // k_scales_mins on 8 rows' words at once: a, b, c are bytes 0-3, 4-7, 8-11 of each row.
-    const Ints a = W::load(&g, next, kRest), b = W::load(&g, next, kRest + 32), c = W::load(&g, next, kRest + 64);
-    const Ints six = W::bytes(0x3F), four = W::bytes(0x0F), top = W::bytes(0x30);
-    const Ints scales[2] = {W::and_(a, six), W::or_(W::and_(c, four), W::and_(W::shift_right32(a, 2), top))};
-    const Ints mins[2] = {W::and_(b, six),
-                          W::or_(W::and_(W::shift_right32(c, 4), four), W::and_(W::shift_right32(b, 2), top))};
+    const Factors f = factors(g, next);
 #pragma GCC unroll 8
     for (size_t s = 0; s < kSubBlocks; ++s) {
-      // Sub-block s: the low (s even) or high nibbles of qs bytes 32 (s / 2) .. + 31, one
-      // register per quad (re-read per sub-block: 16 live registers would spill on AVX2).
       Ints codes[8];
-#pragma GCC unroll 8
-      for (size_t k = 0; k < 8; ++k) {
-        const Ints v = W::load(&g, next, kQsAt + 256 * (s / 2) + 32 * k);
-        codes[k] = W::and_(s % 2 == 0 ? v : W::shift_right16(v, 4), four);
-        if constexpr (kFifthBit) {  // bit s of qh[l]: qh quad k holds elements 4k .. 4k + 3
-          // Bit s moved straight to bit 4 (16-bit shifts: what crosses a byte is masked off).
-          const Ints qh = W::load(&g, next, kRest + 96 + 32 * k);
-          const Ints moved = s < 4    ? W::shift_left16(qh, static_cast<int>(4 - s))
-                             : s == 4 ? qh
-                                      : W::shift_right16(qh, static_cast<int>(s - 4));
-          codes[k] = W::or_(codes[k], W::and_(moved, W::bytes(0x10)));
-        }
-      }
-      const Floats d_sub = W::mul(d, word_byte<W>(scales[s / 4], s % 4));
-      const Floats m_sub = W::negate(W::mul(dmin, word_byte<W>(mins[s / 4], s % 4)));
+      sub_block_codes(codes, g, next, s);
+      const Floats d_sub = f.d_sub(s), m_sub = f.m_sub(s);
 #pragma GCC unroll 8
       for (size_t t = 0; t < K; ++t) {
         const size_t xb = xb0[t] + s;
-        const Ints sums = row_dots<W, kMaxCode, 8>(codes, x.q + xb * kQuantBlock);
-        acc[t] = W::fma(W::to_float(sums), W::mul(d_sub, W::splat(x.scale[xb])), acc[t]);
-        acc_mins[t] = W::fma(m_sub, W::splat(x.scale[xb] * static_cast<float>(x.block_sum[xb])), acc_mins[t]);
+        add_sub_block(acc[t], acc_mins[t], row_dots<W, kMaxCode, 8>(codes, x.q + xb * kQuantBlock), d_sub, m_sub, x,
+                      xb);
       }
     }
   }
@@ -145,36 +179,47 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   using Ints = typename W::Ints;
   using Floats = typename W::Floats;
   static constexpr size_t kRest = offsetof(BlockQ6_Kx8, rest);
+  static void scale_words(Ints *words, const BlockQ6_Kx8 &g, size_t next) {
+    for (size_t i = 0; i < 4; ++i) words[i] = W::load(&g, next, kRest + 1536 + 32 * i);
+  }
+  // The int8 scale of 16-value sub-block i for every row, sign-extended.
+  static Ints sub_scale(const Ints *words, size_t i) { return W::signed_byte(words[i / 4], i % 4); }
+  // The qh quads of sub-blocks 4 half .. 4 half + 3.
+  static void half_qh(Ints *qh, const BlockQ6_Kx8 &g, size_t next, size_t half) {
+#pragma GCC unroll 8
+    for (size_t k = 0; k < 8; ++k) qh[k] = W::load(&g, next, kRest + 1024 + 32 * (8 * half + k));
+  }
+  // Sub-block 4 half + j (k_code's half and quarter): unsigned 6-bit codes, one register per quad.
+  static void sub_block_codes(Ints *codes, const BlockQ6_Kx8 &g, size_t next, size_t half, size_t j, const Ints *qh) {
+    const Ints four = W::bytes(0x0F), high_bits = W::bytes(0x30);
+#pragma GCC unroll 8
+    for (size_t k = 0; k < 8; ++k) {
+      const Ints ql = W::load(&g, next, kRest + 32 * (16 * half + 8 * (j % 2) + k));
+      const Ints low = W::and_(j < 2 ? ql : W::shift_right16(ql, 4), four);
+      // Bits 2j, 2j + 1 of qh moved straight to bits 4-5 (one shift, or none for j = 2).
+      const Ints moved = j < 2    ? W::shift_left16(qh[k], static_cast<int>(4 - 2 * j))
+                         : j == 2 ? qh[k]
+                                  : W::shift_right16(qh[k], 2);
+      codes[k] = W::or_(low, W::and_(moved, high_bits));
+    }
+  }
+
   template <size_t K>
   static void super_block(Floats *acc, Floats *, const BlockQ6_Kx8 &g, size_t next, const Q8Activations &x,
                           const size_t *xb0) {
     const Floats d = W::halves(g.fields, next);
-    const Ints scale_words[4] = {W::load(&g, next, kRest + 1536), W::load(&g, next, kRest + 1568),
-                                 W::load(&g, next, kRest + 1600), W::load(&g, next, kRest + 1632)};
-    const Ints four = W::bytes(0x0F), high_bits = W::bytes(0x30);
+    Ints words[4];
+    scale_words(words, g, next);
 #pragma GCC unroll 2
     for (size_t half = 0; half < 2; ++half) {
       Ints qh[8];
-#pragma GCC unroll 8
-      for (size_t k = 0; k < 8; ++k) qh[k] = W::load(&g, next, kRest + 1024 + 32 * (8 * half + k));
+      half_qh(qh, g, next, half);
 #pragma GCC unroll 4
-      for (size_t j = 0; j < 4; ++j) {  // k_code: sub-block s = 4 half + j
+      for (size_t j = 0; j < 4; ++j) {
         const size_t s = 4 * half + j;
         Ints codes[8];
-#pragma GCC unroll 8
-        for (size_t k = 0; k < 8; ++k) {
-          const Ints ql = W::load(&g, next, kRest + 32 * (16 * half + 8 * (j % 2) + k));
-          const Ints low = W::and_(j < 2 ? ql : W::shift_right16(ql, 4), four);
-          // Bits 2j, 2j + 1 of qh moved straight to bits 4-5 (one shift, or none for j = 2).
-          const Ints moved = j < 2    ? W::shift_left16(qh[k], static_cast<int>(4 - 2 * j))
-                             : j == 2 ? qh[k]
-                                      : W::shift_right16(qh[k], 2);
-          codes[k] = W::or_(low, W::and_(moved, high_bits));
-        }
-        // The int8 scales of 16-value sub-blocks 2s and 2s + 1 for every row, sign-extended.
-        const Ints sc0 = W::signed_byte(scale_words[s / 2], (2 * s) % 4);
-        const Ints sc1 = W::signed_byte(scale_words[s / 2], (2 * s + 1) % 4);
-        fold_sixteen<W, 32, 63, K>(acc, codes, sc0, sc1, d, x, xb0, s);
+        sub_block_codes(codes, g, next, half, j, qh);
+        fold_sixteen<W, 32, 63, K>(acc, codes, sub_scale(words, 2 * s), sub_scale(words, 2 * s + 1), d, x, xb0, s);
       }
     }
   }

@@ -21,6 +21,9 @@ const KernelTable &avx2_vnni_kernels();  // kernels_avx2_vnni.cpp: avx2's table,
 #if defined(MOTE_HAVE_AVX512_VNNI)
 const KernelTable &avx512_vnni_kernels();  // kernels_avx512_vnni.cpp: avx512's, VNNI products
 #endif
+#if defined(MOTE_HAVE_AVX512_AMX)
+const KernelTable &avx512_amx_kernels();  // kernels_avx512_amx.cpp: avx512_vnni's, AMX prefill
+#endif
 #if defined(MOTE_HAVE_NEON)
 const KernelTable &neon_kernels();
 #endif
