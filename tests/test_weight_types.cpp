@@ -72,7 +72,8 @@ std::vector<uint8_t> random_matrix(const DTypeTraits &row, size_t rows, size_t c
     for (size_t b = 0; b < blocks_per_row; ++b) {
       // A plain block, or an x8 group block with each field's 8 rows side by side.
       const size_t start = (g * blocks_per_row + b) * group * row.block_bytes + row.scale_offset;
-      for (size_t f = 0; f < row.scale_fields * group; ++f) set_half(start + 2 * f, scale(rng) - (f >= group ? 0.3f : 0.0f));
+      for (size_t f = 0; f < row.scale_fields * group; ++f)
+        set_half(start + 2 * f, scale(rng) - (f >= group ? 0.3f : 0.0f));
     }
   }
   return bytes;

@@ -68,8 +68,8 @@ X86Features detect_x86_features() {
   features.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuid_bit(1, 0, kEcx, bit_F16C);
   features.avx512 = features.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                     __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-  features.avx2_vnni = features.avx2 && cpuid_bit(7, 1, kEax, 1u << 4);       // CPUID.(7,1):EAX AVX-VNNI
-  features.avx512_vnni = features.avx512 && cpuid_bit(7, 0, kEcx, 1u << 11);  // CPUID.(7,0):ECX AVX512_VNNI
+  features.avx2_vnni = features.avx2 && cpuid_bit(7, 1, kEax, 1u << 4);             // CPUID.(7,1):EAX AVX-VNNI
+  features.avx512_vnni = features.avx512 && cpuid_bit(7, 0, kEcx, 1u << 11);        // CPUID.(7,0):ECX AVX512_VNNI
   features.avx512_amx = features.avx512_vnni && cpuid_bit(7, 0, kEdx, 1u << 24) &&  // CPUID.(7,0):EDX AMX-TILE
                         cpuid_bit(7, 0, kEdx, 1u << 25) && amx_granted();           // and AMX-INT8
   return features;
@@ -143,8 +143,8 @@ const KernelTable *kernels_for(Isa isa) {
 
 const KernelTable &best_kernels() {
   static const KernelTable *const best = [] {
-    // MOTE_ISA=name (a table of isa_list.inc this CPU runs) picks that table, e.g. to compare
-    // avx512_amx with avx512_vnni on one machine; an unknown or unavailable name is ignored.
+  // MOTE_ISA=name (a table of isa_list.inc this CPU runs) picks that table, e.g. to compare
+  // avx512_amx with avx512_vnni on one machine; an unknown or unavailable name is ignored.
 #if defined(MOTE_DETECT_X86) || defined(MOTE_HAVE_NEON)
     if (const char *name = std::getenv("MOTE_ISA")) {
       if (const KernelTable *table = kernels_for_name(name)) return table;

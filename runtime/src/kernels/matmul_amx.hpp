@@ -238,31 +238,39 @@ inline void amx_block_tile(float *out, size_t out_stride, const Block *group, si
 // super-block), its AMX tile and the VNNI kernels that take what the tiles do not (decoding, a
 // last odd group, the last tokens).
 template <class Block>
-constexpr bool kSuperBlocks = std::is_same_v<Block, BlockQ4_Kx8> || std::is_same_v<Block, BlockQ5_Kx8> ||
-                              std::is_same_v<Block, BlockQ6_Kx8>;
+constexpr bool kSuperBlocks =
+    std::is_same_v<Block, BlockQ4_Kx8> || std::is_same_v<Block, BlockQ5_Kx8> || std::is_same_v<Block, BlockQ6_Kx8>;
 
 template <class Arch, class Block>
 constexpr size_t vnni_tile_tokens() {
-  if constexpr (kSuperBlocks<Block>) return kKGroupTokens;
-  else return InterleavedBlock<Arch, Block, Rows8<Arch>>::kTokens;
+  if constexpr (kSuperBlocks<Block>)
+    return kKGroupTokens;
+  else
+    return InterleavedBlock<Arch, Block, Rows8<Arch>>::kTokens;
 }
 
 template <class Arch, class Block>
 struct AmxLayout {
   static constexpr size_t kValues = kSuperBlocks<Block> ? kSuperBlock : kQuantBlock;
   static void tile(float *out, size_t out_stride, const Block *group, size_t n, const Q8Activations &x, size_t t0) {
-    if constexpr (kSuperBlocks<Block>) amx_k_tile<Arch>(out, out_stride, group, n, x, t0);
-    else amx_block_tile<Arch>(out, out_stride, group, n, x, t0);
+    if constexpr (kSuperBlocks<Block>)
+      amx_k_tile<Arch>(out, out_stride, group, n, x, t0);
+    else
+      amx_block_tile<Arch>(out, out_stride, group, n, x, t0);
   }
   static void vnni_matmul(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows,
                           size_t cols, size_t n_tokens) {
-    if constexpr (kSuperBlocks<Block>) k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
-    else interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+    if constexpr (kSuperBlocks<Block>)
+      k_interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
+    else
+      interleaved_matmul<Arch>(out, out_stride, w, x, rows, cols, n_tokens);
   }
   static void vnni_groups(float *out, size_t out_stride, const Block *w, size_t n, const Q8Activations &x, size_t g0,
                           size_t g_end, size_t t0, size_t n_tokens) {
-    if constexpr (kSuperBlocks<Block>) k_group_run<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
-    else interleaved_groups<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
+    if constexpr (kSuperBlocks<Block>)
+      k_group_run<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
+    else
+      interleaved_groups<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
   }
 };
 
@@ -270,7 +278,7 @@ struct AmxLayout {
 // with whole 16-token tiles of group pairs on AMX.
 template <class Arch, class Block>
 void amx_matmul(float *out, size_t out_stride, const Block *w, const Q8Activations &x, size_t rows, size_t cols,
-                       size_t n_tokens) {
+                size_t n_tokens) {
   using Layout = AmxLayout<Arch, Block>;
   const size_t n_units = cols / Layout::kValues, n_groups = rows / kInterleave;
   const size_t whole = n_tokens / kAmxTokens * kAmxTokens;
@@ -287,9 +295,11 @@ void amx_matmul(float *out, size_t out_stride, const Block *w, const Q8Activatio
     const size_t g_end = g0 + run < n_groups ? g0 + run : n_groups;
     const size_t pairs_end = g0 + (g_end - g0) / 2 * 2;
     for (size_t t = 0; t < whole; t += kAmxTokens) {
-      for (size_t g = g0; g < pairs_end; g += 2) Layout::tile(out + g * kInterleave, out_stride, w + g * n_units, n_units, x, t);
+      for (size_t g = g0; g < pairs_end; g += 2)
+        Layout::tile(out + g * kInterleave, out_stride, w + g * n_units, n_units, x, t);
       for (size_t u = t; u < t + kAmxTokens && pairs_end < g_end; u += T) {
-        Layout::vnni_groups(out, out_stride, w, n_units, x, pairs_end, g_end, u, t + kAmxTokens - u < T ? t + kAmxTokens - u : T);
+        Layout::vnni_groups(out, out_stride, w, n_units, x, pairs_end, g_end, u,
+                            t + kAmxTokens - u < T ? t + kAmxTokens - u : T);
       }
     }
     for (size_t t = whole; t < n_tokens; t += T)
