@@ -83,6 +83,7 @@ enum class DType : uint32_t {
   q4_kx8 = 19,
   q5_kx8 = 20,
   q6_kx8 = 21,
+  iq4_nlx8 = 22,
 };
 
 // What a tensor is; together with its layer this names it ("blk.3.attn_q").
@@ -380,12 +381,13 @@ inline constexpr DTypeTraits kDTypeTraits[] = {
     {"q6_k", DType::q6_k, 256, 210, 1, 14, DType::q6_kx8, 208, 1},
     {"q3_k", DType::q3_k, 256, 110, 1, 11, DType::q3_k, 108, 1},
     {"q2_k", DType::q2_k, 256, 84, 1, 10, DType::q2_k, 80, 2},
-    {"iq4_nl", DType::iq4_nl, 32, 18, 1, 20, DType::iq4_nl, 0, 1},
+    {"iq4_nl", DType::iq4_nl, 32, 18, 1, 20, DType::iq4_nlx8, 0, 1},
     // The K types' x8 layouts: a group block starts with its rows' fp16 fields (d[8], then
     // dmin[8]) wherever the plain block keeps them.
     {"q4_kx8", DType::q4_kx8, 256, 144, 8, kNoGgmlType, DType::q4_k, 0, 2},
     {"q5_kx8", DType::q5_kx8, 256, 176, 8, kNoGgmlType, DType::q5_k, 0, 2},
     {"q6_kx8", DType::q6_kx8, 256, 210, 8, kNoGgmlType, DType::q6_k, 0, 1},
+    {"iq4_nlx8", DType::iq4_nlx8, 32, 18, 8, kNoGgmlType, DType::iq4_nl, 0, 1},
 };
 constexpr uint32_t kDTypeCount = sizeof kDTypeTraits / sizeof kDTypeTraits[0];
 

@@ -123,6 +123,7 @@ constexpr WeightType kWeightTypes[] = {
     quantized_row<DType::q4_kx8, kernels::BlockQ4_Kx8, &KernelTable::matmul_q4_kx8, ref::dequantize_q4_kx8>(8),
     quantized_row<DType::q5_kx8, kernels::BlockQ5_Kx8, &KernelTable::matmul_q5_kx8, ref::dequantize_q5_kx8>(8),
     quantized_row<DType::q6_kx8, kernels::BlockQ6_Kx8, &KernelTable::matmul_q6_kx8, ref::dequantize_q6_kx8>(8),
+    quantized_row<DType::iq4_nlx8, kernels::BlockIQ4_NLx8, &KernelTable::matmul_iq4_nlx8, ref::dequantize_iq4_nlx8>(8),
 };
 
 }  // namespace
