@@ -237,7 +237,7 @@ struct BlockPairs : Rows16<Arch> {
 template <class Arch, class Block, class W>
 struct InterleavedBlock;
 
-// q4_0x8, q4_1x8, q5_0x8 and q5_1x8: the quants unpacked once per group block (eight
+// q4_0x8, q4_1x8, q5_0x8, q5_1x8 and iq4_nlx8: the quants unpacked once per group block (eight
 // registers), then for each token eight integer steps per block.
 template <class Arch, class Block, class W>
 struct Nibbles {
@@ -333,7 +333,7 @@ struct InterleavedBlock<Arch, BlockQ5_1x8, W> : MinimumQuants<Arch, BlockQ5_1x8,
 // (w + 128) x could saturate, so there each step is |w| times x with w's sign.
 // kTileTokens: the tokens a tile takes per prepared block.
 template <class Arch, class W, size_t kTileTokens>
-struct SignedQuads {
+struct SignedWeights {
   using Ints = typename W::Ints;
   static constexpr size_t kTokens = kTileTokens;
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
@@ -363,8 +363,8 @@ struct SignedQuads {
 
 // q8_0x8: the stored bytes are the weights.
 template <class Arch, class W>
-struct InterleavedBlock<Arch, BlockQ8_0x8, W> : SignedQuads<Arch, W, 2> {
-  using Base = SignedQuads<Arch, W, 2>;
+struct InterleavedBlock<Arch, BlockQ8_0x8, W> : SignedWeights<Arch, W, 2> {
+  using Base = SignedWeights<Arch, W, 2>;
   static typename Base::Prepared prepare(const BlockQ8_0x8 &b, size_t next) {
     typename Base::Prepared p;
     for (size_t k = 0; k < 8; ++k) {
@@ -390,8 +390,8 @@ inline constexpr struct OffsetLevels {
 // q8_0x8's loads, so a tile shares each prepared block among 4 tokens, not 2 (1536x1536, 64
 // tokens: 1.43 -> 1.13 ms on avx512_vnni, 3.4 -> 3.0 ms on avx2).
 template <class Arch, class W>
-struct InterleavedBlock<Arch, BlockIQ4_NLx8, W> : SignedQuads<Arch, W, 4> {
-  using Base = SignedQuads<Arch, W, 4>;
+struct InterleavedBlock<Arch, BlockIQ4_NLx8, W> : SignedWeights<Arch, W, 4> {
+  using Base = SignedWeights<Arch, W, 4>;
   static typename Base::Prepared prepare(const BlockIQ4_NLx8 &b, size_t next) {
     const Nibbles<Arch, BlockIQ4_NLx8, W> n = Nibbles<Arch, BlockIQ4_NLx8, W>::unpack(b, next);
     const typename W::Ints levels = W::table16(Base::kOffsetWeights ? kIQ4NLOffsetLevels.v : kIQ4NLValues);
