@@ -6,7 +6,7 @@
 // to even of x / d). For each weight row, token and block, eight int32 "lanes" each hold the
 // exact integer dot product of 4 consecutive elements (lane k: elements 4k..4k+3), which is
 // what vpmaddubsw + vpmaddwd, vpdpbusd and sdot all produce. The weight integers are the
-// block's own: q8_0's int8, q4_0's n - 8, q5_0's q - 16, q4_1's and q5_1's q, iq4_nl's level (iq4_nlx8 likewise). Eight float accumulators
+// block's own: q8_0's int8, q4_0's n - 8, q5_0's q - 16, q4_1's and q5_1's q, iq4_nl's level. Eight float accumulators
 // take acc[k] = fma(float(lane k), d_w * d_x, acc[k]) block by block (q4_1 adds its min term per lane: acc[k] = fma(m,
 // d_x * sum_k(q), acc[k]), as does q5_1), and the row's result is
 // ((acc0 + acc4) + (acc2 + acc6)) + ((acc1 + acc5) + (acc3 + acc7)). Integer sums are exact and
