@@ -201,6 +201,8 @@ TEST_CASE("gguf import: a Q4_K_M-style mix keeps every type mote runs as stored,
     REQUIRE(expected.count(name) == 1);
     const uint32_t source_type = gguf.tensor(name)->type;
     const DType plain = mote::convert::plain_dtype(t.dtype);
+    // The default layout: every type with an x8 twin (iq4_nl too) interleaves rows of 8.
+    if (t.rows % 8 == 0) CHECK(t.dtype == mote::format::traits_of(plain).twin);
     if (mote::format::traits_of(plain).ggml_type == source_type) {
       // The GGUF's own blocks (x8 layouts: the same bytes, 8 rows interleaved).
       const Bytes stored = t.dtype == plain ? t.bytes : mote::convert::deinterleave_rows(t.bytes, plain, t.rows, t.cols);

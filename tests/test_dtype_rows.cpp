@@ -69,13 +69,14 @@ TEST_CASE("dtype rows: GGUF's type ids and block sizes, the kernels' block struc
       {DType::q6_k, "q6_k", 14, 256, 210, 1, 1, DType::q6_kx8, 208},
       {DType::q3_k, "q3_k", 11, 256, 110, 1, 1, DType::q3_kx8, 108},
       {DType::q2_k, "q2_k", 10, 256, 84, 1, 2, DType::q2_kx8, 80},
-      {DType::iq4_nl, "iq4_nl", 20, 32, 18, 1, 1, DType::iq4_nl},
+      {DType::iq4_nl, "iq4_nl", 20, 32, 18, 1, 1, DType::iq4_nlx8},
       // The K types' x8 layouts: fields first in the group block (scale_offset 0) even for q6_k.
       {DType::q4_kx8, "q4_kx8", none, 256, 144, 8, 2, DType::q4_k},
       {DType::q5_kx8, "q5_kx8", none, 256, 176, 8, 2, DType::q5_k},
       {DType::q6_kx8, "q6_kx8", none, 256, 210, 8, 1, DType::q6_k},
       {DType::q3_kx8, "q3_kx8", none, 256, 110, 8, 1, DType::q3_k},
       {DType::q2_kx8, "q2_kx8", none, 256, 84, 8, 2, DType::q2_k},
+      {DType::iq4_nlx8, "iq4_nlx8", none, 32, sizeof(mote::kernels::BlockIQ4_NLx8) / 8, 8, 1, DType::iq4_nl},
   };
   REQUIRE(mote::format::kDTypeCount == sizeof expected / sizeof expected[0]);
   CHECK(mote::format::dtype_traits(mote::format::kDTypeCount) == nullptr);
@@ -140,8 +141,8 @@ TEST_CASE("dtype rows: every runtime row reads row r at its own offset, as ggml 
     }
     ++tested;
   }
-  // f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, the five K-quants and the ten x8 layouts.
-  CHECK(tested == 23);
+  // f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, the five K-quants and the eleven x8 layouts.
+  CHECK(tested == 24);
 }
 
 TEST_CASE("dtype rows: a K type's x8 group block puts each plain byte where FORMAT.md says") {
@@ -221,4 +222,5 @@ TEST_CASE("dtype rows: the converter writes exactly its host rows, and its messa
   CHECK(!mote::convert::is_quantized(DType::q8_0x8));
   CHECK(!mote::convert::interleaved_dtype(DType::bf16));
   CHECK(mote::convert::interleaved_dtype(DType::q4_0) == DType::q4_0x8);
+  CHECK(mote::convert::interleaved_dtype(DType::iq4_nl) == DType::iq4_nlx8);
 }

@@ -111,6 +111,7 @@ QuantMatmul<Block> quant_matmul(const KernelTable &t) {
   if constexpr (std::is_same_v<Block, BlockIQ4_NL>) return t.matmul_iq4_nl;
   if constexpr (std::is_same_v<Block, mote::kernels::BlockQ5_0x8>) return t.matmul_q5_0x8;
   if constexpr (std::is_same_v<Block, mote::kernels::BlockQ5_1x8>) return t.matmul_q5_1x8;
+  if constexpr (std::is_same_v<Block, mote::kernels::BlockIQ4_NLx8>) return t.matmul_iq4_nlx8;
 }
 
 template <class Block>
@@ -269,6 +270,7 @@ TEST_CASE("simd quantized products match the scalar twin bit for bit") {
 
 namespace {
 
+using mote::kernels::BlockIQ4_NLx8;
 using mote::kernels::BlockQ4_0x8;
 using mote::kernels::BlockQ4_1x8;
 using mote::kernels::BlockQ5_0x8;
@@ -373,6 +375,7 @@ TEST_CASE("interleaved quantized products: exact sums, every SIMD table bit-iden
   check_interleaved_matmul<BlockQ4_1x8, BlockQ4_1>("matmul_q4_1x8");
   check_interleaved_matmul<BlockQ5_0x8, BlockQ5_0>("matmul_q5_0x8");
   check_interleaved_matmul<BlockQ5_1x8, BlockQ5_1>("matmul_q5_1x8");
+  check_interleaved_matmul<BlockIQ4_NLx8, BlockIQ4_NL>("matmul_iq4_nlx8");
 }
 
 // The converter's repack writes the layout FORMAT.md and quant.hpp describe (the test's own
@@ -412,7 +415,7 @@ TEST_CASE("q5_0, q5_1 and iq4_nl rows decode as ggml; their x8 layouts are repac
   using mote::format::DType;
   check_layout_and_rows<BlockQ5_0x8, BlockQ5_0>(DType::q5_0);
   check_layout_and_rows<BlockQ5_1x8, BlockQ5_1>(DType::q5_1);
-  check_layout_and_rows<void, BlockIQ4_NL>(DType::iq4_nl);
+  check_layout_and_rows<BlockIQ4_NLx8, BlockIQ4_NL>(DType::iq4_nl);
 }
 
 // --- SmolLM2's shapes: past the L2 row blocks --------------------------------------------------
@@ -469,4 +472,5 @@ TEST_CASE("quantized products at SmolLM2's shapes and batches: every SIMD table 
   check_model_shapes<BlockIQ4_NL>("matmul_iq4_nl");
   check_model_shapes<BlockQ5_0x8>("matmul_q5_0x8");
   check_model_shapes<BlockQ5_1x8>("matmul_q5_1x8");
+  check_model_shapes<BlockIQ4_NLx8>("matmul_iq4_nlx8");
 }

@@ -12,8 +12,8 @@
 //   copied). Norm vectors are always f32. Supported GGUF types: F32, F16, BF16, Q8_0, Q4_0,
 //   Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; other ggml types (Q8_1,
 //   the IQ1/IQ2/IQ3 families, ...) are validated as a container but rejected by the importer.
-// - Quantized matrices whose rows are a multiple of 8 are stored row-interleaved (q8_0x8, q4_0x8,
-//   q4_1x8: the same bytes reordered) unless options.layout is BlockLayout::gguf, which keeps
+// - Quantized matrices whose rows are a multiple of 8 are stored row-interleaved (their x8 twins,
+//   q8_0x8 ... iq4_nlx8: the same bytes reordered) unless options.layout is BlockLayout::gguf, which keeps
 //   GGUF's block order byte for byte.
 // - A tensor name the family does not know (e.g. Phi-3 128k's `rope_factors_long.weight`) is an
 //   error, not silently dropped: an ignored tensor could change the model. `rope_freqs.weight`

@@ -66,8 +66,9 @@ bool check_matrix_dtype(format::DType dtype, std::string *error);
 
 // How quantized matrices order their blocks.
 enum class BlockLayout {
-  // The default: q8_0 / q4_0 / q4_1 matrices whose rows are a multiple of 8 become q8_0x8 /
-  // q4_0x8 / q4_1x8 (8 rows interleaved, so the integer kernels keep one row per vector lane).
+  // The default: a matrix of a type with an x8 twin (q8_0 / q4_0 / ... / iq4_nl, q4_k..q6_k) whose
+  // rows are a multiple of 8 becomes that twin, q8_0x8 / q4_0x8 / ... / iq4_nlx8 (8 rows
+  // interleaved, so the integer kernels keep one row per vector lane).
   interleaved,
   gguf,  // GGUF's plain row-major blocks: a GGUF tensor stays byte-identical
 };

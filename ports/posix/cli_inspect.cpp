@@ -73,7 +73,7 @@ void print_architecture(const mote_model_info &info) {
 }
 
 void print_tensors(const mote_model &model, const mote_model_info &info) {
-  std::printf("\n%-24s %-6s %-16s %12s\n", "tensor", "dtype", "shape", "bytes");
+  std::printf("\n%-24s %-8s %-16s %12s\n", "tensor", "dtype", "shape", "bytes");
   for (uint32_t i = 0; i < info.n_tensors; ++i) {
     mote_tensor_info t;
     if (mote_model_tensor(&model, i, &t) != MOTE_OK) break;
@@ -82,9 +82,9 @@ void print_tensors(const mote_model &model, const mote_model_info &info) {
       std::snprintf(shape, sizeof shape, "(%u, %u)", t.shape[0], t.shape[1]);
     else
       std::snprintf(shape, sizeof shape, "(%u)", t.shape[0]);
-    std::printf("%-24s %-6s %-16s %12llu\n", t.name, t.dtype, shape, static_cast<unsigned long long>(t.size));
+    std::printf("%-24s %-8s %-16s %12llu\n", t.name, t.dtype, shape, static_cast<unsigned long long>(t.size));
   }
-  std::printf("%-24s %-6s %-16s %12llu\n", "total", "", "", static_cast<unsigned long long>(info.weight_bytes));
+  std::printf("%-24s %-8s %-16s %12llu\n", "total", "", "", static_cast<unsigned long long>(info.weight_bytes));
 }
 
 // `--arena-bytes`: only the number mote_arena_size() returns for these options, e.g. for a build

@@ -1,7 +1,7 @@
 // What the CUDA backend checks without a device (so this runs on machines without a GPU too):
 // the kernels' weight accessor reads every block format as the CPU dequantizes it, a q8_0 KV
 // cache is refused with a one-line reason, the device memory is reported, and a missing device
-// is a clear error; other block specs (GPT-2) are refused.
+// is a clear error; other block specs (GPT-2) and weight types without CUDA kernels are refused.
 #include <string>
 
 #include "cuda_kernels.hpp"
@@ -49,6 +49,23 @@ TEST_CASE("cuda: a q8_0 KV cache is refused with a one-line reason") {
   CHECK(mote_session_init(&s, &m->model, &o, arena.data.get(), needed, message, sizeof message) ==
         MOTE_ERR_UNSUPPORTED);
   CHECK(std::string(message) == "the CUDA backend keeps an f32 or f16 KV cache, not q8_0");
+}
+
+TEST_CASE("cuda: exactly the kernels' weight types run; a tensor of another is refused in one line naming it") {
+  for (uint32_t d = 0; d < mote::format::kDTypeCount; ++d) {
+    CAPTURE(mote::format::kDTypeTraits[d].name);
+    bool listed = false;
+    for (DType dtype : kWeightTypes) listed = listed || static_cast<uint32_t>(dtype) == d;
+    CHECK(mote::cuda::dtype_supported(d) == listed);
+  }
+  // --dtype iq4_nl stores the matrices as iq4_nlx8 (the classifier q8_0x8); the first is blk.0.attn_q.
+  auto m = convert_and_open(golden_path("tiny_mha.bin"), golden_path("tiny_tok64.bin"), DType::iq4_nl);
+  mote_session_options o = mote_session_options_default();
+  o.backend = MOTE_BACKEND_CUDA;
+  uint64_t weights = 0, session = 0;
+  char message[256] = "";
+  CHECK(mote_backend_memory(&m->model, &o, &weights, &session, message, sizeof message) == MOTE_ERR_UNSUPPORTED);
+  CHECK(std::string(message) == "tensor 'blk.0.attn_q' is iq4_nlx8, which the CUDA backend does not run");
 }
 
 TEST_CASE("cuda: a Llama model's memory is reported; no device is a clear error") {

@@ -212,6 +212,7 @@ def main():
         ("tiny_llama_q5_k_m_gguf", ["tiny_llama.gguf", "--dtype", "q5_k_m", "--layout", "gguf"]),
         ("tiny_llama_q2_k", ["tiny_llama.gguf", "--dtype", "q2_k"]),  # ffn_down in q3_kx8
         ("tiny_llama_iq4_nl", ["tiny_llama.gguf", "--dtype", "iq4_nl"]),
+        ("tiny_llama_iq4_nl_gguf", ["tiny_llama.gguf", "--dtype", "iq4_nl", "--layout", "gguf"]),
         ("tiny_llama_q6_k", ["tiny_llama.gguf", "--dtype", "q6_k"]),
     ]
     # Every family's block (q/k/v biases, q/k norms, sandwich norms, windows, RoPE factors, fused

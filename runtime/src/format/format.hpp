@@ -83,10 +83,9 @@ enum class DType : uint32_t {
   q4_kx8 = 19,
   q5_kx8 = 20,
   q6_kx8 = 21,
-  // 23 and 24 once iq4_nlx8 (another branch) takes 22: the rows must sit at their ids, so until
-  // that merge these two hold 22 and 23 (FORMAT.md and the history line say the same).
   q3_kx8 = 22,
   q2_kx8 = 23,
+  iq4_nlx8 = 24,
 };
 
 // What a tensor is; together with its layer this names it ("blk.3.attn_q").
@@ -384,7 +383,7 @@ inline constexpr DTypeTraits kDTypeTraits[] = {
     {"q6_k", DType::q6_k, 256, 210, 1, 14, DType::q6_kx8, 208, 1},
     {"q3_k", DType::q3_k, 256, 110, 1, 11, DType::q3_kx8, 108, 1},
     {"q2_k", DType::q2_k, 256, 84, 1, 10, DType::q2_kx8, 80, 2},
-    {"iq4_nl", DType::iq4_nl, 32, 18, 1, 20, DType::iq4_nl, 0, 1},
+    {"iq4_nl", DType::iq4_nl, 32, 18, 1, 20, DType::iq4_nlx8, 0, 1},
     // The K types' x8 layouts: a group block starts with its rows' fp16 fields (d[8], then
     // dmin[8]) wherever the plain block keeps them.
     {"q4_kx8", DType::q4_kx8, 256, 144, 8, kNoGgmlType, DType::q4_k, 0, 2},
@@ -392,6 +391,7 @@ inline constexpr DTypeTraits kDTypeTraits[] = {
     {"q6_kx8", DType::q6_kx8, 256, 210, 8, kNoGgmlType, DType::q6_k, 0, 1},
     {"q3_kx8", DType::q3_kx8, 256, 110, 8, kNoGgmlType, DType::q3_k, 0, 1},
     {"q2_kx8", DType::q2_kx8, 256, 84, 8, kNoGgmlType, DType::q2_k, 0, 2},
+    {"iq4_nlx8", DType::iq4_nlx8, 32, 18, 8, kNoGgmlType, DType::iq4_nl, 0, 1},
 };
 constexpr uint32_t kDTypeCount = sizeof kDTypeTraits / sizeof kDTypeTraits[0];
 

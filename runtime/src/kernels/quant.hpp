@@ -149,6 +149,14 @@ struct BlockQ5_1x8 {
 };
 static_assert(sizeof(BlockQ5_1x8) == 8 * sizeof(BlockQ5_1), "q5_1x8 group blocks are 8 q5_1 blocks");
 
+// iq4_nlx8: d[8], then the nibbles as q4_0x8's; a nibble indexes kIQ4NLValues as in iq4_nl.
+struct BlockIQ4_NLx8 {
+  using Plain = BlockIQ4_NL;  // the block each row holds
+  uint16_t d[kInterleave];
+  uint8_t qs[kInterleave * kQuantBlock / 2];
+};
+static_assert(sizeof(BlockIQ4_NLx8) == 8 * sizeof(BlockIQ4_NL), "iq4_nlx8 group blocks are 8 iq4_nl blocks");
+
 // Whether a block type carries a minimum m (value = d * q + m) after its scale d.
 template <class Block>
 inline constexpr bool kHasMinimum = std::is_same_v<Block, BlockQ4_1> || std::is_same_v<Block, BlockQ5_1> ||

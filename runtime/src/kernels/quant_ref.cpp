@@ -78,6 +78,7 @@ int weight_q(const BlockQ5_0x8 &b, size_t i, size_t e) {
 int weight_q(const BlockQ5_1x8 &b, size_t i, size_t e) {
   return interleaved_nibble(b.qs, i, e) | static_cast<int>((b.qh[i] >> e) & 1) << 4;
 }
+int weight_q(const BlockIQ4_NLx8 &b, size_t i, size_t e) { return kIQ4NLValues[interleaved_nibble(b.qs, i, e)]; }
 template <class Block>
 float block_min(const Block &b, size_t i) {
   if constexpr (kHasMinimum<Block>) return fp16_to_f32(b.m[i]);
@@ -177,6 +178,9 @@ void dequantize_q5_0x8(float *out, const BlockQ5_0x8 *group, size_t row, size_t 
 void dequantize_q5_1x8(float *out, const BlockQ5_1x8 *group, size_t row, size_t n) {
   dequantize_group_row(out, group, row, n);
 }
+void dequantize_iq4_nlx8(float *out, const BlockIQ4_NLx8 *group, size_t row, size_t n) {
+  dequantize_group_row(out, group, row, n);
+}
 
 void matmul_q8_0x8(float *out, size_t out_stride, const BlockQ8_0x8 *w, const Q8Activations &x, size_t rows,
                    size_t cols, size_t n_tokens) {
@@ -230,6 +234,11 @@ void matmul_q5_0x8(float *out, size_t out_stride, const BlockQ5_0x8 *w, const Q8
 
 void matmul_q5_1x8(float *out, size_t out_stride, const BlockQ5_1x8 *w, const Q8Activations &x, size_t rows,
                    size_t cols, size_t n_tokens) {
+  matmul_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
+}
+
+void matmul_iq4_nlx8(float *out, size_t out_stride, const BlockIQ4_NLx8 *w, const Q8Activations &x, size_t rows,
+                     size_t cols, size_t n_tokens) {
   matmul_interleaved(out, out_stride, w, x, rows, cols, n_tokens);
 }
 

@@ -31,5 +31,6 @@ void dequantize_q4_0x8(float *out, const BlockQ4_0x8 *group, size_t row, size_t 
 void dequantize_q4_1x8(float *out, const BlockQ4_1x8 *group, size_t row, size_t n);
 void dequantize_q5_0x8(float *out, const BlockQ5_0x8 *group, size_t row, size_t n);
 void dequantize_q5_1x8(float *out, const BlockQ5_1x8 *group, size_t row, size_t n);
+void dequantize_iq4_nlx8(float *out, const BlockIQ4_NLx8 *group, size_t row, size_t n);
 
 }  // namespace mote::kernels::ref

@@ -125,6 +125,7 @@ constexpr WeightType kWeightTypes[] = {
     quantized_row<DType::q6_kx8, kernels::BlockQ6_Kx8, &KernelTable::matmul_q6_kx8, ref::dequantize_q6_kx8>(8),
     quantized_row<DType::q3_kx8, kernels::BlockQ3_Kx8, &KernelTable::matmul_q3_kx8, ref::dequantize_q3_kx8>(8),
     quantized_row<DType::q2_kx8, kernels::BlockQ2_Kx8, &KernelTable::matmul_q2_kx8, ref::dequantize_q2_kx8>(8),
+    quantized_row<DType::iq4_nlx8, kernels::BlockIQ4_NLx8, &KernelTable::matmul_iq4_nlx8, ref::dequantize_iq4_nlx8>(8),
 };
 
 }  // namespace
