@@ -193,9 +193,9 @@ inline void amx_k_tile(float *out, size_t out_stride, const Group *group, size_t
   for (size_t t = 0; t < kAmxTokens; ++t) store_rows<Rows16<Arch>>(out + (token0 + t) * out_stride, acc[t], mins[t]);
 }
 
-// The same for the 32-value x8 layouts (q4_0x8, q4_1x8, q5_0x8, q5_1x8): each block's codes as
-// its 16-row VNNI tile unpacks them, eight blocks' tile products at a time, then each token's
-// float steps block by block as the VNNI tile takes them.
+// The same for the 32-value x8 layouts (q4_0x8, q4_1x8, q5_0x8, q5_1x8, and q8_0x8 and iq4_nlx8
+// as weights + 128): each block's codes as its 16-row VNNI tile unpacks them, eight blocks' tile
+// products at a time, then each token's float steps block by block as the VNNI tile takes them.
 template <class Arch, class Block>
 inline void amx_block_tile(float *out, size_t out_stride, const Block *group, size_t n_blocks, const Q8Activations &x,
                            size_t token0) {
@@ -211,11 +211,7 @@ inline void amx_block_tile(float *out, size_t out_stride, const Block *group, si
     for (size_t i = 0; i < span; ++i) {
       prefetch_ahead<W, sizeof(Block)>(group, next, (b0 + i) * sizeof(Block));
       prepared[i] = Ops::prepare(group[b0 + i], next);
-      const auto &codes = Ops::codes(prepared[i]);
-      for (size_t k = 0; k < 4; ++k) {
-        scratch.codes[i][k] = codes.low[k];
-        scratch.codes[i][4 + k] = codes.high[k];
-      }
+      Ops::tile_codes(prepared[i], scratch.codes[i]);
     }
     const int8_t *xq = x.q + (token0 * n_blocks + b0) * kQuantBlock;
     size_t i = 0;

@@ -263,6 +263,12 @@ struct Nibbles {
     n.d = W::halves(b.d, next);
     return n;
   }
+  void tile_codes(Ints *codes) const {
+    for (size_t k = 0; k < 4; ++k) {
+      codes[k] = low[k];
+      codes[4 + k] = high[k];
+    }
+  }
   // Per row: sum over the block of value * x, exact.
   Ints dot(const int8_t *x) const {
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
@@ -292,7 +298,8 @@ struct OffsetQuants {
   static constexpr size_t kTokens = 4;
   using Prepared = Nibbles<Arch, Block, W>;
   static Prepared prepare(const Block &b, size_t next) { return Prepared::unpack(b, next); }
-  static const Nibbles<Arch, Block, W> &codes(const Prepared &w) { return w; }
+  // The 8 quads' codes (unsigned) in the order of the block's values: an AMX tile's rows.
+  static void tile_codes(const Prepared &w, typename W::Ints *codes) { w.tile_codes(codes); }
   static constexpr bool kBlockPairs = true;  // one float step per block: BlockPairs can take it
   static typename W::Acc accumulate(typename W::Acc acc, const Prepared &w, const TokenBlock &x) {
     return add_dot(acc, w, w.dot(x.q), x);
@@ -315,7 +322,7 @@ struct MinimumQuants {
   static Prepared prepare(const Block &b, size_t next) {
     return {Nibbles<Arch, Block, W>::unpack(b, next), W::halves(b.m, next)};
   }
-  static const Nibbles<Arch, Block, W> &codes(const Prepared &w) { return w.nibbles; }
+  static void tile_codes(const Prepared &w, typename W::Ints *codes) { w.nibbles.tile_codes(codes); }
   static constexpr bool kBlockPairs = false;  // two float steps per block, in order: Rows8 only
   static typename W::Floats accumulate(typename W::Floats acc, const Prepared &w, const TokenBlock &x) {
     return add_dot(acc, w, w.nibbles.dot(x.q), x);
@@ -365,9 +372,15 @@ struct SignedWeights {
         chains[k % 4] = W::dot_add(chains[k % 4], W::magnitude(w.q[k]), W::with_sign_of(W::quad(x.q + 4 * k), w.q[k]));
       }
     }
-    Ints sums = W::add32(W::add32(chains[0], chains[1]), W::add32(chains[2], chains[3]));
-    if constexpr (kOffsetWeights) sums = W::sub32(sums, W::token_words(x.sum, 128));
-    return W::add_rows(acc, W::to_float(sums), W::mul(w.d, W::token_floats(x.scale)));
+    return add_dot(acc, w, W::add32(W::add32(chains[0], chains[1]), W::add32(chains[2], chains[3])), x);
+  }
+  // The float step from the exact dot of q (as Prepared holds it) with x (AMX tiles make it too).
+  static typename W::Acc add_dot(typename W::Acc acc, const Prepared &w, Ints dot, const TokenBlock &x) {
+    if constexpr (kOffsetWeights) dot = W::sub32(dot, W::token_words(x.sum, 128));
+    return W::add_rows(acc, W::to_float(dot), W::mul(w.d, W::token_floats(x.scale)));
+  }
+  static void tile_codes(const Prepared &w, Ints *codes) {
+    for (size_t k = 0; k < 8; ++k) codes[k] = w.q[k];
   }
 };
 

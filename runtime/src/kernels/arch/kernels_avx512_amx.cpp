@@ -1,4 +1,4 @@
-// The avx512_vnni table with the 4- and 5-bit x8 layouts' prefill products on AMX tiles (built with the
+// The avx512_vnni table with the x8 layouts' prefill products on AMX tiles (not yet q3_kx8, q2_kx8) (built with the
 // avx512 flags plus -mavx512vnni -mamx-tile -mamx-int8; chosen only when the CPU has AMX-INT8
 // and the OS grants the tile state: dispatch.cpp). Every result is bit-identical to the
 // avx512_vnni table's (kernels/matmul_amx.hpp).
@@ -23,6 +23,8 @@ const KernelTable &avx512_amx_kernels() {
     KernelTable amx = avx512_vnni_kernels();
     amx.isa = Isa::avx512_amx;
     amx.isa_name = "avx512_amx";
+    amx.matmul_q8_0x8 = &simd::amx_matmul<Avx512Amx, BlockQ8_0x8>;
+    amx.matmul_iq4_nlx8 = &simd::amx_matmul<Avx512Amx, BlockIQ4_NLx8>;
     amx.matmul_q4_0x8 = &simd::amx_matmul<Avx512Amx, BlockQ4_0x8>;
     amx.matmul_q4_1x8 = &simd::amx_matmul<Avx512Amx, BlockQ4_1x8>;
     amx.matmul_q5_0x8 = &simd::amx_matmul<Avx512Amx, BlockQ5_0x8>;
