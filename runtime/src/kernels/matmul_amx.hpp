@@ -56,7 +56,10 @@ inline void configure_amx_tiles() {
   shape(MOTE_TILE_W1, 8, 64);
   shape(MOTE_TILE_HALF_X, kAmxTokens, 16);
   shape(MOTE_TILE_HALF_W, 4, 64);
-  _tile_loadconfig(&config);
+  // ldtilecfg written out with the whole 64-byte configuration as its operand: GCC 12's
+  // _tile_loadconfig tells the compiler it reads 8 bytes only, so an optimized build could drop
+  // the stores to the rest (seen: SIGILL at the first tileloadd of one -O3 build).
+  __asm__ volatile("ldtilecfg %0" : : "m"(config));
 }
 
 // A super-block's tile products for 16 rows and 16 tokens: each sub-block's codes (8 quads of
