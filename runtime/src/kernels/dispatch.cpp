@@ -85,6 +85,7 @@ const X86Features &x86_features() {
 
 const KernelTable &scalar_kernels() { return kScalarTable; }
 
+#if defined(MOTE_DETECT_X86) || defined(MOTE_HAVE_NEON)  // the builds that read MOTE_ISA
 namespace {
 // The table named `name` when this build and CPU have it, else null.
 const KernelTable *kernels_for_name(const char *name) {
@@ -95,6 +96,7 @@ const KernelTable *kernels_for_name(const char *name) {
   return nullptr;
 }
 }  // namespace
+#endif
 
 const KernelTable *kernels_for(Isa isa) {
   switch (isa) {
