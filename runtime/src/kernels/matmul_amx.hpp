@@ -1,11 +1,10 @@
-// Prefill products of the K types' x8 layouts on AMX tiles (Sapphire Rapids and later): one
-// TDPBSUD multiplies 16 tokens' activation bytes by 16 rows' codes, 16 x 16 exact int32 dots of
-// a 32-value sub-block, where the VNNI tiles take 128 vpdpbusd (q6_k: two TDPBSSD of signed
-// codes, one per 16-value half). The codes come out of the same
-// unpacking as the 16-row VNNI tiles (Rows16: lane n holds row n's quad k, which is exactly
-// the B tile's row layout), and every float step is the VNNI tile's, in the same order, so a
-// result is bit-identical to the scalar twin's. Decoding and the tokens short of a 16-token
-// tile stay on the VNNI kernels.
+// Prefill products of the x8 layouts on AMX tiles (Sapphire Rapids and later; q3_kx8 and q2_kx8
+// not yet): one TDPBSUD multiplies 16 tokens' activation bytes by 16 rows' codes, 16 x 16 exact
+// int32 dots of a 32-value block, where the VNNI tiles take 128 vpdpbusd (q6_k: two TDPBSSD of
+// signed codes, one per 16-value half). The codes come out of the same unpacking as the 16-row
+// VNNI tiles (Rows16: lane n holds row n's quad k, which is exactly the B tile's row layout), and
+// every float step is the VNNI tile's, in the same order, so a result is bit-identical to the
+// scalar twin's. Decoding and the tokens short of a 16-token tile stay on the VNNI kernels.
 #pragma once
 
 // GCC spells the AMX macros __AMX_INT8__, clang __AMXINT8__.
