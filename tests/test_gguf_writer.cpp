@@ -358,6 +358,14 @@ TEST_CASE("blocks llama.cpp would run as another model are refused in one line")
   CHECK(error.find('\n') == std::string::npos);
 }
 
+TEST_CASE("an embedder's GGUF output is refused in one line that says why") {
+  const ModelData model = load_file_gguf(mote_test::golden_path("tiny_embedders/bert/model.gguf"));
+  Bytes out;
+  std::string error;
+  CHECK_FALSE(mote::convert::serialize_gguf(model, &out, &error));
+  CHECK(error == "GGUF output is written for decoder models only; write this embedder as a .mote file");
+}
+
 TEST_CASE("mote convert -o X.gguf writes GGUF; --help says so; a refusal leaves no file") {
   using mote_cli_test::quote;
   using mote_cli_test::run_cli;

@@ -81,6 +81,12 @@ class Metadata {
 // embeddings; RoPE factors for llama; a window where the family has one, in llama.cpp's fixed
 // pattern), and llama.cpp's RoPE pairing (llama's q/k rows are permuted to it on the way out).
 const FamilyRow *architecture(const format::ModelConfig &c, std::string *error) {
+  // An encoder's GGUF needs llama.cpp's pooling and token-type keys, which this writer does not
+  // write: say so rather than call its blocks foreign.
+  if ((c.flags & format::kFlagEncoder) != 0) {
+    *error = "GGUF output is written for decoder models only; write this embedder as a .mote file";
+    return nullptr;
+  }
   // The family's name is llama.cpp's architecture name.
   const char *family = format::family_name(c.family);
   const FamilyRow *row = family != nullptr ? family_by_gguf_arch(family) : nullptr;
