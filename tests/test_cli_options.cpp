@@ -97,7 +97,8 @@ TEST_CASE("cli: llama.cpp's spellings give what the long names give") {
       {"-c 32", "--ctx 32"},           {"--ctx-size 32", "--ctx 32"},     {"-b 3", "--batch 3"},
       {"--batch-size 3", "--batch 3"}, {"-ctk f16 -ctv f16", "--kv f16"}, {"--cache-type-k f16", "--kv f16"},
   };
-  for (const auto &[alias, long_form] : pairs) {
+  for (const auto &pair : pairs) {
+    const char *alias = pair.first, *long_form = pair.second;  // INFO's lambda cannot capture a binding (C++17)
     INFO(alias << " vs " << long_form);
     const std::string defaults =
         std::string(alias).find("-n") == std::string::npos && std::string(alias).find("predict") == std::string::npos

