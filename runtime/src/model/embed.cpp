@@ -82,5 +82,6 @@ extern "C" mote_status mote_embed_batch(mote_session *session, const int32_t *to
                                         size_t n_texts, mote_pool pool, int normalize, float *out, size_t out_n) {
   const SessionGuard guard(session);
   Session *s = guard.session();
-  return s == nullptr ? guard.refusal() : embed_texts(*s, tokens, lengths, n_texts, enum_value(pool), normalize, out, out_n);
+  return s == nullptr ? guard.refusal()
+                      : embed_texts(*s, tokens, lengths, n_texts, enum_value(pool), normalize, out, out_n);
 }
