@@ -206,8 +206,8 @@ inline void amx_block_tile(float *out, size_t out_stride, const Block *group, si
   const size_t next = n_blocks * sizeof(Block), stride = n_blocks * kQuantBlock;
   AmxSuperBlock scratch;
   typename Ops::Prepared prepared[kSubBlocks];
-  __m512 acc[kAmxTokens];
-  for (size_t t = 0; t < kAmxTokens; ++t) acc[t] = _mm512_setzero_ps();
+  typename W::Sums sums[kAmxTokens];
+  for (size_t t = 0; t < kAmxTokens; ++t) sums[t] = zero_sums<W>();
   for (size_t b0 = 0; b0 < n_blocks; b0 += kSubBlocks) {
     const size_t span = n_blocks - b0 < kSubBlocks ? n_blocks - b0 : kSubBlocks;
     for (size_t i = 0; i < span; ++i) {
@@ -220,16 +220,16 @@ inline void amx_block_tile(float *out, size_t out_stride, const Block *group, si
     for (; i + 2 <= span; i += 2) amx_sub_block_pair(scratch, xq, stride, i);
     if (i < span) amx_sub_block(scratch, xq, stride, i);
     for (size_t t = 0; t < kAmxTokens; ++t) {
-      __m512 a = acc[t];
+      typename W::Sums s = sums[t];
       const size_t xb = (token0 + t) * n_blocks + b0;
       for (size_t j = 0; j < span; ++j) {
-        a = Ops::add_dot(a, prepared[j], _mm512_load_si512(scratch.dots[j][t]),
-                         TokenBlock{x.q + (xb + j) * kQuantBlock, x.scale + xb + j, x.block_sum + xb + j});
+        Ops::add_dot(s, prepared[j], _mm512_load_si512(scratch.dots[j][t]),
+                     TokenBlock{x.q + (xb + j) * kQuantBlock, x.scale + xb + j, x.block_sum + xb + j});
       }
-      acc[t] = a;
+      sums[t] = s;
     }
   }
-  for (size_t t = 0; t < kAmxTokens; ++t) W::store(out + (token0 + t) * out_stride, acc[t]);
+  for (size_t t = 0; t < kAmxTokens; ++t) store_sums<W, Block>(out + (token0 + t) * out_stride, sums[t]);
 }
 
 // How each layout meets the shared driver: its values per unit (a 32-value block or a K

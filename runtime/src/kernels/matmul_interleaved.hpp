@@ -118,10 +118,17 @@ struct Rows8 {
   static void store(float *out, Floats v) { _mm256_storeu_ps(out, v); }
   // A token block's factor * sum x and d_x in every lane, and acc + sums * scales.
   using Acc = Floats;
+  // One token's running row sums in a tile: acc the d terms, mins the m terms of q4_1x8 and
+  // q5_1x8, which sum apart and join at the end (the scalar twin's order).
+  struct Sums {
+    Acc acc, mins;
+  };
   static constexpr size_t kBlocks = 1;
   static Ints token_words(const int32_t *sum, int32_t factor) { return words(factor * sum[0]); }
   static Floats token_floats(const float *v) { return splat(v[0]); }
+  static Floats token_scaled_sums(const TokenBlock &x) { return splat(x.scale[0] * static_cast<float>(x.sum[0])); }
   static Acc add_rows(Acc acc, Floats sums, Floats scales) { return fma(sums, scales, acc); }
+  static Acc add_acc(Acc a, Acc b) { return add(a, b); }
 };
 
 #if defined(__AVX512BW__)
@@ -201,10 +208,15 @@ struct Rows16 {
   static Floats fma(Floats a, Floats b, Floats c) { return _mm512_fmadd_ps(a, b, c); }
   static void store(float *out, Floats v) { _mm512_storeu_ps(out, v); }
   using Acc = Floats;
+  struct Sums {
+    Acc acc, mins;
+  };
   static constexpr size_t kBlocks = 1;
   static Ints token_words(const int32_t *sum, int32_t factor) { return words(factor * sum[0]); }
   static Floats token_floats(const float *v) { return splat(v[0]); }
+  static Floats token_scaled_sums(const TokenBlock &x) { return splat(x.scale[0] * static_cast<float>(x.sum[0])); }
   static Acc add_rows(Acc acc, Floats sums, Floats scales) { return fma(sums, scales, acc); }
+  static Acc add_acc(Acc a, Acc b) { return add(a, b); }
 };
 
 // BlockPairs: blocks b and b + 1 of one group side by side in a zmm (rows 0-7 of block b, then
@@ -216,6 +228,7 @@ struct BlockPairs : Rows16<Arch> {
   using Ints = __m512i;
   using Floats = __m512;
   using Acc = __m256;
+  using Sums = typename Rows8<Arch>::Sums;  // the last odd block of a group is Rows8's step
   static constexpr size_t kBlocks = 2;
   // kGroups stays Rows16's 2: prefetch_ahead then also asks for the next group's bytes at the
   // same offset, a whole group further ahead, which streams faster than one group's prefetch
@@ -231,14 +244,32 @@ struct BlockPairs : Rows16<Arch> {
   static Floats token_floats(const float *v) {
     return _mm512_insertf32x8(_mm512_set1_ps(v[0]), _mm256_set1_ps(v[1]), 1);
   }
+  static Floats token_scaled_sums(const TokenBlock &x) {
+    return _mm512_insertf32x8(_mm512_set1_ps(x.scale[0] * static_cast<float>(x.sum[0])),
+                              _mm256_set1_ps(x.scale[1] * static_cast<float>(x.sum[1])), 1);
+  }
   static Acc add_rows(Acc acc, Floats sums, Floats scales) {
     acc = _mm256_fmadd_ps(_mm512_castps512_ps256(sums), _mm512_castps512_ps256(scales), acc);
     return _mm256_fmadd_ps(_mm512_extractf32x8_ps(sums, 1), _mm512_extractf32x8_ps(scales, 1), acc);
   }
+  static Acc add_acc(Acc a, Acc b) { return _mm256_add_ps(a, b); }
   static Acc fzero() { return _mm256_setzero_ps(); }
   static void store(float *out, Acc v) { _mm256_storeu_ps(out, v); }
 };
 #endif
+
+template <class W>
+inline typename W::Sums zero_sums() {
+  return {W::fzero(), W::fzero()};
+}
+
+template <class W, class Block>
+inline void store_sums(float *out, const typename W::Sums &s) {
+  if constexpr (kHasMinimum<Block>)
+    W::store(out, W::add_acc(s.acc, s.mins));
+  else
+    W::store(out, s.acc);
+}
 
 template <class Arch, class Block, class W>
 struct InterleavedBlock;
@@ -306,18 +337,17 @@ struct OffsetQuants {
   static Prepared prepare(const Block &b, size_t next) { return Prepared::unpack(b, next); }
   // The 8 quads' codes (unsigned) in the order of the block's values: an AMX tile's rows.
   static void tile_codes(const Prepared &w, typename W::Ints *codes) { w.tile_codes(codes); }
-  static constexpr bool kBlockPairs = true;  // one float step per block: BlockPairs can take it
-  static typename W::Acc accumulate(typename W::Acc acc, const Prepared &w, const TokenBlock &x) {
-    return add_dot(acc, w, w.dot(x.q), x);
-  }
+  static void accumulate(typename W::Sums &s, const Prepared &w, const TokenBlock &x) { add_dot(s, w, w.dot(x.q), x); }
   // The float step from the exact dot of the unsigned codes with x (AMX tiles make it too).
-  static typename W::Acc add_dot(typename W::Acc acc, const Prepared &w, typename W::Ints dot, const TokenBlock &x) {
+  static void add_dot(typename W::Sums &s, const Prepared &w, typename W::Ints dot, const TokenBlock &x) {
     const typename W::Ints sums = W::sub32(dot, W::token_words(x.sum, kOffset));
-    return W::add_rows(acc, W::to_float(sums), W::mul(w.d, W::token_floats(x.scale)));
+    s.acc = W::add_rows(s.acc, W::to_float(sums), W::mul(w.d, W::token_floats(x.scale)));
   }
 };
 
-// q4_1x8 and q5_1x8: sum (d q + m) x = d sum q x + m sum x.
+// q4_1x8 and q5_1x8: sum (d q + m) x = d sum q x + m sum x. The m terms run in their own sums
+// (W::Sums::mins), so each float step is one per block, as q5_0x8's, and BlockPairs takes them:
+// kept in one chain, in order, two blocks a register decoded slower than Rows8.
 template <class Arch, class Block, class W>
 struct MinimumQuants {
   static constexpr size_t kTokens = 4;
@@ -329,14 +359,12 @@ struct MinimumQuants {
     return {Nibbles<Arch, Block, W>::unpack(b, next), W::halves(b.m, next)};
   }
   static void tile_codes(const Prepared &w, typename W::Ints *codes) { w.nibbles.tile_codes(codes); }
-  static constexpr bool kBlockPairs = false;  // two float steps per block, in order: Rows8 only
-  static typename W::Floats accumulate(typename W::Floats acc, const Prepared &w, const TokenBlock &x) {
-    return add_dot(acc, w, w.nibbles.dot(x.q), x);
+  static void accumulate(typename W::Sums &s, const Prepared &w, const TokenBlock &x) {
+    add_dot(s, w, w.nibbles.dot(x.q), x);
   }
-  static typename W::Floats add_dot(typename W::Floats acc, const Prepared &w, typename W::Ints dot,
-                                    const TokenBlock &x) {
-    acc = W::fma(W::to_float(dot), W::mul(w.nibbles.d, W::splat(x.scale[0])), acc);
-    return W::fma(w.m, W::splat(x.scale[0] * static_cast<float>(x.sum[0])), acc);
+  static void add_dot(typename W::Sums &s, const Prepared &w, typename W::Ints dot, const TokenBlock &x) {
+    s.acc = W::add_rows(s.acc, W::to_float(dot), W::mul(w.nibbles.d, W::token_floats(x.scale)));
+    s.mins = W::add_rows(s.mins, w.m, W::token_scaled_sums(x));
   }
 };
 
@@ -368,8 +396,7 @@ struct SignedWeights {
     Ints q[8];  // w + 128 where kOffsetWeights, else w
     typename W::Floats d;
   };
-  static constexpr bool kBlockPairs = true;
-  static typename W::Acc accumulate(typename W::Acc acc, const Prepared &w, const TokenBlock &x) {
+  static void accumulate(typename W::Sums &s, const Prepared &w, const TokenBlock &x) {
     Ints chains[4] = {W::zero(), W::zero(), W::zero(), W::zero()};  // independent chains hide vpdpbusd's latency
     for (size_t k = 0; k < 8; ++k) {
       if constexpr (kOffsetWeights) {
@@ -378,12 +405,12 @@ struct SignedWeights {
         chains[k % 4] = W::dot_add(chains[k % 4], W::magnitude(w.q[k]), W::with_sign_of(W::quad(x.q + 4 * k), w.q[k]));
       }
     }
-    return add_dot(acc, w, W::add32(W::add32(chains[0], chains[1]), W::add32(chains[2], chains[3])), x);
+    add_dot(s, w, W::add32(W::add32(chains[0], chains[1]), W::add32(chains[2], chains[3])), x);
   }
   // The float step from the exact dot of q (as Prepared holds it) with x (AMX tiles make it too).
-  static typename W::Acc add_dot(typename W::Acc acc, const Prepared &w, Ints dot, const TokenBlock &x) {
+  static void add_dot(typename W::Sums &s, const Prepared &w, Ints dot, const TokenBlock &x) {
     if constexpr (kOffsetWeights) dot = W::sub32(dot, W::token_words(x.sum, 128));
-    return W::add_rows(acc, W::to_float(dot), W::mul(w.d, W::token_floats(x.scale)));
+    s.acc = W::add_rows(s.acc, W::to_float(dot), W::mul(w.d, W::token_floats(x.scale)));
   }
   static void tile_codes(const Prepared &w, Ints *codes) {
     for (size_t k = 0; k < 8; ++k) codes[k] = w.q[k];
@@ -438,7 +465,7 @@ struct InterleavedBlock<Arch, BlockIQ4_NLx8, W> : SignedWeights<Arch, W, 4> {
 // every block.
 // Blocks b .. b + W::kBlocks - 1 of W::kGroups groups from `group` folded into acc, K tokens.
 template <class Arch, class Block, class W, size_t K>
-inline void interleaved_step(typename W::Acc *acc, const Block *group, size_t n_blocks, const Q8Activations &x,
+inline void interleaved_step(typename W::Sums *sums, const Block *group, size_t n_blocks, const Q8Activations &x,
                              size_t token0, size_t b) {
   using Ops = InterleavedBlock<Arch, Block, W>;
   const size_t group_bytes = n_blocks * sizeof(Block);
@@ -447,7 +474,7 @@ inline void interleaved_step(typename W::Acc *acc, const Block *group, size_t n_
 #pragma GCC unroll 8
   for (size_t t = 0; t < K; ++t) {
     const size_t xb = (token0 + t) * n_blocks + b;
-    acc[t] = Ops::accumulate(acc[t], w, TokenBlock{x.q + xb * kQuantBlock, x.scale + xb, x.block_sum + xb});
+    Ops::accumulate(sums[t], w, TokenBlock{x.q + xb * kQuantBlock, x.scale + xb, x.block_sum + xb});
   }
 }
 
@@ -456,17 +483,17 @@ inline void interleaved_step(typename W::Acc *acc, const Block *group, size_t n_
 template <class Arch, class Block, class W, size_t K>
 inline void interleaved_tile(float *out, size_t out_stride, const Block *group, size_t n_blocks, const Q8Activations &x,
                              size_t token0) {
-  typename W::Acc acc[K];
+  typename W::Sums sums[K];
 #pragma GCC unroll 8
-  for (size_t t = 0; t < K; ++t) acc[t] = W::fzero();
+  for (size_t t = 0; t < K; ++t) sums[t] = zero_sums<W>();
   size_t b = 0;
   for (; b + W::kBlocks <= n_blocks; b += W::kBlocks)
-    interleaved_step<Arch, Block, W, K>(acc, group, n_blocks, x, token0, b);
+    interleaved_step<Arch, Block, W, K>(sums, group, n_blocks, x, token0, b);
   if constexpr (W::kBlocks == 2) {
-    if (b < n_blocks) interleaved_step<Arch, Block, Rows8<Arch>, K>(acc, group, n_blocks, x, token0, b);
+    if (b < n_blocks) interleaved_step<Arch, Block, Rows8<Arch>, K>(sums, group, n_blocks, x, token0, b);
   }
 #pragma GCC unroll 8
-  for (size_t t = 0; t < K; ++t) W::store(out + (token0 + t) * out_stride, acc[t]);
+  for (size_t t = 0; t < K; ++t) store_sums<W, Block>(out + (token0 + t) * out_stride, sums[t]);
 }
 
 // The last n_tokens < kTokens tokens as one tile of exactly that many (K counts down).
@@ -500,11 +527,9 @@ inline void interleaved_groups(float *out, size_t out_stride, const Block *w, si
   for (; two_groups_per_tile<Arch>(n) && g + 2 <= g_end; g += 2)
     interleaved_rest<Arch, Block, Rows16<Arch>, T>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t0,
                                                    n);
-  if constexpr (InterleavedBlock<Arch, Block, Rows8<Arch>>::kBlockPairs) {
-    for (; n == 1 && g < g_end; ++g)
-      interleaved_tile<Arch, Block, BlockPairs<Arch>, 1>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks,
-                                                         x, t0);
-  }
+  for (; n == 1 && g < g_end; ++g)
+    interleaved_tile<Arch, Block, BlockPairs<Arch>, 1>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x,
+                                                       t0);
 #endif
   for (; g < g_end; ++g)
     interleaved_rest<Arch, Block, Rows8<Arch>, T>(out + g * kInterleave, out_stride, w + g * n_blocks, n_blocks, x, t0,
@@ -622,8 +647,8 @@ inline void interleaved_tile(float *out, size_t out_stride, const Block *group, 
                              size_t token0) {
   using Isa = QuantIsa<Arch>;
   constexpr bool kHasMin = kHasMinimum<Block>;
-  float32x4_t acc[K][2];
-  for (size_t t = 0; t < K; ++t) acc[t][0] = acc[t][1] = vdupq_n_f32(0.0f);
+  float32x4_t acc[K][2], mins[K][2];  // the d terms and m terms of each row, summed apart (x86: W::Sums)
+  for (size_t t = 0; t < K; ++t) acc[t][0] = acc[t][1] = mins[t][0] = mins[t][1] = vdupq_n_f32(0.0f);
   for (size_t b = 0; b < n_blocks; ++b) {
     const SignedQuads<Block> w = signed_quads<Arch>(group[b]);
     float32x4_t m[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
@@ -636,14 +661,14 @@ inline void interleaved_tile(float *out, size_t out_stride, const Block *group, 
         for (size_t k = 0; k < 8; ++k) sums = dot_quads<Arch>(sums, w.quads[k].half[h], xq + 4 * k);
         acc[t][h] = Isa::fma(acc[t][h], vcvtq_f32_s32(sums), vmulq_f32(w.d[h], vdupq_n_f32(x.scale[xb])));
         if constexpr (kHasMin) {
-          acc[t][h] = Isa::fma(acc[t][h], m[h], vdupq_n_f32(x.scale[xb] * static_cast<float>(x.block_sum[xb])));
+          mins[t][h] = Isa::fma(mins[t][h], m[h], vdupq_n_f32(x.scale[xb] * static_cast<float>(x.block_sum[xb])));
         }
       }
     }
   }
   for (size_t t = 0; t < K; ++t) {
-    vst1q_f32(out + (token0 + t) * out_stride, acc[t][0]);
-    vst1q_f32(out + (token0 + t) * out_stride + 4, acc[t][1]);
+    for (size_t h = 0; h < 2; ++h)
+      vst1q_f32(out + (token0 + t) * out_stride + 4 * h, kHasMin ? vaddq_f32(acc[t][h], mins[t][h]) : acc[t][h]);
   }
 }
 

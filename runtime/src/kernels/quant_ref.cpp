@@ -93,7 +93,9 @@ void matmul_interleaved(float *out, size_t out_stride, const Block *w, const Q8A
     for (size_t r = 0; r < rows; ++r) {
       const Block *group = w + r / kInterleave * n_blocks;
       const size_t i = r % kInterleave;
-      float acc = 0.0f;
+      // The m terms (q4_1x8, q5_1x8) sum apart and join at the end, as the K types' do: two
+      // independent chains, and the SIMD tables can take two blocks per register.
+      float acc = 0.0f, mins = 0.0f;
       for (size_t b = 0; b < n_blocks; ++b) {
         const size_t xb = t * n_blocks + b;
         const int8_t *xq = x.q + xb * kQuantBlock;
@@ -101,10 +103,10 @@ void matmul_interleaved(float *out, size_t out_stride, const Block *w, const Q8A
         for (size_t e = 0; e < kQuantBlock; ++e) sum += weight_q(group[b], i, e) * xq[e];
         acc = __builtin_fmaf(static_cast<float>(sum), fp16_to_f32(group[b].d[i]) * x.scale[xb], acc);
         if (kHasMinimum<Block>) {
-          acc = __builtin_fmaf(block_min(group[b], i), x.scale[xb] * static_cast<float>(x.block_sum[xb]), acc);
+          mins = __builtin_fmaf(block_min(group[b], i), x.scale[xb] * static_cast<float>(x.block_sum[xb]), mins);
         }
       }
-      out[t * out_stride + r] = acc;
+      out[t * out_stride + r] = kHasMinimum<Block> ? acc + mins : acc;
     }
   }
 }
