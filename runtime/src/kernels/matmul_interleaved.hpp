@@ -64,7 +64,10 @@ struct Rows8 {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(h)));
   }
   static Ints bytes(int c) { return _mm256_set1_epi8(static_cast<char>(c)); }
-  static Ints quad(const int8_t *q) { return broadcast_quad<Arch>(q); }
+  // An activation block's quads: quad k (bytes 4k .. 4k + 3) in every lane, read as used.
+  using Quads = const int8_t *;
+  static Quads quads(const int8_t *q) { return q; }
+  static Ints quad(Quads q, size_t k) { return broadcast_quad<Arch>(q + 4 * k); }
   static Ints words(int32_t c) { return _mm256_set1_epi32(c); }
   static Ints zero() { return _mm256_setzero_si256(); }
   static Ints and_(Ints a, Ints b) { return _mm256_and_si256(a, b); }
@@ -152,9 +155,11 @@ struct Rows16 {
                                 _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + next)), 1));
   }
   static Ints bytes(int c) { return _mm512_set1_epi8(static_cast<char>(c)); }
-  static Ints quad(const int8_t *q) {
+  using Quads = const int8_t *;
+  static Quads quads(const int8_t *q) { return q; }
+  static Ints quad(Quads q, size_t k) {
     int32_t quad;
-    __builtin_memcpy(&quad, q, sizeof quad);
+    __builtin_memcpy(&quad, q + 4 * k, sizeof quad);
     return _mm512_set1_epi32(quad);
   }
   static Ints words(int32_t c) { return _mm512_set1_epi32(c); }
@@ -233,10 +238,13 @@ struct BlockPairs : Rows16<Arch> {
   // kGroups stays Rows16's 2: prefetch_ahead then also asks for the next group's bytes at the
   // same offset, a whole group further ahead, which streams faster than one group's prefetch
   // (bench/README.md, "Tuning decisions").
-  // Quad k of activation blocks b and b + 1 (32 bytes on): the 4 bytes at q and at q + 32.
-  static Ints quad(const int8_t *q) {
-    const Ints pair = _mm512_maskz_loadu_epi32(0x0101, q);
-    return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8), pair);
+  // Activation blocks b and b + 1 (64 bytes) in one register, read once; quad k of each fills
+  // its half (dword k and 8 + k, one vpermd).
+  using Quads = __m512i;
+  static Quads quads(const int8_t *q) { return _mm512_loadu_si512(q); }
+  static Ints quad(Quads pair, size_t k) {
+    const int a = static_cast<int>(k), b = static_cast<int>(8 + k);
+    return _mm512_permutexvar_epi32(_mm512_setr_epi32(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b), pair);
   }
   static Ints token_words(const int32_t *sum, int32_t factor) {
     return _mm512_inserti64x4(_mm512_set1_epi32(factor * sum[0]), _mm256_set1_epi32(factor * sum[1]), 1);
@@ -308,20 +316,21 @@ struct Nibbles {
   }
   // Per row: sum over the block of value * x, exact.
   Ints dot(const int8_t *x) const {
+    const typename W::Quads xs = W::quads(x);
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
     // Four independent chains of two vpdpbusd: one chain of eight would wait on its latency.
     Ints sums[4];
-    for (size_t k = 0; k < 4; ++k) sums[k] = W::dot_add(W::zero(), low[k], W::quad(x + 4 * k));
-    for (size_t k = 0; k < 4; ++k) sums[k] = W::dot_add(sums[k], high[k], W::quad(x + 16 + 4 * k));
+    for (size_t k = 0; k < 4; ++k) sums[k] = W::dot_add(W::zero(), low[k], W::quad(xs, k));
+    for (size_t k = 0; k < 4; ++k) sums[k] = W::dot_add(sums[k], high[k], W::quad(xs, 4 + k));
     return W::add32(W::add32(sums[0], sums[1]), W::add32(sums[2], sums[3]));
 #else
     // vpmaddubsw pair sums added in int16, then widened: eight steps of 4-bit values fit
     // (8 x 2 x 15 x 127 < 32768) but only four of 5-bit ones (4 x 2 x 31 x 127), so q5 widens
     // its two halves apart.
-    Ints low_sums = W::pair_sums(low[0], W::quad(x)), high_sums = W::pair_sums(high[0], W::quad(x + 16));
+    Ints low_sums = W::pair_sums(low[0], W::quad(xs, 0)), high_sums = W::pair_sums(high[0], W::quad(xs, 4));
     for (size_t k = 1; k < 4; ++k) {
-      low_sums = W::add16(low_sums, W::pair_sums(low[k], W::quad(x + 4 * k)));
-      high_sums = W::add16(high_sums, W::pair_sums(high[k], W::quad(x + 16 + 4 * k)));
+      low_sums = W::add16(low_sums, W::pair_sums(low[k], W::quad(xs, k)));
+      high_sums = W::add16(high_sums, W::pair_sums(high[k], W::quad(xs, 4 + k)));
     }
     if constexpr (kFiveBit) return W::add32(W::widen(low_sums), W::widen(high_sums));
     return W::widen(W::add16(low_sums, high_sums));
@@ -398,11 +407,12 @@ struct SignedWeights {
   };
   static void accumulate(typename W::Sums &s, const Prepared &w, const TokenBlock &x) {
     Ints chains[4] = {W::zero(), W::zero(), W::zero(), W::zero()};  // independent chains hide vpdpbusd's latency
+    const typename W::Quads xs = W::quads(x.q);
     for (size_t k = 0; k < 8; ++k) {
       if constexpr (kOffsetWeights) {
-        chains[k % 4] = W::dot_add(chains[k % 4], w.q[k], W::quad(x.q + 4 * k));
+        chains[k % 4] = W::dot_add(chains[k % 4], w.q[k], W::quad(xs, k));
       } else {
-        chains[k % 4] = W::dot_add(chains[k % 4], W::magnitude(w.q[k]), W::with_sign_of(W::quad(x.q + 4 * k), w.q[k]));
+        chains[k % 4] = W::dot_add(chains[k % 4], W::magnitude(w.q[k]), W::with_sign_of(W::quad(xs, k), w.q[k]));
       }
     }
     add_dot(s, w, W::add32(W::add32(chains[0], chains[1]), W::add32(chains[2], chains[3])), x);

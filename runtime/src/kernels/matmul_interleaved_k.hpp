@@ -34,10 +34,11 @@ inline int32_t times_half_sum(const int32_t *lane_offset) {
 template <class W, int kMaxCode, size_t N>
 inline typename W::Ints row_dots(const typename W::Ints *u, const int8_t *x) {
   using Ints = typename W::Ints;
+  const typename W::Quads xs = W::quads(x);
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
   Ints chains[2] = {W::zero(), W::zero()};  // two chains hide vpdpbusd's latency
 #pragma GCC unroll 8
-  for (size_t k = 0; k < N; ++k) chains[k % 2] = W::dot_add(chains[k % 2], u[k], W::quad(x + 4 * k));
+  for (size_t k = 0; k < N; ++k) chains[k % 2] = W::dot_add(chains[k % 2], u[k], W::quad(xs, k));
   return W::add32(chains[0], chains[1]);
 #else
   // vpmaddubsw pair sums (<= 2 * kMaxCode * 127) added in int16 as far as they cannot overflow.
@@ -46,9 +47,9 @@ inline typename W::Ints row_dots(const typename W::Ints *u, const int8_t *x) {
   Ints total = W::zero();
 #pragma GCC unroll 8
   for (size_t k0 = 0; k0 < N; k0 += kPerInt16) {
-    Ints pairs = W::pair_sums(u[k0], W::quad(x + 4 * k0));
+    Ints pairs = W::pair_sums(u[k0], W::quad(xs, k0));
     for (size_t k = k0 + 1; k < k0 + kPerInt16 && k < N; ++k)
-      pairs = W::add16(pairs, W::pair_sums(u[k], W::quad(x + 4 * k)));
+      pairs = W::add16(pairs, W::pair_sums(u[k], W::quad(xs, k)));
     total = W::add32(total, W::widen(pairs));
   }
   return total;
