@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -43,18 +44,22 @@ uint64_t read_words(const uint64_t *data, long words, int threads) {
 void read_bandwidth(benchmark::State &state) {
   const uint64_t *data = buffer();
   const int threads = static_cast<int>(state.range(0));
-  for (auto _ : state) benchmark::DoNotOptimize(read_words(data, static_cast<long>(kBytes / sizeof(uint64_t)), threads));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(read_words(data, static_cast<long>(kBytes / sizeof(uint64_t)), threads));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(kBytes));
 }
 
-// One thread rereading a buffer of range(0) MiB: where the caches stop helping a stream that is
-// read again and again, as decoding rereads the weights once per token (a model that fits the
-// size with a plateau here would decode faster than the 1 GiB figure says).
+// range(1) threads rereading a buffer of range(0) MiB: where the caches stop helping a stream
+// that is read again and again, as decoding rereads the weights once per token (a model that
+// fits the size with a plateau here would decode faster than the 1 GiB figure says).
+// --sizes-mib=A,B,... adds these sizes at 1 and 2 threads: bench/compare.py asks for each
+// model's own decode bytes, the roofline of a model that the last-level cache partly holds.
 void read_bandwidth_by_size(benchmark::State &state) {
   const size_t bytes = static_cast<size_t>(state.range(0)) << 20;
   auto *data = static_cast<uint64_t *>(std::aligned_alloc(64, bytes));
   std::memset(data, 1, bytes);
-  for (auto _ : state) benchmark::DoNotOptimize(read_words(data, static_cast<long>(bytes / sizeof(uint64_t)), 1));
+  const int threads = static_cast<int>(state.range(1));
+  for (auto _ : state) benchmark::DoNotOptimize(read_words(data, static_cast<long>(bytes / sizeof(uint64_t)), threads));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
   std::free(data);
 }
@@ -62,5 +67,37 @@ void read_bandwidth_by_size(benchmark::State &state) {
 }  // namespace
 
 BENCHMARK(read_bandwidth)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(read_bandwidth_by_size)->RangeMultiplier(4)->Range(1, 1024)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_MAIN();
+BENCHMARK(read_bandwidth_by_size)
+    ->ArgsProduct({{1, 4, 16, 64, 256, 1024}, {1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+int main(int argc, char **argv) {
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const char *flag = "--sizes-mib=";
+    if (std::strncmp(argv[i], flag, std::strlen(flag)) != 0) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    for (const char *p = argv[i] + std::strlen(flag); *p != '\0';) {
+      char *end = nullptr;
+      const long mib = std::strtol(p, &end, 10);
+      if (end == p || mib < 1 || mib > 65536 || (*end != ',' && *end != '\0')) {
+        std::fprintf(stderr, "bench_bandwidth: --sizes-mib takes sizes in MiB (1..65536) separated by commas\n");
+        return 2;
+      }
+      benchmark::RegisterBenchmark("read_bandwidth_by_size", read_bandwidth_by_size)
+          ->ArgsProduct({{mib}, {1, 2}})
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
+  argc = kept;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

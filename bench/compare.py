@@ -16,7 +16,9 @@ Reported: medians of prompt (pp) and decode (tg) tokens per second, the mote/lla
 per cell (above 1: mote is faster), and for each decode figure the fraction of the memory
 read-bandwidth roofline it reaches (weight bytes a decode step reads x tok/s / the bandwidth
 bench/bench_bandwidth measures at that thread count: the median of one sample before each
-repetition, since a shared machine's bandwidth drifts).
+repetition, since a shared machine's bandwidth drifts), twice: against a 1 GiB buffer and against
+a buffer of the model's own decode bytes (on a host whose last-level cache holds part of a small
+model, decoding beats the 1 GiB figure, and so does a pure read loop over the model's size).
 
 Modes (combinable): the default comparison; --contention (thread scaling next to one busy
 process); --tiny (mote on the 260K-parameter llama2.c models); --rss (peak resident memory).
@@ -263,24 +265,39 @@ def measure(args, tools, record, runtime, model, threads, prompt, gen):
 # Bandwidth roofline
 
 
-def measure_bandwidth(args, tools, threads):
-    """GB/s read by bench/bench_bandwidth (1 GiB buffer) per thread count; {} if it is absent."""
+def mib_of(nbytes):
+    return -(-nbytes // (1 << 20))
+
+
+def measure_bandwidth(args, tools, threads, sizes_mib=()):
+    """GB/s read by bench/bench_bandwidth per thread count: {t: GB/s} for its 1 GiB buffer, and {(MiB, t): GB/s}
+    for a buffer of each size in sizes_mib (a model the last-level cache partly holds decodes faster than the 1 GiB
+    figure allows); ({}, {}) if it is absent."""
     if not tools.bandwidth.exists():
         log(f"{tools.bandwidth} is missing (configure with -DMOTE_BUILD_BENCH=ON): no roofline figures")
-        return {}, None
+        return {}, {}, None
     load = check_load(args, "bench_bandwidth")
+    sizes = sorted(set(sizes_mib))
+    pattern = "|".join(str(t) for t in threads)
+    command = [str(tools.bandwidth), "--benchmark_format=json",
+               f"--benchmark_filter=read_bandwidth/({pattern})/"]
+    if sizes:
+        command[-1] += "|read_bandwidth_by_size/(" + "|".join(str(m) for m in sizes) + f")/({pattern})/"
+        command.append("--sizes-mib=" + ",".join(str(m) for m in sizes))
     try:
-        out = run_command([str(tools.bandwidth), "--benchmark_format=json",
-                           "--benchmark_filter=read_bandwidth/(" + "|".join(str(t) for t in threads) + ")/"])
+        out = run_command(command)
     except Failure as e:
         log(f"bench_bandwidth failed: {e}")
-        return {}, load
-    result = {}
+        return {}, {}, load
+    whole, at_size = {}, {}
     for b in json.loads(out)["benchmarks"]:
         m = re.match(r"read_bandwidth/(\d+)/", b["name"])
         if m:
-            result[int(m.group(1))] = b["bytes_per_second"] / 1e9
-    return result, load
+            whole[int(m.group(1))] = b["bytes_per_second"] / 1e9
+        m = re.match(r"read_bandwidth_by_size/(\d+)/(\d+)/", b["name"])
+        if m and int(m.group(1)) in sizes:
+            at_size[(int(m.group(1)), int(m.group(2)))] = b["bytes_per_second"] / 1e9
+    return whole, at_size, load
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,13 +339,15 @@ def load_summary(entries):
             f"of {os.cpu_count()}")
 
 
-def comparison_table(runs, labels, threads, prompts, gen, bandwidth, decode_bytes):
+def comparison_table(runs, labels, threads, prompts, gen, bandwidth, bandwidth_at_size, decode_bytes):
     """Rows weights (type or model) x threads; per prompt length and for decode: mote, llama.cpp, ratio; then the
-    roofline fractions of both decode figures."""
+    roofline fractions of both decode figures: against the 1 GiB read bandwidth / against a buffer of the model's
+    decode bytes."""
     header = ["weights", "threads"]
     for p in prompts:
         header += [f"pp{p} mote", f"pp{p} llama.cpp", f"pp{p} ratio"]
-    header += [f"tg{gen} mote", f"tg{gen} llama.cpp", f"tg{gen} ratio", "tg roofline mote", "tg roofline llama.cpp"]
+    header += [f"tg{gen} mote", f"tg{gen} llama.cpp", f"tg{gen} ratio", "tg roofline mote (1 GiB / model size)",
+               "tg roofline llama.cpp (1 GiB / model size)"]
     rows = []
     for dtype in labels:
         for t in threads:
@@ -345,8 +364,9 @@ def comparison_table(runs, labels, threads, prompts, gen, bandwidth, decode_byte
             row += [cell(m, "tg"), cell(l, "tg"), ratio(median_of(m, "tg"), median_of(l, "tg"))]
             for runtime_runs, runtime in ((m, "mote"), (l, "llama.cpp")):
                 tg, (nbytes, _) = median_of(runtime_runs, "tg"), decode_bytes.get((dtype, runtime), (None, None))
-                bw = bandwidth.get(t)
-                row.append(f"{tg * nbytes / (bw * 1e9):.0%}" if tg and nbytes and bw else "-")
+                fractions = [f"{tg * nbytes / (bw * 1e9):.0%}" if tg and nbytes and bw else "-"
+                             for bw in (bandwidth.get(t), bandwidth_at_size.get((mib_of(nbytes), t)) if nbytes else None)]
+                row.append(" / ".join(fractions))
             rows.append(row)
     return markdown_table(header, rows)
 
@@ -386,11 +406,14 @@ def run_comparison(args, tools, report):
     runs = []
     # The read bandwidth is sampled before every repetition (this VM's moved by a third within
     # an hour), and the roofline divides by the median of the samples.
-    bw_samples, bw_loads = {}, []
+    bw_samples, bw_size_samples, bw_loads = {}, {}, []
+    sizes_mib = [mib_of(b) for b, _ in decode_bytes.values() if b]
     for rep in range(args.reps):
-        sample, load = measure_bandwidth(args, tools, args.threads)
+        sample, at_size, load = measure_bandwidth(args, tools, args.threads, sizes_mib)
         for t, gb_s in sample.items():
             bw_samples.setdefault(t, []).append(gb_s)
+        for key, gb_s in at_size.items():
+            bw_size_samples.setdefault(key, []).append(gb_s)
         bw_loads.append(load)
         for dtype, (gguf, mote_model) in models.items():
             for t in args.threads:
@@ -400,20 +423,26 @@ def run_comparison(args, tools, report):
                         runs.append(measure(args, tools, {"mode": "compare", "type": dtype, "rep": rep}, runtime,
                                             model, t, p, gen))
     bandwidth = {t: statistics.median(v) for t, v in bw_samples.items()}
+    bandwidth_at_size = {k: statistics.median(v) for k, v in bw_size_samples.items()}
     bw_text = ", ".join(f"{t} thread(s) {bandwidth[t]:.1f} GB/s (samples {min(v):.1f}-{max(v):.1f})"
                         for t, v in sorted(bw_samples.items()))
+    if bandwidth_at_size:
+        bw_text += "; a buffer of the model's size: " + ", ".join(
+            f"{mib} MiB at {t} thread(s) {gb_s:.1f} GB/s" for (mib, t), gb_s in sorted(bandwidth_at_size.items()))
     report.section("Comparison: tokens per second, medians of %d run(s)" % args.reps, [
-        comparison_table(runs, list(models), args.threads, prompts, gen, bandwidth, decode_bytes),
+        comparison_table(runs, list(models), args.threads, prompts, gen, bandwidth, bandwidth_at_size, decode_bytes),
         "ratio = mote / llama.cpp (above 1: mote is faster). Decode (tg) comes from the "
         f"-p {prompts[0]} runs; mote decodes after that prompt, llama-bench's tg test from an empty context.",
         "Roofline = weight bytes read per decode token x tok/s / measured read bandwidth at that "
-        "thread count. Read bandwidth, the median of one sample before each repetition: " + (bw_text or "not measured")
+        "thread count, of a 1 GiB buffer / of a buffer of the model's decode bytes (what a last-level cache "
+        "that holds part of the model gives a pure read loop too). Read bandwidth, the median of one sample before each repetition: " + (bw_text or "not measured")
         + ". Bytes per token: " + "; ".join(
             f"{d} {b / 1e6:.1f} MB ({src})" for (d, rt), (b, src) in decode_bytes.items() if rt == "llama.cpp" and b)
         + " (both runtimes read the same tensors in the same types).",
         load_summary(runs),
     ])
     report.data["compare"] = {"runs": runs, "bandwidth_gb_s": bandwidth, "bandwidth_samples_gb_s": bw_samples,
+                              "bandwidth_at_size_gb_s": {f"{m}MiB/{t}": v for (m, t), v in bandwidth_at_size.items()},
                               "bandwidth_load": bw_loads,
                               "decode_bytes": {f"{d}/{rt}": v for (d, rt), v in decode_bytes.items()}}
 
