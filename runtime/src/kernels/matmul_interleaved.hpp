@@ -41,12 +41,11 @@ struct TokenBlock {
   const int32_t *sum;
 };
 
-// Four activation bytes x[4k .. 4k + 3] in every 32-bit lane.
-template <class Arch>
-inline __m256i broadcast_quad(const int8_t *q) {
+// Four activation bytes as one word (to broadcast to every 32-bit lane).
+inline int32_t quad_word(const int8_t *q) {
   int32_t quad;
   __builtin_memcpy(&quad, q, sizeof quad);
-  return _mm256_set1_epi32(quad);
+  return quad;
 }
 
 // The registers a tile works in. Rows8: one group block's 8 rows, one per 32-bit lane of a ymm.
@@ -67,7 +66,7 @@ struct Rows8 {
   // An activation block's quads: quad k (bytes 4k .. 4k + 3) in every lane, read as used.
   using Quads = const int8_t *;
   static Quads quads(const int8_t *q) { return q; }
-  static Ints quad(Quads q, size_t k) { return broadcast_quad<Arch>(q + 4 * k); }
+  static Ints quad(Quads q, size_t k) { return _mm256_set1_epi32(quad_word(q + 4 * k)); }
   static Ints words(int32_t c) { return _mm256_set1_epi32(c); }
   static Ints zero() { return _mm256_setzero_si256(); }
   static Ints and_(Ints a, Ints b) { return _mm256_and_si256(a, b); }
@@ -157,11 +156,7 @@ struct Rows16 {
   static Ints bytes(int c) { return _mm512_set1_epi8(static_cast<char>(c)); }
   using Quads = const int8_t *;
   static Quads quads(const int8_t *q) { return q; }
-  static Ints quad(Quads q, size_t k) {
-    int32_t quad;
-    __builtin_memcpy(&quad, q + 4 * k, sizeof quad);
-    return _mm512_set1_epi32(quad);
-  }
+  static Ints quad(Quads q, size_t k) { return _mm512_set1_epi32(quad_word(q + 4 * k)); }
   static Ints words(int32_t c) { return _mm512_set1_epi32(c); }
   static Ints zero() { return _mm512_setzero_si512(); }
   static Ints and_(Ints a, Ints b) { return _mm512_and_si512(a, b); }
@@ -355,8 +350,8 @@ struct OffsetQuants {
 };
 
 // q4_1x8 and q5_1x8: sum (d q + m) x = d sum q x + m sum x. The m terms run in their own sums
-// (W::Sums::mins), so each float step is one per block, as q5_0x8's, and BlockPairs takes them:
-// kept in one chain, in order, two blocks a register decoded slower than Rows8.
+// (W::Sums::mins), so each chain takes one float step per block, as q5_0x8's, and BlockPairs
+// decodes them (both steps in one chain, in order, the pairs were slower than Rows8).
 template <class Arch, class Block, class W>
 struct MinimumQuants {
   static constexpr size_t kTokens = 4;
@@ -471,9 +466,7 @@ struct InterleavedBlock<Arch, BlockIQ4_NLx8, W> : SignedWeights<Arch, W, 4> {
   }
 };
 
-// W::kGroups groups of 8 rows from `group` (each n_blocks blocks) against K tokens from token0,
-// every block.
-// Blocks b .. b + W::kBlocks - 1 of W::kGroups groups from `group` folded into acc, K tokens.
+// Blocks b .. b + W::kBlocks - 1 of W::kGroups groups from `group` folded into sums, K tokens.
 template <class Arch, class Block, class W, size_t K>
 inline void interleaved_step(typename W::Sums *sums, const Block *group, size_t n_blocks, const Q8Activations &x,
                              size_t token0, size_t b) {
