@@ -394,14 +394,17 @@ TEST_CASE("a prompt's encoding time grows linearly with its length") {
     while (text.size() < bytes) text += round_trip_corpus()[0] + " " + round_trip_corpus()[4] + "\n";
     return text;
   };
-  const std::string quarter = text_of(4000), whole = text_of(16000);
+  // An eighth and the whole: linear is 8x, quadratic 64x. The bound sits between them in log
+  // terms (22.6x) at 20x, so a run slowed 2.5x by a busy host or an emulator (qemu once
+  // measured 7.2x for a 4x length at the former 6x bound) does not fail it.
+  const std::string eighth = text_of(2000), whole = text_of(16000);
   Ids ids;
-  const double t1 = mote_test::best_seconds(3, [&] { ids = encode_ok(vocab.view, quarter, true); });
-  CHECK(decode_all(vocab.view, ids) == quarter);
-  const double t4 = mote_test::best_seconds(3, [&] { ids = encode_ok(vocab.view, whole, true); });
+  const double t1 = mote_test::best_seconds(5, [&] { ids = encode_ok(vocab.view, eighth, true); });
+  CHECK(decode_all(vocab.view, ids) == eighth);
+  const double t8 = mote_test::best_seconds(5, [&] { ids = encode_ok(vocab.view, whole, true); });
   CHECK(decode_all(vocab.view, ids) == whole);
-  MESSAGE(quarter.size() << " bytes in " << t1 * 1e3 << " ms, " << whole.size() << " bytes in " << t4 * 1e3 << " ms");
-  CHECK(t4 <= 6.0 * t1 + 0.01);  // linear is 4x, quadratic 16x; + 10 ms: timer noise
+  MESSAGE(eighth.size() << " bytes in " << t1 * 1e3 << " ms, " << whole.size() << " bytes in " << t8 * 1e3 << " ms");
+  CHECK(t8 <= 20.0 * t1 + 0.01);  // + 10 ms: timer noise
 }
 
 // ---- long words: the runtime against an independent O(n^2) oracle --------------------------------
