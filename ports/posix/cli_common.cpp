@@ -342,6 +342,24 @@ ReadResult read_capped(FILE *stream, int delimiter, size_t max_bytes, std::strin
   return text->empty() ? ReadResult::kEnd : ReadResult::kRead;
 }
 
+bool read_prompt_file(const std::string &path, std::string *text, std::string *error) {
+  if (path == "-") {
+    if (read_capped(stdin, EOF, kMaxPromptBytes, text) == ReadResult::kTooLong) {
+      *error = "standard input holds more than the " + mib_text(kMaxPromptBytes) + " a prompt may hold";
+      return false;
+    }
+    if (std::ferror(stdin)) {
+      *error = std::string("cannot read standard input: ") + std::strerror(errno);
+      return false;
+    }
+    return true;
+  }
+  std::vector<uint8_t> bytes;
+  if (!posix::read_small_file(path, kMaxPromptBytes, &bytes, error)) return false;
+  text->assign(bytes.begin(), bytes.end());
+  return true;
+}
+
 size_t longest_token_bytes(const mote_model &model) {
   mote_model_info info;
   mote_model_info_get(&model, &info);

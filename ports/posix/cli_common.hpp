@@ -176,6 +176,10 @@ enum class ReadResult { kRead, kEnd, kTooLong };
 // interrupted by a signal) before a byte was read.
 ReadResult read_capped(FILE *stream, int delimiter, size_t max_bytes, std::string *text);
 
+// The whole text of -f FILE, or of standard input for "-f -", at most kMaxPromptBytes. A path
+// that is not a regular file (a FIFO, a directory, a device) is refused before a read.
+bool read_prompt_file(const std::string &path, std::string *text, std::string *error);
+
 // The most bytes of text one token can stand for: the longest piece of the vocabulary, and at
 // least 4 (an unknown token stands for a whole UTF-8 character); a pass over the vocabulary.
 size_t longest_token_bytes(const mote_model &model);

@@ -11,25 +11,6 @@
 namespace mote::cli {
 namespace {
 
-// The prompt of -f FILE, or of standard input for "-f -".
-bool read_prompt_file(const std::string &path, std::string *prompt, std::string *error) {
-  if (path == "-") {
-    if (read_capped(stdin, EOF, kMaxPromptBytes, prompt) == ReadResult::kTooLong) {
-      *error = "standard input holds more than the " + mib_text(kMaxPromptBytes) + " a prompt may hold";
-      return false;
-    }
-    if (std::ferror(stdin)) {
-      *error = std::string("cannot read standard input: ") + std::strerror(errno);
-      return false;
-    }
-    return true;
-  }
-  std::vector<uint8_t> bytes;
-  if (!posix::read_small_file(path, kMaxPromptBytes, &bytes, error)) return false;
-  prompt->assign(bytes.begin(), bytes.end());
-  return true;
-}
-
 void print_prompt(const mote_model &model, const std::vector<int32_t> &tokens) {
   std::vector<char> piece(256);
   for (size_t i = 0; i < tokens.size(); ++i) {
