@@ -2,8 +2,10 @@
 // UTF-8 classes, and hostile grammars (each refused with one line, quickly).
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
+#include "grammar/grammar.hpp"
 #include "mote/mote.h"
 #include "test_support.hpp"
 
@@ -117,6 +119,93 @@ TEST_CASE("UTF-8: multi-byte literals and classes, characters split across feeds
   CHECK(mote_grammar_accept_bytes(&c.grammar, "\x80", 1, nullptr, 0) == MOTE_ERR_GRAMMAR);  // U+0380: no
   CHECK(mote_grammar_accept_bytes(&c.grammar, "\xB1", 1, nullptr, 0) == MOTE_OK);           // U+03B1: α
   CHECK(mote_grammar_accept_bytes(&c.grammar, "\xFF", 1, nullptr, 0) == MOTE_ERR_GRAMMAR);  // never UTF-8
+}
+
+TEST_CASE("invalid UTF-8 is no code point: overlong forms, surrogates, above U+10FFFF, stray bytes") {
+  Compiled any("root ::= .*\n");
+  Compiled json_string("root ::= \"\\\"\" [^\"\\\\]* \"\\\"\"\n");  // a quote ends it
+  REQUIRE(any.status == MOTE_OK);
+  REQUIRE(json_string.status == MOTE_OK);
+  const std::string invalid[] = {
+      "\xC0\xA2",          // overlong 2-byte '"'
+      "\xC1\xBF",          // overlong 2-byte U+007F
+      "\xE0\x80\xA2",      // overlong 3-byte '"'
+      "\xE0\x9F\xBF",      // overlong 3-byte U+07FF
+      "\xF0\x80\x80\xA2",  // overlong 4-byte '"'
+      "\xF0\x8F\xBF\xBF",  // overlong 4-byte U+FFFF
+      "\xED\xA0\x80",      // surrogate U+D800
+      "\xED\xBF\xBF",      // surrogate U+DFFF
+      "\xF4\x90\x80\x80",  // U+110000
+      "\xF5\x80\x80\x80",  // lead F5
+      "\xF7\xBF\xBF\xBF",  // lead F7
+      "\x80",              // stray continuation byte
+      "\xBF",              // stray continuation byte
+      "\xF8\x88\x80\x80\x80",
+      "\xFF",
+  };
+  for (const std::string &bytes : invalid) {
+    CAPTURE(bytes);
+    CHECK_FALSE(any.continues(bytes));
+    CHECK_FALSE(json_string.continues("\"" + bytes));
+    // Split across two feeds: whichever feed makes it invalid is refused, and the second part
+    // never completes it.
+    for (size_t cut = 1; cut < bytes.size(); ++cut) {
+      CAPTURE(cut);
+      mote_grammar_reset(&any.grammar);
+      const mote_status head = mote_grammar_accept_bytes(&any.grammar, bytes.data(), cut, nullptr, 0);
+      const mote_status tail = mote_grammar_accept_bytes(&any.grammar, bytes.data() + cut, bytes.size() - cut, nullptr, 0);
+      CHECK((head == MOTE_ERR_GRAMMAR || tail == MOTE_ERR_GRAMMAR));
+    }
+  }
+  // Refused at the first byte that no valid character can follow.
+  for (const char *prefix : {"\xC0", "\xC1", "\xF5", "\xE0\x80", "\xE0\x9F", "\xED\xA0", "\xF0\x8F", "\xF4\x90"}) {
+    CAPTURE(prefix);
+    CHECK_FALSE(any.continues(prefix));
+  }
+  // The boundaries of valid UTF-8 are characters.
+  for (const char *valid : {"\xC2\x80", "\xDF\xBF", "\xE0\xA0\x80", "\xED\x9F\xBF", "\xEE\x80\x80", "\xEF\xBF\xBF",
+                            "\xF0\x90\x80\x80", "\xF4\x8F\xBF\xBF"}) {
+    CAPTURE(valid);
+    CHECK(any.accepts(valid));
+    CHECK(json_string.accepts("\"" + std::string(valid) + "\""));
+  }
+}
+
+TEST_CASE("the first bytes offered are those of valid UTF-8") {
+  Compiled any("root ::= .*\n");
+  REQUIRE(any.status == MOTE_OK);
+  mote::grammar::Grammar &g = *mote::grammar::grammar_of(&any.grammar);
+  bool allowed[256];
+  const auto offered = [&](const char *fed) {
+    mote_grammar_reset(&any.grammar);
+    REQUIRE(mote_grammar_accept_bytes(&any.grammar, fed, std::strlen(fed), nullptr, 0) == MOTE_OK);
+    mote::grammar::first_bytes(g, allowed);
+    std::string bytes;
+    for (int b = 0; b < 256; ++b) {
+      if (allowed[b]) bytes += static_cast<char>(b);
+    }
+    return bytes;
+  };
+  const auto range = [](int low, int high) {
+    std::string bytes;
+    for (int b = low; b <= high; ++b) bytes += static_cast<char>(b);
+    return bytes;
+  };
+  CHECK(offered("") == range(0x00, 0x7F) + range(0xC2, 0xF4));
+  CHECK(offered("\xE0") == range(0xA0, 0xBF));
+  CHECK(offered("\xED") == range(0x80, 0x9F));
+  CHECK(offered("\xF0") == range(0x90, 0xBF));
+  CHECK(offered("\xF4") == range(0x80, 0x8F));
+  CHECK(offered("\xC3") == range(0x80, 0xBF));
+  // An ASCII class offers no lead byte at all; a Greek one only the leads of its letters.
+  Compiled ascii("root ::= [a-z]+\n");
+  REQUIRE(ascii.status == MOTE_OK);
+  mote::grammar::first_bytes(*mote::grammar::grammar_of(&ascii.grammar), allowed);
+  for (int b = 0x80; b < 256; ++b) CHECK_FALSE(allowed[b]);
+  Compiled greek("root ::= [α-ω]+\n");
+  REQUIRE(greek.status == MOTE_OK);
+  mote::grammar::first_bytes(*mote::grammar::grammar_of(&greek.grammar), allowed);
+  for (int b = 0x80; b < 256; ++b) CHECK(allowed[b] == (b == 0xCE || b == 0xCF));
 }
 
 TEST_CASE("a refused feed leaves the grammar as it was") {

@@ -51,11 +51,15 @@ struct StackSet {
 struct PartialUtf8 {
   uint32_t value = 0;
   uint32_t missing = 0;  // continuation bytes still to come
+  uint32_t length = 0;   // bytes of the whole character (its shortest form's range: no overlong)
 };
 
 // Sizes the first (counting) parse found; the writing parse fills arrays of exactly these.
+// The element array holds peak_elements: a repetition copies its item into new rules before the
+// item itself is dropped, so the elements in flight can outnumber those of the finished grammar.
 struct Counts {
-  uint32_t n_elements = 0;
+  uint32_t n_elements = 0;     // of the compiled grammar
+  uint32_t peak_elements = 0;  // finished plus in-progress elements at their most, while parsing
   uint32_t n_rules = 0;
   uint32_t n_named = 0;
 };
@@ -138,8 +142,9 @@ bool is_complete(const Grammar &g);
 // True when some byte could still follow.
 bool can_continue(const Grammar &g);
 
-// Marks in allowed[0..256) the bytes that may start the next token (a superset: lead bytes of
-// multi-byte characters are allowed when any non-ASCII code point is).
+// Marks in allowed[0..256) the bytes that may start the next token: bytes of valid UTF-8 only (a
+// superset: a lead or continuation byte is allowed when some class holds a code point it can
+// become).
 void first_bytes(const Grammar &g, bool allowed[256]);
 
 }  // namespace mote::grammar

@@ -129,6 +129,54 @@ class Stepper {
   bool overflow_ = false;
 };
 
+// The code points a character begun as p can still become, as [*low, *high] within the scalar
+// values of its length: false when there are none (an overlong form, a surrogate, a code point
+// above U+10FFFF). Invalid UTF-8 is no code point, so it never meets a class.
+bool reachable(const PartialUtf8 &p, uint32_t *low, uint32_t *high) {
+  static constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};  // by length: shorter is overlong
+  const uint32_t shift = 6 * p.missing;
+  uint32_t first = p.value << shift, last = first | ((1u << shift) - 1);
+  if (first < kLeast[p.length]) first = kLeast[p.length];
+  if (last > 0x10FFFF) last = 0x10FFFF;
+  if (first >= 0xD800 && first <= 0xDFFF) first = 0xE000;  // past the surrogates
+  if (last >= 0xD800 && last <= 0xDFFF) last = 0xD7FF;
+  *low = first;
+  *high = last;
+  return first <= last;
+}
+
+enum class Utf8 { kPending, kComplete, kInvalid };
+
+// Adds byte b to the character p holds (starts one when p misses nothing): kComplete when p.value
+// is now a whole code point, kInvalid when no valid character can come of it.
+Utf8 add_byte(PartialUtf8 &p, uint8_t b) {
+  if (p.missing > 0) {
+    if ((b & 0xC0) != 0x80) return Utf8::kInvalid;
+    p.value = (p.value << 6) | (b & 0x3F);
+    --p.missing;
+  } else if (b < 0x80) {
+    p = PartialUtf8{b, 0, 1};
+  } else {
+    const uint32_t missing = (b >> 5) == 6 ? 1 : (b >> 4) == 14 ? 2 : (b >> 3) == 30 ? 3 : 0;
+    if (missing == 0) return Utf8::kInvalid;  // a continuation byte or an invalid lead
+    p = PartialUtf8{b & (0x3Fu >> missing), missing, missing + 1};
+  }
+  uint32_t low = 0, high = 0;
+  if (!reachable(p, &low, &high)) return Utf8::kInvalid;
+  return p.missing > 0 ? Utf8::kPending : Utf8::kComplete;
+}
+
+// Whether some stack of set could take a code point the partial character p can become.
+bool some_class_meets(const Grammar &g, const StackSet &set, const PartialUtf8 &p) {
+  uint32_t low = 0, high = 0;
+  if (!reachable(p, &low, &high)) return false;
+  for (uint32_t i = 0; i < set.n_words; i += set.words[i] + 1) {
+    const uint32_t depth = set.words[i];
+    if (depth > 0 && class_meets(g.elements, set.words[i + depth], low, high)) return true;
+  }
+  return false;
+}
+
 enum class Run { kAccepted, kRejected, kOverflow };
 
 // Feeds bytes from g's state; on kAccepted *result is the new set (g.current itself when no
@@ -140,36 +188,17 @@ Run run_bytes(Grammar &g, const char *bytes, size_t n, StackSet *result, Partial
   uint32_t next = 0;
   PartialUtf8 p = g.partial;
   for (size_t i = 0; i < n; ++i) {
-    const auto b = static_cast<uint8_t>(bytes[i]);
-    if (p.missing > 0) {
-      if ((b & 0xC0) != 0x80) return Run::kRejected;
-      p.value = (p.value << 6) | (b & 0x3F);
-      if (--p.missing > 0) continue;
-    } else if (b < 0x80) {
-      p.value = b;
-    } else {
-      p.missing = (b >> 5) == 6 ? 1 : (b >> 4) == 14 ? 2 : (b >> 3) == 30 ? 3 : 0;
-      if (p.missing == 0) return Run::kRejected;  // a continuation byte or an invalid lead
-      p.value = b & (0x3Fu >> p.missing);
-      continue;
-    }
+    const Utf8 added = add_byte(p, static_cast<uint8_t>(bytes[i]));
+    if (added == Utf8::kInvalid) return Run::kRejected;
+    if (added == Utf8::kPending) continue;
     stepper.advance(from, p.value, sets[next]);
     if (stepper.overflowed()) return Run::kOverflow;
     if (sets[next].n_words == 0) return Run::kRejected;
     from = sets[next];
     next ^= 1;
   }
-  if (p.missing > 0) {
-    // A character cut by the token's end: some class must hold a code point it can become.
-    const uint32_t low = p.value << (6 * p.missing);
-    const uint32_t high = low | ((1u << (6 * p.missing)) - 1);
-    bool possible = false;
-    for (uint32_t i = 0; i < from.n_words && !possible; i += from.words[i] + 1) {
-      const uint32_t depth = from.words[i];
-      possible = depth > 0 && class_meets(g.elements, from.words[i + depth], low, high);
-    }
-    if (!possible) return Run::kRejected;
-  }
+  // A character cut by the token's end: some class must hold a code point it can become.
+  if (p.missing > 0 && !some_class_meets(g, from, p)) return Run::kRejected;
   *result = from;
   *partial = p;
   return Run::kAccepted;
@@ -236,19 +265,9 @@ bool can_continue(const Grammar &g) {
 }
 
 void first_bytes(const Grammar &g, bool allowed[256]) {
-  for (int b = 0; b < 256; ++b) allowed[b] = false;
-  if (g.partial.missing > 0) {
-    for (int b = 0x80; b < 0xC0; ++b) allowed[b] = true;
-    return;
-  }
-  for (uint32_t i = 0; i < g.current.n_words; i += g.current.words[i] + 1) {
-    const uint32_t depth = g.current.words[i];
-    if (depth == 0) continue;
-    const uint32_t top = g.current.words[i + depth];
-    for (uint32_t b = 0; b < 0x80; ++b) allowed[b] = allowed[b] || class_meets(g.elements, top, b, b);
-    if (class_meets(g.elements, top, 0x80, 0x10FFFF)) {
-      for (int b = 0xC2; b < 0xF5; ++b) allowed[b] = true;
-    }
+  for (int b = 0; b < 256; ++b) {
+    PartialUtf8 p = g.partial;
+    allowed[b] = add_byte(p, static_cast<uint8_t>(b)) != Utf8::kInvalid && some_class_meets(g, g.current, p);
   }
 }
 
