@@ -2,8 +2,10 @@
 //
 // Rules are written without a heap: a rule in progress grows at the front of the element array
 // while finished rules are moved to its back, so nested groups (parsed in the middle of their
-// parent) never interleave with it. Finished plus in-progress elements never exceed the total
-// the counting pass found, so the two regions never meet.
+// parent) never interleave with it. The counting pass records the peak of finished plus
+// in-progress elements where it places them (a repetition's copies are finished before its item
+// is dropped, so the peak can exceed the final count); the writing pass gets an array of that
+// peak, refuses to place past it, and moves the finished rules to the front at the end.
 #include <cstring>
 
 #include "grammar/grammar.hpp"
@@ -30,7 +32,7 @@ class Parser {
     return status_;
   }
 
-  Counts counts() const { return Counts{finished_, n_rules_, n_named_}; }
+  Counts counts() const { return Counts{finished_, peak_, n_rules_, n_named_}; }
 
  private:
   bool writing() const { return arrays_ != nullptr; }
@@ -62,7 +64,8 @@ class Parser {
     }
   }
 
-  bool room(uint64_t more) {
+  // Whether more elements stay within kMaxElements (checked before a repetition's copies too).
+  bool within_bound(uint64_t more) {
     if (static_cast<uint64_t>(front_) + finished_ + more <= kMaxElements) return true;
     if (status_ == MOTE_OK) {
       status_ = fail(err_, MOTE_ERR_GRAMMAR, "grammar line %u: the grammar expands to more than %u elements", line(),
@@ -71,10 +74,25 @@ class Parser {
     return false;
   }
 
+  // Whether more elements may be placed now: within the bound and, writing, within the array.
+  bool room(uint64_t more) {
+    if (!within_bound(more)) return false;
+    if (!writing() || static_cast<uint64_t>(front_) + finished_ + more <= capacity_) return true;
+    // The two passes disagree (a parser bug): refused, never written past the array.
+    if (status_ == MOTE_OK) status_ = fail(err_, MOTE_ERR_GRAMMAR, "grammar line %u: the grammar outgrew its counted size", line());
+    return false;
+  }
+
+  // Called wherever elements are placed: the peak sizes the writing pass's array.
+  void placed(uint32_t n) {
+    front_ += n;
+    if (front_ + finished_ > peak_) peak_ = front_ + finished_;
+  }
+
   void push(Op op, uint32_t value) {
     if (!room(1)) return;
     if (writing()) arrays_->elements[front_] = Element{op, value};
-    ++front_;
+    placed(1);
   }
 
   uint32_t new_rule() {
@@ -257,7 +275,7 @@ class Parser {
     const bool unbounded = max == UINT32_MAX;
     const uint64_t optional = unbounded ? 1 : max - min;
     const uint64_t copies = min > 0 ? min - 1 : 0;
-    if (!room(copies * length + optional * (length + 3) + 1)) return;
+    if (!within_bound(copies * length + optional * (length + 3) + 1)) return;
     uint32_t previous_rule = 0;
     for (uint64_t i = 0; i < optional && status_ == MOTE_OK; ++i) {
       const uint32_t rule = new_rule();
@@ -276,8 +294,9 @@ class Parser {
   }
 
   void copy_item(uint32_t item_start, uint32_t length) {
+    if (!room(length)) return;
     if (writing()) std::memmove(arrays_->elements + front_, arrays_->elements + item_start, length * sizeof(Element));
-    front_ += length;
+    placed(length);
   }
 
   void parse_braces(uint32_t item_start) {
@@ -367,6 +386,7 @@ class Parser {
   Status status_ = MOTE_OK;
   uint32_t front_ = 0;     // elements of rules in progress
   uint32_t finished_ = 0;  // elements of finished rules (at the back)
+  uint32_t peak_ = 0;      // front_ + finished_ at their most
   uint32_t n_rules_ = 0, n_named_ = 0;
   uint32_t current_named_ = 0;
 };
@@ -447,7 +467,7 @@ Status resolve_names(const char *text, size_t n, const Counts &counts, const Arr
 
 void plan_arrays(ArenaPlanner &planner, const Counts &counts, Arrays *arrays) {
   arrays->n_named = counts.n_named;
-  arrays->elements = planner.take<Element>(counts.n_elements);
+  arrays->elements = planner.take<Element>(counts.peak_elements);
   arrays->rule_start = planner.take<uint32_t>(counts.n_rules);
   arrays->rule_owner = planner.take<uint32_t>(counts.n_rules);
   arrays->symbols = planner.take<Symbol>(counts.n_named);
@@ -468,9 +488,18 @@ Status count_grammar(const char *text, size_t n, Counts *counts, ErrorSink err) 
 
 Status compile_grammar(const char *text, size_t n, const Counts &counts, const Arrays &arrays, Grammar *g,
                        ErrorSink err) {
-  Parser parser(text, n, &arrays, counts.n_elements, err);
+  Parser parser(text, n, &arrays, counts.peak_elements, err);
   Status status = parser.parse();
   if (status != MOTE_OK) return status;
+  if (parser.counts().n_elements != counts.n_elements || parser.counts().n_rules != counts.n_rules) {
+    return fail(err, MOTE_ERR_GRAMMAR, "grammar: the writing pass disagrees with the counting pass");
+  }
+  // The finished rules sit at the back of the array: move them to its front.
+  const uint32_t offset = counts.peak_elements - counts.n_elements;
+  if (offset > 0) {
+    std::memmove(arrays.elements, arrays.elements + offset, counts.n_elements * sizeof(Element));
+    for (uint32_t rule = 0; rule < counts.n_rules; ++rule) arrays.rule_start[rule] -= offset;
+  }
   g->elements = arrays.elements;
   g->rule_start = arrays.rule_start;
   g->n_elements = counts.n_elements;
