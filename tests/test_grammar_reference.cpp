@@ -715,6 +715,12 @@ TEST_CASE("llama.cpp's grammar integration cases") {
       ++grammars;
     }
     Compiled mote(text);
+    if (c.name == "segfault") {
+      // root ::= ( [x]* )*: a repetition of an item that can match nothing, which llama.cpp
+      // accepts; mote's matcher would expand it forever, so it refuses it when compiling.
+      CHECK_MESSAGE(std::string(mote.error).find("left-recursive") != std::string::npos, mote.error);
+      continue;
+    }
     REQUIRE_MESSAGE(mote.status == MOTE_OK, c.name << ": " << mote.error);
     for (const std::string &s : c.passing) CHECK_MESSAGE(mote.accepts(s), c.name << ": should accept \"" << s << "\"");
     for (const std::string &s : c.failing) CHECK_MESSAGE(!mote.accepts(s), c.name << ": should refuse \"" << s << "\"");

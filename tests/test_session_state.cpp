@@ -242,9 +242,20 @@ TEST_CASE("a malformed or foreign state is refused with one line and the session
   std::vector<unsigned char> flipped = good, bad_magic = good, bad_version = good, other_checksum = good;
   flipped[good.size() - 3] ^= 0x10;  // a value row of the last layer
   bad_magic[0] = 'X';
-  write_u32(bad_version, 4, 2);
+  write_u32(bad_version, 4, 1);  // version 1 did not record the attention mode
   write_u64(other_checksum, 24, read_u64(good, 24) ^ 1);
   reseal(other_checksum);
+  // The size field alone disagreeing with the position (the checksum made right again): 8 bytes
+  // more, with 8 more bytes there, and 8 bytes fewer.
+  std::vector<unsigned char> size_above = good, size_below = good, size_garbled = good;
+  size_above.resize(good.size() + 8);
+  write_u64(size_above, 32, good.size() + 8);
+  reseal(size_above);
+  write_u64(size_below, 32, good.size() - 8);
+  reseal(size_below);
+  write_u64(size_garbled, 32, 10);  // below the header: no checksum can cover it
+  const std::string text = "This is a text file, not a session state.\n";
+  const std::vector<unsigned char> text_file(text.begin(), text.end());  // under the header's 88 bytes
   const struct {
     const char *what;
     std::vector<unsigned char> bytes;
@@ -258,7 +269,8 @@ TEST_CASE("a malformed or foreign state is refused with one line and the session
        "session state is truncated: " + std::to_string(good.size() - 8) + " bytes of the " +
            std::to_string(good.size()) + " its header says"},
       {"magic", bad_magic, 0, MOTE_ERR_INVALID_ARGUMENT, "not a mote session state (bad magic)"},
-      {"version", bad_version, 0, MOTE_ERR_UNSUPPORTED, "session state version 2; this build reads version 1"},
+      {"text", text_file, 0, MOTE_ERR_INVALID_ARGUMENT, "not a mote session state (bad magic)"},
+      {"version", bad_version, 0, MOTE_ERR_UNSUPPORTED, "session state version 1; this build reads version 2"},
       {"header size", edited(8, 96), 0, MOTE_ERR_INVALID_ARGUMENT, "session state header size 96 is not 88"},
       {"reserved word", edited(12, 1), 0, MOTE_ERR_INVALID_ARGUMENT, "session state's reserved word is not 0"},
       {"flipped byte", flipped, 0, MOTE_ERR_INVALID_ARGUMENT, "session state checksum mismatch"},
@@ -271,7 +283,17 @@ TEST_CASE("a malformed or foreign state is refused with one line and the session
        "session state's position 65 is beyond the context of 64"},
       {"token", edited(88 + 4 * 3, vocab), 0, MOTE_ERR_BAD_TOKEN,
        "session state's token " + std::to_string(vocab) + " at position 3 is outside the vocabulary"},
-      {"flags", edited(68, 6), 0, MOTE_ERR_INVALID_ARGUMENT, "session state has unknown flags 0x6"},
+      {"flags", edited(68, 8), 0, MOTE_ERR_INVALID_ARGUMENT, "session state has unknown flags 0x8"},
+      {"attention", edited(68, 3), 0, MOTE_ERR_INVALID_ARGUMENT,
+       "session state is from a bidirectional session; this one is causal"},
+      {"size field above", size_above, 0, MOTE_ERR_INVALID_ARGUMENT,
+       "session state's size field says " + std::to_string(good.size() + 8) + " bytes; its position 12 needs " +
+           std::to_string(good.size())},
+      {"size field below", size_below, 0, MOTE_ERR_INVALID_ARGUMENT,
+       "session state's size field says " + std::to_string(good.size() - 8) + " bytes; its position 12 needs " +
+           std::to_string(good.size())},
+      {"size field garbled", size_garbled, 0, MOTE_ERR_INVALID_ARGUMENT,
+       "session state's size field says 10 bytes, less than its header: it is corrupt"},
       {"another model", foreign, 0, MOTE_ERR_INVALID_ARGUMENT, "session state is from another model"},
   };
 
@@ -289,6 +311,13 @@ TEST_CASE("a malformed or foreign state is refused with one line and the session
     CHECK(std::string(mote_session_error(&target->session)) == message);
     CHECK(mote_session_position(&target->session) == other.size());
     CHECK(logits_of(target->session, vocab) == before);
+  }
+  // An empty buffer (an empty file) says so, with or without a pointer.
+  for (const unsigned char *empty : {static_cast<const unsigned char *>(nullptr), good.data()}) {
+    char message[256] = "";
+    CHECK(mote_session_state_load(&target->session, empty, 0, message, sizeof message) == MOTE_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(message) == "session state is empty (0 bytes)");
+    CHECK(mote_session_position(&target->session) == other.size());
   }
   // The next decode is the one an untouched session makes.
   auto control = open_session(m->model, options_for(kContext, MOTE_KV_F32, 1));
@@ -343,4 +372,104 @@ TEST_CASE("mote_session_tokens: the cache's tokens, and after a load the saved s
   std::fill(got.begin(), got.end(), -1);
   CHECK(mote_session_tokens(&restored->session, got.data(), got.size(), &n) == MOTE_OK);
   CHECK(std::vector<int32_t>(got.begin(), got.begin() + n) == tokens);
+}
+
+TEST_CASE("a state records the attention mode: a bidirectional session's state is refused by a causal one") {
+  // The tiny Llama 3 (no sliding window, so it may attend both ways).
+  std::unique_ptr<ConvertedModel> m = gguf_converted(golden_path("tiny_families/llama3/model.gguf"),
+                                                     mote::format::DType::f32);
+  const std::vector<int32_t> tokens = {1, 4, 9, 16, 25, 36};
+  mote_session_options both_ways = options_for(kContext, MOTE_KV_F32, 1), causal = both_ways;
+  both_ways.bidirectional = 1;
+  const auto saved_from = [&](const mote_session_options &o) {
+    auto s = open_session(m->model, o);
+    REQUIRE(mote_prefill(&s->session, tokens.data(), tokens.size()) == MOTE_OK);
+    return save(s->session);
+  };
+  const std::vector<unsigned char> bidirectional_state = saved_from(both_ways), causal_state = saved_from(causal);
+  const struct {
+    const mote_session_options &target;
+    const std::vector<unsigned char> &state;
+    std::string refusal;  // empty: loads
+  } cases[] = {
+      {causal, bidirectional_state, "session state is from a bidirectional session; this one is causal"},
+      {both_ways, causal_state, "session state is from a causal session; this one is bidirectional"},
+      {both_ways, bidirectional_state, ""},
+      {causal, causal_state, ""},
+  };
+  for (const auto &c : cases) {
+    INFO(c.refusal);
+    auto target = open_session(m->model, c.target);
+    REQUIRE(mote_decode(&target->session, 3, nullptr) == MOTE_OK);
+    char message[256] = "";
+    const mote_status status = mote_session_state_load(&target->session, c.state.data(), c.state.size(), message,
+                                                       sizeof message);
+    CHECK(status == (c.refusal.empty() ? MOTE_OK : MOTE_ERR_INVALID_ARGUMENT));
+    CHECK(std::string(message) == c.refusal);
+    CHECK(mote_session_position(&target->session) == (c.refusal.empty() ? tokens.size() : 1));
+  }
+}
+
+TEST_CASE("mote_session_state_check_header judges a state by its header alone") {
+  std::unique_ptr<ConvertedModel> m = tiny_gemma3();
+  const uint32_t vocab = info_of(m->model).vocab_size;
+  auto source = open_session(m->model, options_for(kContext, MOTE_KV_F32, 1));
+  decode_all(source->session, {1, 40, 41, 42, 43}, vocab);
+  const std::vector<unsigned char> good = save(source->session);
+  const std::vector<unsigned char> header(good.begin(), good.begin() + MOTE_SESSION_STATE_HEADER_SIZE);
+  auto target = open_session(m->model, options_for(kContext, MOTE_KV_F32, 1));
+  uint64_t total = 0;
+  char message[256] = "";
+  // The header alone is enough, and so is the whole state; the body is not read (the checksum and
+  // the tokens are mote_session_state_load's).
+  CHECK(mote_session_state_check_header(&target->session, header.data(), header.size(), &total, message,
+                                        sizeof message) == MOTE_OK);
+  CHECK(total == good.size());
+  total = 0;
+  CHECK(mote_session_state_check_header(&target->session, good.data(), good.size(), &total, nullptr, 0) == MOTE_OK);
+  CHECK(total == good.size());
+
+  // The largest state this session holds: position at the context; beyond it, refused unread.
+  std::vector<unsigned char> full = header, beyond = header, other_size = header, other_context = header;
+  write_u32(full, 60, kContext);
+  auto filled = open_session(m->model, options_for(kContext, MOTE_KV_F32, 1));
+  std::vector<int32_t> many(kContext, 7);
+  REQUIRE(mote_prefill(&filled->session, many.data(), many.size()) == MOTE_OK);
+  write_u64(full, 32, mote_session_state_size(&filled->session));
+  CHECK(mote_session_state_check_header(&target->session, full.data(), full.size(), &total, nullptr, 0) == MOTE_OK);
+  CHECK(total == mote_session_state_size(&filled->session));
+  write_u32(beyond, 60, kContext + 1);
+  write_u64(beyond, 32, uint64_t{1} << 33);
+  write_u64(other_size, 32, good.size() + 8);
+  write_u32(other_context, 48, 32);
+  const std::string text = "This is a text file, not a session state.\n";
+  const std::vector<unsigned char> text_file(text.begin(), text.end());
+  const struct {
+    const char *what;
+    const std::vector<unsigned char> &bytes;
+    size_t size;
+    std::string message;
+  } cases[] = {
+      {"empty", header, 0, "session state is empty (0 bytes)"},
+      {"text", text_file, text_file.size(), "not a mote session state (bad magic)"},
+      {"cut", header, 40, "session state is truncated: 40 bytes, its header alone is 88"},
+      {"beyond the context", beyond, beyond.size(), "session state's position 65 is beyond the context of 64"},
+      {"size field", other_size, other_size.size(),
+       "session state's size field says " + std::to_string(good.size() + 8) + " bytes; its position 5 needs " +
+           std::to_string(good.size())},
+      {"context", other_context, other_context.size(), "session state's context length 32 is not this session's 64"},
+  };
+  for (const auto &c : cases) {
+    INFO(c.what);
+    total = 99;
+    CHECK(mote_session_state_check_header(&target->session, c.bytes.data(), c.size, &total, message,
+                                          sizeof message) != MOTE_OK);
+    CHECK(std::string(message) == c.message);
+    CHECK(total == 0);
+  }
+  CHECK(mote_session_state_check_header(nullptr, header.data(), header.size(), &total, nullptr, 0) ==
+        MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_session_state_check_header(&target->session, header.data(), header.size(), nullptr, nullptr, 0) ==
+        MOTE_ERR_INVALID_ARGUMENT);
+  CHECK(mote_session_position(&target->session) == 0);
 }

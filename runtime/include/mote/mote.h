@@ -256,9 +256,20 @@ size_t mote_session_state_size(const mote_session *session);
 mote_status mote_session_state_save(const mote_session *session, void *buffer, size_t size, size_t *written);
 /* Replaces the session's state with a saved one (size may exceed the state: a flash sector).
  * Everything is validated first (magic, version, checksum, same model, same context length, KV
- * type and backend, position within the context, tokens in the vocabulary): a refused state
- * leaves the session as it was and gets one line in err (and mote_session_error). */
+ * type, backend and attention (bidirectional or causal), position within the context, the size
+ * that position needs, tokens in the vocabulary): a refused state leaves the session as it was
+ * and gets one line in err (and mote_session_error). */
 mote_status mote_session_state_load(mote_session *session, const void *buffer, size_t size, char *err, size_t err_n);
+/* The bytes of a state's header. */
+#define MOTE_SESSION_STATE_HEADER_SIZE 88u
+/* Checks a state by its header alone (buffer[0, size), size at least the header's; the rest need
+ * not be there) as mote_session_state_load does, all but the checksum and the tokens; *total_size
+ * gets the whole state's size (0 when refused), never above what this session's context holds.
+ * For a reader of files: one that is not a state of this model and session shape, or larger than
+ * the session can hold, is refused before it is read. Touches nothing; one line in err (and
+ * mote_session_error) when refused. */
+mote_status mote_session_state_check_header(mote_session *session, const void *buffer, size_t size,
+                                            uint64_t *total_size, char *err, size_t err_n);
 
 /* Tokens currently in the KV cache, and how many it holds. */
 uint32_t mote_session_position(const mote_session *session);

@@ -471,6 +471,18 @@ mote_status mote_session_state_load(mote_session *session, const void *buffer, s
   return status;
 }
 
+mote_status mote_session_state_check_header(mote_session *session, const void *buffer, size_t size,
+                                            uint64_t *total_size, char *err, size_t err_n) {
+  if (total_size == nullptr) return fail(ErrorSink{err, err_n}, MOTE_ERR_INVALID_ARGUMENT, "total_size is null");
+  *total_size = 0;
+  const SessionGuard guard(session);
+  Session *s = guard.session();
+  if (s == nullptr) return fail(ErrorSink{err, err_n}, guard.refusal(), "session is null, released or busy");
+  const Status status = check_state_header(*s, buffer, size, total_size, session_sink(*s));
+  if (status != MOTE_OK) fail(ErrorSink{err, err_n}, status, "%s", s->error);
+  return status;
+}
+
 uint32_t mote_session_position(const mote_session *session) {
   const Session *s = session_of(session);
   return s == nullptr ? 0 : s->position;

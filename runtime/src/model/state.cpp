@@ -11,11 +11,13 @@ namespace mote {
 namespace {
 
 constexpr uint8_t kStateMagic[4] = {'M', 'O', 'T', 'S'};
-constexpr uint32_t kStateVersion = 1;
-constexpr uint32_t kHeaderSize = 88;
+// Version 2 records the attention mode (flag bit 1); a version 1 state may hold rows of either.
+constexpr uint32_t kStateVersion = 2;
+constexpr uint32_t kHeaderSize = MOTE_SESSION_STATE_HEADER_SIZE;
 constexpr size_t kChecksumOffset = 16;  // the checksum covers [kChecksummedFrom, total size)
 constexpr size_t kChecksummedFrom = 24;
-constexpr uint32_t kFlagLogits = 1u;  // the only flag: the last logits are valid
+constexpr uint32_t kFlagLogits = 1u;         // the last logits are valid
+constexpr uint32_t kFlagBidirectional = 2u;  // saved from a session whose tokens see the whole batch
 
 // What the header holds, host-side.
 struct StateHeader {
@@ -123,7 +125,7 @@ StateHeader header_of(const Session &s) {
   h.backend = MOTE_BACKEND_CPU;
   h.position = s.position;
   h.vocab_size = c.vocab_size;
-  h.flags = s.has_logits ? kFlagLogits : 0;
+  h.flags = (s.has_logits ? kFlagLogits : 0) | (s.causal ? 0 : kFlagBidirectional);
   h.rng_state = s.rng.state;
   h.rng_increment = s.rng.increment;
   return h;
@@ -140,15 +142,19 @@ Status refuse_other_backend(const Session &s, ErrorSink err) {
               "session state is saved and restored on the CPU backend only (this session: %s)", s.backend->name);
 }
 
-// Every check a state must pass before it may replace the session's: the header against the
-// session, the size, the checksum and the tokens. Touches nothing.
-Status check_state(const Session &s, const uint8_t *in, size_t size, ErrorSink err) {
+const char *attention_name(bool bidirectional) { return bidirectional ? "bidirectional" : "causal"; }
+
+// What makes bytes a state of this build at all: not empty, the magic (checked on what there is,
+// so a short text file is not a "truncated" state), the whole header, its version and sizes.
+Status check_identity(const uint8_t *in, size_t size, ErrorSink err) {
+  if (size == 0) return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state is empty (0 bytes)");
+  if (in == nullptr) return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state buffer is null");
+  if (std::memcmp(in, kStateMagic, size < 4 ? size : 4) != 0)
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "not a mote session state (bad magic)");
   if (size < kHeaderSize) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state is truncated: %llu bytes, its header alone is %u",
                 static_cast<unsigned long long>(size), static_cast<unsigned>(kHeaderSize));
   }
-  if (std::memcmp(in, kStateMagic, 4) != 0)
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "not a mote session state (bad magic)");
   if (get_u32(in + 4) != kStateVersion) {
     return fail(err, MOTE_ERR_UNSUPPORTED, "session state version %u; this build reads version %u",
                 static_cast<unsigned>(get_u32(in + 4)), static_cast<unsigned>(kStateVersion));
@@ -158,17 +164,18 @@ Status check_state(const Session &s, const uint8_t *in, size_t size, ErrorSink e
                 static_cast<unsigned>(get_u32(in + 8)), static_cast<unsigned>(kHeaderSize));
   }
   if (get_u32(in + 12) != 0) return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state's reserved word is not 0");
-  const StateHeader h = read_header(in);
-  if (h.total_size > size || h.total_size % 8 != 0 || h.total_size < kHeaderSize) {
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state is truncated: %llu bytes of the %llu its header says",
-                static_cast<unsigned long long>(size), static_cast<unsigned long long>(h.total_size));
+  const uint64_t total = read_header(in).total_size;
+  if (total < kHeaderSize || total % 8 != 0) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state's size field says %llu bytes, %s: it is corrupt",
+                static_cast<unsigned long long>(total),
+                total < kHeaderSize ? "less than its header" : "not a multiple of 8");
   }
-  const uint64_t checksum = format::payload_checksum(in + kChecksummedFrom, h.total_size - kChecksummedFrom);
-  if (checksum != h.checksum) {
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT,
-                "session state checksum mismatch (%016llx, header says %016llx): it is corrupt",
-                static_cast<unsigned long long>(checksum), static_cast<unsigned long long>(h.checksum));
-  }
+  return MOTE_OK;
+}
+
+// The header against the session: the same model, shape and attention, a position within the
+// context and the size that position needs (so never more than the session can hold).
+Status check_header(const Session &s, const StateHeader &h, ErrorSink err) {
   const StateHeader own = header_of(s);
   if (h.model_checksum != own.model_checksum) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT,
@@ -192,18 +199,49 @@ Status check_state(const Session &s, const uint8_t *in, size_t size, ErrorSink e
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state is from backend %u; this session runs on the CPU",
                 static_cast<unsigned>(h.backend));
   }
+  if ((h.flags & ~(kFlagLogits | kFlagBidirectional)) != 0) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state has unknown flags 0x%x",
+                static_cast<unsigned>(h.flags & ~(kFlagLogits | kFlagBidirectional)));
+  }
+  // Rows of one attention mode continued under the other are rows no pass of it makes.
+  const bool bidirectional = (h.flags & kFlagBidirectional) != 0;
+  if (bidirectional != ((own.flags & kFlagBidirectional) != 0)) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state is from a %s session; this one is %s",
+                attention_name(bidirectional), attention_name(!bidirectional));
+  }
   if (h.position > own.context_length) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state's position %u is beyond the context of %u",
                 static_cast<unsigned>(h.position), static_cast<unsigned>(own.context_length));
   }
-  if ((h.flags & ~kFlagLogits) != 0) {
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state has unknown flags 0x%x", static_cast<unsigned>(h.flags));
-  }
-  if (h.total_size != state_bytes(s, h.position)) {
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state is %llu bytes; position %u needs %llu",
+  const uint64_t needed = state_bytes(s, h.position);
+  if (h.total_size != needed) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state's size field says %llu bytes; its position %u needs %llu",
                 static_cast<unsigned long long>(h.total_size), static_cast<unsigned>(h.position),
-                static_cast<unsigned long long>(state_bytes(s, h.position)));
+                static_cast<unsigned long long>(needed));
   }
+  return MOTE_OK;
+}
+
+// Every check a state must pass before it may replace the session's: what it is, its size
+// against the bytes there, the checksum, the header against the session and the tokens. The
+// checksum comes before the header's fields so that a corrupt state is called corrupt. Touches
+// nothing.
+Status check_state(const Session &s, const uint8_t *in, size_t size, ErrorSink err) {
+  Status status = check_identity(in, size, err);
+  if (status != MOTE_OK) return status;
+  const StateHeader h = read_header(in);
+  if (h.total_size > size) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state is truncated: %llu bytes of the %llu its header says",
+                static_cast<unsigned long long>(size), static_cast<unsigned long long>(h.total_size));
+  }
+  const uint64_t checksum = format::payload_checksum(in + kChecksummedFrom, h.total_size - kChecksummedFrom);
+  if (checksum != h.checksum) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT,
+                "session state checksum mismatch (%016llx, header says %016llx): it is corrupt",
+                static_cast<unsigned long long>(checksum), static_cast<unsigned long long>(h.checksum));
+  }
+  status = check_header(s, h, err);
+  if (status != MOTE_OK) return status;
   for (uint32_t i = 0; i < h.position; ++i) {
     const uint32_t token = get_u32(in + kHeaderSize + 4 * i);
     if (token >= h.vocab_size) {
@@ -259,9 +297,19 @@ Status save_state(const Session &s, void *buffer, size_t size, size_t *written, 
   return MOTE_OK;
 }
 
+Status check_state_header(const Session &s, const void *buffer, size_t size, uint64_t *total_size,
+                          ErrorSink err) {
+  *total_size = 0;
+  if (!on_cpu(s)) return refuse_other_backend(s, err);
+  const uint8_t *in = static_cast<const uint8_t *>(buffer);
+  Status status = check_identity(in, size, err);
+  if (status == MOTE_OK) status = check_header(s, read_header(in), err);
+  if (status == MOTE_OK) *total_size = read_header(in).total_size;
+  return status;
+}
+
 Status load_state(Session &s, const void *buffer, size_t size, ErrorSink err) {
   if (!on_cpu(s)) return refuse_other_backend(s, err);
-  if (buffer == nullptr) return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state buffer is null");
   const uint8_t *in = static_cast<const uint8_t *>(buffer);
   const Status status = check_state(s, in, size, err);
   if (status != MOTE_OK) return status;
