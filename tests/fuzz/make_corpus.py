@@ -186,9 +186,11 @@ def state_seeds():
         ("context", mutate(48, struct.pack("<I", 0x10))),            # context 16 -> 0
         ("kv_dtype", mutate(48, bytes(4) + struct.pack("<I", 2))),   # f32 -> q8_0
         ("token", mutate(88, struct.pack("<I", 0x40))),              # token 1 -> 65, past the vocabulary
-        ("flags", mutate(64, bytes(4) + struct.pack("<I", 2))),      # an unknown flag
+        ("flags", mutate(64, bytes(4) + struct.pack("<I", 4))),      # an unknown flag
+        ("attention", mutate(64, bytes(4) + struct.pack("<I", 2))),  # a bidirectional session's state
         ("total_size", mutate(32, struct.pack("<Q", 8))),            # the header's size field
-        ("header_only", b"\x00MOTS" + struct.pack("<III", 1, 88, 0) + bytes(72)),
+        ("header_only", b"\x00MOTS" + struct.pack("<III", 2, 88, 0) + bytes(72)),
+        ("version_1", b"\x00MOTS" + struct.pack("<III", 1, 88, 0) + bytes(72)),
         ("empty", b"\x00"),
     ]
 
