@@ -1,11 +1,13 @@
-// Inputs without end, run as a user runs the CLI: /dev/zero as standard input for `mote chat` and
-// `mote run -f -`, perplexity over a sparse file of several GiB and over a large text with
-// --chunks 1, and prompts far longer than the context. Each ends within a time and memory bound
-// with one error line or a result (a watchdog kills a run that outgrows the bound, so the suite
-// survives a regression). Perplexity's streaming reader scores exactly the tokens of the whole
-// file, and chat's /export never replaces a file silently.
+// Inputs without end, run as a user runs the CLI: /dev/zero as standard input for `mote chat`,
+// `mote run -f -` and `mote embed -f -`, a FIFO or a folder as `mote embed -f`, perplexity over a
+// sparse file of several GiB and over a large text with --chunks 1, and prompts far longer than
+// the context. Each ends within a time and memory bound with one error line or a result (a
+// watchdog kills a run that outgrows the bound, so the suite survives a regression).
+// Perplexity's streaming reader scores exactly the tokens of the whole file, and chat's /export
+// never replaces a file silently.
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,6 +140,20 @@ TEST_CASE("inputs: /dev/zero as standard input is capped, not read forever") {
                  "standard input holds more than the 64 MiB a prompt may hold");
   expect_bounded("chat -m " + quote(tiny_chat_model()) + " -n 1", "/dev/zero",
                  "a line of standard input is longer than the 1 MiB a message may hold");
+}
+
+TEST_CASE("inputs: embed -f takes a regular file or standard input, nothing that blocks or reads as empty") {
+  if (!have_cli()) return;
+  Workspace &w = workspace();
+  const std::string fifo = w.path("texts.fifo"), folder = w.path("texts_folder");
+  unlink(fifo.c_str());
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);  // no writer: a blocking open never returns
+  std::filesystem::create_directories(folder);
+  const std::string embed = "embed -m " + quote(tiny_model()) + " -f ";
+  expect_bounded(embed + quote(fifo), "/dev/null", "is not a regular file (it is a FIFO)");
+  expect_bounded(embed + quote(folder), "/dev/null", "is not a regular file (it is a directory)");
+  expect_bounded(embed + "/dev/zero", "/dev/null", "is not a regular file");
+  expect_bounded(embed + "-", "/dev/zero", "standard input holds more than the 64 MiB a prompt may hold");
 }
 
 TEST_CASE("inputs: a prompt that cannot fit is refused before it is tokenized") {

@@ -6,7 +6,8 @@
 //    f16 conversions within 0.9999, q8_0 within 0.997 (see kCosineQ8).
 //  - nomic-embed-text-v1.5 (an F16 GGUF, nomic-bert) against a float64 numpy reference written from
 //    the published model definition, on 16 prefixed texts: the same bounds.
-//  - `mote embed`'s formats and --query ranking on MiniLM.
+//  - `mote embed`'s formats and --query ranking on MiniLM; on the tiny models, -f's texts past one
+//    context and -p "" each embed as they do alone, and an overflowing embedding is one error line.
 // The real models come from models/fetch_embedders.sh: these cases are named "real", have their
 // own ctest entry (test_embedders_real, skipped, saying so, when a file was never fetched; failed
 // instead with MOTE_REQUIRE_EMBEDDERS=1). The other cases check the importers' refusals.
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -23,6 +25,8 @@
 #include <vector>
 
 #include "cli_support.hpp"
+#include "llama2c.hpp"
+#include "mote_writer.hpp"
 #include "safetensors.hpp"
 #include "test_support.hpp"
 
@@ -507,5 +511,106 @@ TEST_CASE("embedders: every tiny conversion tokenizes as Hugging Face; the folde
     CHECK(r.code != 0);
     CHECK(r.err.find(b.message) != std::string::npos);
     CHECK(mote_cli_test::count_newlines(r.err) == 1);
+  }
+}
+
+namespace {
+
+// The floats `mote embed -o lines` printed, in order.
+std::vector<float> printed_floats(const std::string &out) {
+  std::istringstream in(out);
+  std::vector<float> values;
+  for (float v; in >> v;) values.push_back(v);
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("embed -f: every text that fits embeds, whatever the texts hold together; an empty text is a text") {
+  if (!mote_cli_test::have_cli()) return;
+  auto bert = convert_with_cli(mote_test::golden_path("tiny_embedders/bert/model.gguf"), "tiny_bert_lines", "");
+  REQUIRE(bert != nullptr);
+  // The tiny llama's context is 32 tokens, the tiny bert's 64: twelve lines of a few words each
+  // (and an empty one) hold more than either, each line far less.
+  std::vector<std::string> lines;
+  for (int i = 0; i < 12; ++i)
+    lines.push_back(i == 5 ? "" : std::string("the quiet river moves") + (i % 2 ? " on" : ""));
+  std::string file_text;
+  for (const std::string &line : lines) file_text += line + "\n";
+  const std::string file = mote_cli_test::workspace().path("twelve_lines.txt");
+  mote_cli_test::write_text(file, file_text);
+  for (const std::string &model : {mote_cli_test::tiny_model(), bert->path}) {
+    INFO(model);
+    const mote_cli_test::Result all = run_cli("embed -m " + quote(model) + " -f " + quote(file) + " -o lines");
+    INFO("stderr: " << all.err);
+    REQUIRE(all.code == 0);
+    const std::vector<float> batched = printed_floats(all.out);
+    REQUIRE(batched.size() == lines.size() * kTinyDim);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      // -p "" embeds the empty text as an empty line of -f does: [BOS], or [CLS] [SEP].
+      const mote_cli_test::Result alone = run_cli("embed -m " + quote(model) + " -p " + quote(lines[i]));
+      INFO("line " << i + 1 << " '" << lines[i] << "': " << alone.err);
+      REQUIRE(alone.code == 0);
+      const std::vector<float> vector = printed_floats(alone.out);
+      REQUIRE(vector.size() == kTinyDim);
+      CHECK(worst_relative(vector, std::vector<float>(batched.begin() + i * kTinyDim,
+                                                      batched.begin() + (i + 1) * kTinyDim)) <= 1e-6);
+    }
+  }
+}
+
+TEST_CASE("embed: an embedding that overflows is MOTE_ERR_NUMERIC; mote embed prints one line and no vector") {
+  // A finite output norm weight of 3e38 turns every hidden value past 1.13 into inf.
+  mote::convert::Llama2cOptions options;
+  options.dtype = mote::format::DType::f32;
+  mote::convert::ModelData data;
+  std::string error;
+  REQUIRE_MESSAGE(mote::convert::load_llama2c(mote_test::golden_path("tiny_mha.bin"),
+                                              mote_test::golden_path("tiny_tok64.bin"), options, &data, &error),
+                  error);
+  bool found = false;
+  for (mote::convert::TensorData &t : data.tensors) {
+    if (t.role != mote::format::Role::output_norm) continue;
+    const float huge = 3e38f;
+    for (size_t at = 0; at + 4 <= t.bytes.size(); at += 4) std::memcpy(t.bytes.data() + at, &huge, 4);
+    found = true;
+  }
+  REQUIRE(found);
+  const std::vector<uint8_t> bytes = mote::convert::serialize(data);
+  const AlignedBuffer aligned = AlignedBuffer::copy_of(bytes);
+  mote_model model;
+  REQUIRE(mote_model_open(aligned.data.get(), aligned.size, &model, nullptr, 0) == MOTE_OK);
+  mote_session_options session_options = mote_session_options_default();
+  session_options.context_length = session_options.batch_size = 8;
+  auto s = mote_test::open_session(model, session_options);
+  const int32_t tokens[] = {1, 5, 7, 9};
+  const uint32_t lengths[] = {2, 2};
+  for (const mote_pool pool : {MOTE_POOL_MEAN, MOTE_POOL_LAST, MOTE_POOL_CLS}) {
+    for (const int normalize : {0, 1}) {
+      CAPTURE(pool);
+      CAPTURE(normalize);
+      float out[2 * kTinyDim];
+      CHECK(mote_embed(&s->session, tokens, 4, pool, normalize, out, kTinyDim) == MOTE_ERR_NUMERIC);
+      const std::string message = mote_session_error(&s->session);
+      CHECK_MESSAGE((message.find("inf") != std::string::npos || message.find("nan") != std::string::npos), message);
+      CHECK(mote_embed_batch(&s->session, tokens, lengths, 2, pool, normalize, out, 2 * kTinyDim) == MOTE_ERR_NUMERIC);
+    }
+  }
+
+  if (!mote_cli_test::have_cli()) return;
+  const std::string path = mote_cli_test::workspace().path("huge_norm.mote");
+  REQUIRE_MESSAGE(mote::convert::write_file(path, bytes, &error), error);
+  const std::string file = mote_cli_test::workspace().path("two_lines.txt");
+  mote_cli_test::write_text(file, "the river\nthe moon\n");
+  for (const std::string &text :
+       {std::string("-p 'the river'"), "-f " + quote(file), "-f " + quote(file) + " --query moon"}) {
+    for (const char *output : {"json", "csv", "lines", "f32"}) {
+      const mote_cli_test::Result r = run_cli("embed -m " + quote(path) + " " + text + " -o " + output);
+      INFO(text << " -o " << std::string(output) << ": " << r.err);
+      CHECK(r.code == 1);
+      CHECK(r.out.empty());
+      CHECK(r.err.find("mote embed: ") == 0);
+      CHECK(mote_cli_test::count_newlines(r.err) == 1);
+    }
   }
 }

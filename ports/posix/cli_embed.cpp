@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 
 #include "cli_common.hpp"
 
@@ -28,25 +27,15 @@ bool read_texts(const std::string &prompt, const std::string &file, std::vector<
     texts->push_back(prompt);
     return true;
   }
-  FILE *in = file == "-" ? stdin : std::fopen(file.c_str(), "rb");
-  if (in == nullptr) {
-    *error = "cannot open '" + file + "': " + std::strerror(errno);
-    return false;
-  }
-  size_t total = 0;
-  for (std::string line;;) {
-    const ReadResult read = read_capped(in, '\n', kMaxPromptBytes - total, &line);
-    if (read == ReadResult::kEnd) break;
-    if (read == ReadResult::kTooLong) {
-      *error = "'" + file + "' is longer than " + mib_text(kMaxPromptBytes);
-      if (in != stdin) std::fclose(in);
-      return false;
-    }
-    total += line.size() + 1;
+  std::string all;
+  if (!read_prompt_file(file, &all, error)) return false;
+  for (size_t begin = 0; begin < all.size();) {
+    const size_t end = std::min(all.find('\n', begin), all.size());
+    std::string line = all.substr(begin, end - begin);
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    texts->push_back(line);
+    texts->push_back(std::move(line));
+    begin = end + 1;
   }
-  if (in != stdin) std::fclose(in);
   return true;
 }
 
@@ -134,6 +123,7 @@ bool parse_embed_options(const mote_model_info &info, EmbedOptions *o, std::stri
 
 int command_embed(int argc, char **argv) {
   std::string model_path, prompt, file, query;
+  bool has_prompt = false;
   EmbedOptions o;
   uint32_t threads = 1, top = 10;
   CommandHelp command{
@@ -147,7 +137,7 @@ int command_embed(int argc, char **argv) {
       "'search_query: ' before a query and 'search_document: ' before each document).",
       {
           {"-m|--model", Option::kString, &model_path, "FILE", "the model"},
-          {"-p|--prompt", Option::kString, &prompt, "TEXT", "the text"},
+          {"-p|--prompt", Option::kString, &prompt, "TEXT", "the text (may be empty)", &has_prompt},
           {"-f|--file", Option::kString, &file, "FILE", "one text per line (- for stdin)"},
           {"-o|--output", Option::kString, &o.output_name, "FORMAT", "json, csv, f32 or lines"},
           {"--json", Option::kSwitch, &o.json, nullptr, "-o json"},
@@ -163,7 +153,6 @@ int command_embed(int argc, char **argv) {
   std::vector<std::string> positional;
   const int parsed = parse_command(command, argc, argv, &positional);
   if (parsed != kParsed) return parsed;
-  const bool has_prompt = !prompt.empty();
   std::string error;
   if (!positional.empty()) return report("embed", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (model_path.empty()) return report("embed", "give the model with -m MODEL", kExitUsage);
@@ -203,7 +192,9 @@ int command_embed(int argc, char **argv) {
   }
   // Texts run together, as many as one step of MOTE_MAX_BATCH tokens holds (each sees only itself,
   // so its vector is the one it gets alone), so the weights are read once per step, not per text.
-  const size_t step = std::max(longest, std::min<size_t>(total_tokens, MOTE_MAX_BATCH));
+  // With sliding windows a step holds one text (mote_embed_batch refuses more).
+  const size_t step = std::max(longest, std::min(total_tokens, limit));
+  const bool one_text_per_step = info.sliding_window != 0;
   mote_session_options session_options = mote_session_options_default();
   session_options.batch_size = static_cast<uint32_t>(step);
   session_options.context_length = static_cast<uint32_t>(step);
@@ -219,7 +210,8 @@ int command_embed(int argc, char **argv) {
   for (size_t first = 0, next = 0; first < texts.size(); first = next) {
     batch.clear();
     lengths.clear();
-    for (; next < texts.size() && batch.size() + tokens[next].size() <= step; ++next) {
+    for (; next < texts.size() && batch.size() + tokens[next].size() <= step && (batch.empty() || !one_text_per_step);
+         ++next) {
       batch.insert(batch.end(), tokens[next].begin(), tokens[next].end());
       lengths.push_back(static_cast<uint32_t>(tokens[next].size()));
     }

@@ -379,7 +379,8 @@ typedef enum mote_pool {
  * has one), pooled, into out (dim floats; MOTE_ERR_BUFFER_TOO_SMALL below that). normalize != 0
  * scales the vector to unit length. Open the session with bidirectional = 1 for encoder
  * embeddings (every token sees the whole text), 0 for a decoder's causal ones. The KV cache holds
- * the tokens afterwards; there are no logits. */
+ * the tokens afterwards; there are no logits. A NaN or inf in a pooled vector is MOTE_ERR_NUMERIC
+ * (the message names the embedding and the index; out's contents are then unspecified). */
 mote_status mote_embed(mote_session *session, const int32_t *tokens, size_t n_tokens, mote_pool pool, int normalize,
                        float *out, size_t out_n);
 

@@ -56,6 +56,13 @@ Status embed_texts(Session &s, const int32_t *tokens, const uint32_t *lengths, s
   forward(s, tokens, n_tokens, LogitRows::none(n_tokens));
   pool_hidden(s, n_tokens, static_cast<mote_pool>(pool_value), out);  // checked above
   s.text_lengths = nullptr;
+  // Before normalizing, which would turn an inf into NaN: the first non-finite value names itself.
+  for (size_t i = 0; i < n_texts * c.dim; ++i) {
+    if (std::isfinite(out[i])) continue;
+    char number[32];
+    return fail(err, MOTE_ERR_NUMERIC, "embedding %zu of %zu is %s at index %u: the model computed a non-finite number",
+                i / c.dim, n_texts, float_text(out[i], number, sizeof number), static_cast<unsigned>(i % c.dim));
+  }
   for (size_t i = 0; normalize != 0 && i < n_texts; ++i) {
     float *v = out + i * c.dim;
     double squares = 0.0;
