@@ -182,3 +182,20 @@ TEST_CASE("cli: an input of no known kind is named for what it is, not asked for
     CHECK((r.err.find("--tokenizer") != std::string::npos) == (c.code == 2));
   }
 }
+
+TEST_CASE("cli: an OUTPUT ending in .gguf, in any case, is written as a GGUF; any other as .mote") {
+  const CliScratch scratch;
+  if (scratch.dir.empty()) return;
+  const std::string gguf = "'" + mote_test::golden_path("tiny_llama.gguf") + "'";
+  const struct {
+    const char *name, *magic;
+  } outputs[] = {{"x.gguf", "GGUF"}, {"x.GGUF", "GGUF"},      {"x.Gguf", "GGUF"},
+                 {"x.mote", "MOTE"}, {"x.gguf.mote", "MOTE"}, {"x_gguf", "MOTE"}};
+  for (const auto &o : outputs) {
+    const std::string out = scratch.dir + "/" + o.name;
+    const CliResult r = run_cli("convert " + gguf + " -o '" + out + "'");
+    INFO(std::string(o.name) << ": " << r.err);
+    REQUIRE(r.code == 0);
+    CHECK(slurp(out).substr(0, 4) == o.magic);
+  }
+}

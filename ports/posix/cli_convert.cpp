@@ -4,14 +4,23 @@
 // else a llama2.c checkpoint.
 #include <unistd.h>
 
+#include <cctype>
+
 #include "cli_common.hpp"
 #include "convert.hpp"
 
 namespace mote::cli {
 namespace {
 
-bool ends_with(const std::string &s, const std::string &suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// "x.gguf", "x.GGUF", "x.Gguf": a name llama.cpp's users would give a GGUF.
+bool names_gguf(const std::string &path) {
+  const std::string suffix = ".gguf";
+  if (path.size() < suffix.size()) return false;
+  const size_t at = path.size() - suffix.size();
+  for (size_t i = 0; i < suffix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(path[at + i])) != suffix[i]) return false;
+  }
+  return true;
 }
 
 // "\rconverting tensors 37/272" on a terminal, finished with a newline; nothing otherwise.
@@ -37,10 +46,11 @@ int command_convert(int argc, char **argv) {
       "Convert a GGUF file, a Hugging Face checkpoint folder (safetensors) or a llama2.c checkpoint\n"
       "(with --tokenizer) into a .mote file. Quantized matrices of 8k rows are stored 8 rows\n"
       "interleaved (q4_1x8, ...) unless --layout gguf keeps GGUF's block order.\n"
-      "An OUTPUT ending in .gguf is written as a GGUF file instead, for llama.cpp: the same blocks\n"
-      "(GGUF's plain order), llama.cpp's names and metadata for llama and gpt2 models.",
+      "An OUTPUT ending in .gguf (any case) is written as a GGUF file instead, for llama.cpp: the\n"
+      "same blocks (GGUF's plain order), llama.cpp's names and metadata for llama and gpt2 models.",
       {
-          {"-o|--output", Option::kString, &output, "FILE", "the file to write: .mote, or GGUF if it ends in .gguf"},
+          {"-o|--output", Option::kString, &output, "FILE",
+           "the file to write: .mote, or GGUF if it ends in .gguf (any case)"},
           {"--tokenizer", Option::kString, &request.tokenizer, "FILE", "a llama2.c checkpoint's tokenizer.bin"},
           {"--dtype", Option::kString, &request.dtype, "TYPE", dtype_help.c_str(), nullptr,
            "GGUF: as stored; Hugging Face: f16; llama2.c: f32"},
@@ -56,7 +66,7 @@ int command_convert(int argc, char **argv) {
   if (output.empty()) return report("convert", "no output file given (-o OUTPUT)", kExitUsage);
   request.input = positional[0];
   // OUTPUT.gguf: the same blocks as a GGUF for llama.cpp (gguf_writer.hpp), else a .mote file.
-  request.gguf_output = ends_with(output, ".gguf");
+  request.gguf_output = names_gguf(output);
   request.progress = progress_printer();
   convert::Converted converted;
   std::string error;
