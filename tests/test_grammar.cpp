@@ -3,11 +3,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "grammar/grammar.hpp"
 #include "mote/mote.h"
+#include "sample/grammar_sample.hpp"
 #include "test_support.hpp"
+#include "tokenizer_support.hpp"
 
 namespace {
 
@@ -298,4 +301,130 @@ TEST_CASE("the arena size is exact") {
   CHECK(mote_grammar_accept_bytes(&grammar, "a,[b,c],d", 9, nullptr, 0) == MOTE_OK);
   CHECK((mote_grammar_state(&grammar) & MOTE_GRAMMAR_COMPLETE) != 0);
   std::free(arena);
+}
+
+namespace {
+
+// root ::= ([a-z]{1} | [a-z]{2} | ... | [a-z]{299})+ : legal and 3.8 KB, but every letter adds
+// about 299 stacks (each alternative at each offset), so a token's check is expensive.
+std::string overlapping_lengths_grammar() {
+  std::string text = "root ::= (";
+  for (int n = 1; n <= 299; ++n) text += (n > 1 ? " | [a-z]{" : "[a-z]{") + std::to_string(n) + "}";
+  return text + ")+\n";
+}
+
+int append_piece(void *user, int32_t, const char *piece, size_t n) {
+  static_cast<std::string *>(user)->append(piece, n);
+  return 0;
+}
+
+// A tiny Llama (every logit equal: draws are uniform) over a byte-level vocabulary the size of a
+// real one: the 256 bytes, BOS and EOS, and 40,000 pieces of 2-7 letters (a third after a space).
+struct LargeVocabulary {
+  std::unique_ptr<mote_test::TinyModel> model;
+  std::unique_ptr<mote_test::TestSession> session;
+
+  LargeVocabulary() {
+    mote::convert::TokenizerData t;
+    t.kind = mote::format::TokenizerKind::byte_level_bpe;
+    t.flags = 0;
+    const auto add = [&](const std::string &piece, uint8_t type) {
+      t.pieces.push_back(piece);
+      t.types.push_back(type);
+      t.scores.push_back(0.0f);
+    };
+    for (int b = 0; b < 256; ++b) add(std::string(1, static_cast<char>(b)), mote::format::kTokenNormal);
+    t.bos_id = 256;
+    t.eos_id = 257;
+    add("<s>", mote::format::kTokenControl);
+    add("</s>", mote::format::kTokenControl);
+    std::set<std::string> pieces;
+    uint64_t state = 12345;
+    while (pieces.size() < 40000) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      std::string piece = (state >> 60) < 5 ? " " : "";
+      for (uint64_t length = 2 + (state >> 33) % 6, bits = state >> 8; length > 0; --length, bits /= 26) {
+        piece += static_cast<char>('a' + bits % 26);
+      }
+      pieces.insert(piece);
+    }
+    for (const std::string &piece : pieces) add(piece, mote::format::kTokenNormal);
+    mote::convert::ModelData data = mote_test::tiny_model_data(t);
+    data.config.max_seq_len = 64;
+    model = std::make_unique<mote_test::TinyModel>();
+    model->bytes = mote_test::AlignedBuffer::copy_of(mote::convert::serialize(data));
+    char message[256] = "";
+    REQUIRE_MESSAGE(mote_model_open(model->bytes.data.get(), model->bytes.size, &model->model, message,
+                                    sizeof message) == MOTE_OK,
+                    message);
+    session = mote_test::open_session(model->model, mote_session_options_default());
+  }
+};
+
+// A grammar compiled for a model, in its own arena.
+struct ModelGrammar {
+  mote_test::AlignedBuffer arena{0};
+  mote_grammar grammar{};
+
+  ModelGrammar(const mote_model &model, const std::string &text) {
+    size_t bytes = 0;
+    char error[256] = "";
+    REQUIRE(mote_grammar_arena_size(text.data(), text.size(), &bytes, error, sizeof error) == MOTE_OK);
+    arena = mote_test::AlignedBuffer(bytes);
+    REQUIRE_MESSAGE(mote_grammar_init(&grammar, &model, text.data(), text.size(), arena.data.get(), bytes, error,
+                                      sizeof error) == MOTE_OK,
+                    error);
+  }
+};
+
+// Generates up to 24 tokens from BOS under the grammar of overlapping lengths, each sampler
+// setting in turn: each produces letters the grammar allows, or stops with one line naming a
+// matcher bound, in seconds (the whole vocabulary was checked at O(stacks^2) a character: no
+// third token after minutes).
+void generate_overlapping_lengths(mote_session &session, const mote_model &model, int32_t bos) {
+  ModelGrammar g(model, overlapping_lengths_grammar());
+  for (const float temperature : {1.0f, 0.0f}) {
+    for (const int top_k : {0, 40}) {
+      CAPTURE(temperature);
+      CAPTURE(top_k);
+      const auto start = std::chrono::steady_clock::now();
+      mote_sampler_options sampler = mote_sampler_options_default();
+      sampler.temperature = temperature;
+      sampler.top_k = top_k;
+      REQUIRE(mote_session_reset(&session) == MOTE_OK);
+      REQUIRE(mote_grammar_reset(&g.grammar) == MOTE_OK);
+      std::string output;
+      uint32_t n = 0;
+      const mote_status status =
+          mote_generate_constrained(&session, &bos, 1, 24, &sampler, &g.grammar, append_piece, &output, &n);
+      const std::string message = status == MOTE_OK ? "" : mote_session_error(&session);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      MESSAGE("T=" << temperature << " top-k " << top_k << ": " << n << " tokens '" << output << "' " << message
+                   << " in " << seconds << " s");
+      CHECK((status == MOTE_OK || status == MOTE_ERR_GRAMMAR));
+      for (const char c : output) CHECK((c >= 'a' && c <= 'z'));
+      if (status == MOTE_OK) CHECK((mote_grammar_state(&g.grammar) & MOTE_GRAMMAR_COMPLETE) != 0);
+      if (status != MOTE_OK) {
+        CHECK(message.find('\n') == std::string::npos);
+        CHECK((message.find("matcher steps") != std::string::npos || message.find("stack words") != std::string::npos));
+      }
+      CHECK(seconds < 10);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("constrained sampling bounds its work per token: a 40,000-token vocabulary") {
+  LargeVocabulary v;
+  generate_overlapping_lengths(v.session->session, v.model->model, 256);
+}
+
+TEST_CASE("constrained sampling bounds its work per token: aidreams260K") {
+  const std::string checkpoint = mote_test::shared_model("aidreams260K.bin");
+  const std::string tokenizer = mote_test::shared_model("aidreams_tok512.bin");
+  if (checkpoint.empty() || tokenizer.empty()) return;
+  auto m = mote_test::convert_and_open(checkpoint, tokenizer);
+  auto s = mote_test::open_session(m->model, mote_session_options_default());
+  generate_overlapping_lengths(s->session, m->model, 1);
 }

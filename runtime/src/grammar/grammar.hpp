@@ -40,6 +40,8 @@ constexpr uint32_t kMaxRepeatCount = 1u << 20;  // the numbers of {m,n}
 constexpr uint32_t kStackWords = 8192;          // words of one stack set (the matcher's bound)
 constexpr uint32_t kMaxExpansions = 8192;       // rule expansions for one code point
 constexpr uint64_t kMaxAnalysisSteps = 50000000;  // element visits of the compile-time checks
+constexpr uint32_t kSeenSlots = kStackWords;      // the hash of a set's stacks (a set holds at most half as many)
+constexpr uint32_t kPrefixWords = 4 * kStackWords;  // the stack sets a TokenChecker keeps of its prefixes
 
 // A set of stacks packed as [depth, position 0 .. position depth-1] (the top last).
 struct StackSet {
@@ -52,6 +54,12 @@ struct PartialUtf8 {
   uint32_t value = 0;
   uint32_t missing = 0;  // continuation bytes still to come
   uint32_t length = 0;   // bytes of the whole character (its shortest form's range: no overlong)
+};
+
+// The matcher's arena arrays beyond the compiled grammar (plan_matcher lays them out).
+struct MatcherBuffers {
+  uint32_t *seen = nullptr;          // kSeenSlots pairs (stamp, offset): the stacks of the set being written
+  uint32_t *prefix_words = nullptr;  // kPrefixWords: a TokenChecker's sets after each prefix
 };
 
 // Sizes the first (counting) parse found; the writing parse fills arrays of exactly these.
@@ -82,6 +90,8 @@ struct Grammar {
   uint32_t *scratch[2] = {};    // two more stack sets: a step reads one, writes the other
   uint32_t *work = nullptr;     // the expansion work list (a stack set's size)
   PartialUtf8 partial;
+  MatcherBuffers buffers;  // set before compile_grammar (its reset matches)
+  uint32_t seen_stamp = 0;  // marks buffers.seen's slots of the set being written (0: clear them first)
   // The vocabulary the grammar masks (absent when compiled without a model).
   bool has_tokenizer = false;
   format::TokenizerView tokenizer;
@@ -128,6 +138,9 @@ void rule_name(const char *text, const Arrays &arrays, uint32_t rule, const char
 
 // ---- matching (matcher.cpp) ----
 
+// Lays out the matcher's buffers (after the grammar's arrays: one layout for counting and placing).
+void plan_matcher(ArenaPlanner &planner, MatcherBuffers *buffers);
+
 // Forgets what was accepted: the stacks of the root rule's start.
 Status reset(Grammar &g, ErrorSink err);
 
@@ -141,6 +154,35 @@ bool bytes_allowed(Grammar &g, const char *bytes, size_t n);
 bool is_complete(const Grammar &g);
 // True when some byte could still follow.
 bool can_continue(const Grammar &g);
+
+// Checks byte strings (a vocabulary's tokens) against g's state without changing it. A string
+// shares the matcher work of its common prefix with the string checked before (so a vocabulary
+// in byte order costs about its trie, not its bytes), and every check counts its matcher steps
+// (stack words moved) against one budget. g must not change while a checker is in use.
+enum class Check { kAllowed, kRefused, kTooDeep, kOverBudget };  // kTooDeep: past kStackWords or kMaxExpansions
+class TokenChecker {
+ public:
+  TokenChecker(Grammar &g, uint64_t max_steps);
+  Check check(const char *bytes, size_t n);
+
+ private:
+  static constexpr uint32_t kMaxPrefix = 48;  // bytes of the string before whose states are kept
+  struct Prefix {
+    uint32_t *words;  // the stack set after the prefix (g.current, prefix_words or the set before)
+    uint32_t n_words;
+    PartialUtf8 partial;
+    uint32_t words_end;  // prefix_words in use up to this prefix
+  };
+  Check refuse(uint32_t length, Check why);
+
+  Grammar &g_;
+  uint64_t steps_ = 0, max_steps_;
+  char last_[kMaxPrefix] = {};     // the first bytes of the string checked before
+  Prefix prefixes_[kMaxPrefix + 1];  // the states after last_'s first i bytes, i < n_prefixes_
+  uint32_t n_prefixes_ = 1, n_last_ = 0;
+  uint32_t refused_length_ = 0;  // last_'s first refused_length_ bytes cannot continue g (0: none)
+  Check refused_why_ = Check::kRefused;
+};
 
 // Marks in allowed[0..256) the bytes that may start the next token: bytes of valid UTF-8 only (a
 // superset: a lead or continuation byte is allowed when some class holds a code point it can

@@ -38,11 +38,23 @@ bool class_meets(const Element *e, uint32_t position, uint32_t low, uint32_t hig
   return start == Op::kCharNot;
 }
 
+// Advances stack sets; counts its work (stack words moved) against max_steps and stops, as
+// overflowed, past it or past the bounds of a set.
 class Stepper {
  public:
-  explicit Stepper(Grammar &g) : g_(g), e_(g.elements) {}
+  explicit Stepper(Grammar &g, uint64_t max_steps = UINT64_MAX) : g_(g), e_(g.elements), max_steps_(max_steps) {}
 
   bool overflowed() const { return overflow_; }
+  bool over_budget() const { return steps_ > max_steps_; }
+  uint64_t steps() const { return steps_; }
+
+  // Empties out and forgets the stacks of the set written before.
+  void begin(StackSet &out) {
+    out.n_words = 0;
+    if (++g_.seen_stamp == 1) {  // the first set, or the stamps wrapped: no slot may look current
+      for (uint32_t i = 0; i < 2 * kSeenSlots; ++i) g_.buffers.seen[i] = 0;
+    }
+  }
 
   // Adds to out the stacks base[0..depth) + extra (when not kNone), with every rule reference
   // on top expanded into its alternatives until each top is a class (or the stack is empty).
@@ -80,7 +92,8 @@ class Stepper {
 
   // out = the stacks of in that accept code point cp, advanced past it.
   void advance(const StackSet &in, uint32_t cp, StackSet &out) {
-    out.n_words = 0;
+    begin(out);
+    expansions_ = 0;  // the bound is per code point
     for (uint32_t i = 0; i < in.n_words && !overflow_; i += in.words[i] + 1) {
       const uint32_t depth = in.words[i];
       if (depth == 0) continue;
@@ -94,8 +107,15 @@ class Stepper {
   static constexpr uint32_t kNone = UINT32_MAX;
 
  private:
+  bool spend(uint32_t words) {
+    steps_ += words;
+    if (steps_ > max_steps_) overflow_ = true;
+    return !overflow_;
+  }
+
   bool push(uint32_t *work, uint32_t &n, const uint32_t *base, uint32_t depth, uint32_t extra1, uint32_t extra2) {
     const uint32_t size = depth + (extra1 != kNone) + (extra2 != kNone) + 1;
+    if (!spend(size)) return false;
     if (n + size > kStackWords) {
       overflow_ = true;
       return false;
@@ -109,15 +129,25 @@ class Stepper {
     return true;
   }
 
-  // Appends stack to out unless out holds it already.
+  // Appends stack to out unless out holds it already: a hash of out's stacks finds a copy in
+  // constant time (a linear search made a set of s stacks cost s^2).
   void add(StackSet &out, const uint32_t *stack, uint32_t depth) {
-    for (uint32_t i = 0; i < out.n_words; i += out.words[i] + 1) {
-      if (out.words[i] == depth && std::memcmp(out.words + i + 1, stack, depth * sizeof(uint32_t)) == 0) return;
+    if (!spend(depth + 1)) return;
+    uint32_t hash = 2166136261u ^ depth;  // FNV-1a over the positions
+    for (uint32_t i = 0; i < depth; ++i) hash = (hash ^ stack[i]) * 16777619u;
+    uint32_t *slot = nullptr;
+    for (uint32_t probe = hash;; ++probe) {
+      slot = g_.buffers.seen + 2 * (probe & (kSeenSlots - 1));
+      if (slot[0] != g_.seen_stamp) break;
+      const uint32_t *held = out.words + slot[1];
+      if (held[0] == depth && std::memcmp(held + 1, stack, depth * sizeof(uint32_t)) == 0) return;
     }
-    if (out.n_words + depth + 1 > kStackWords) {
+    if (out.n_words + depth + 1 > kStackWords) {  // also keeps the slots at most half in use
       overflow_ = true;
       return;
     }
+    slot[0] = g_.seen_stamp;
+    slot[1] = out.n_words;
     out.words[out.n_words] = depth;
     std::memmove(out.words + out.n_words + 1, stack, depth * sizeof(uint32_t));
     out.n_words += depth + 1;
@@ -125,6 +155,8 @@ class Stepper {
 
   Grammar &g_;
   const Element *e_;
+  uint64_t max_steps_;
+  uint64_t steps_ = 0;
   uint32_t expansions_ = 0;
   bool overflow_ = false;
 };
@@ -206,9 +238,14 @@ Run run_bytes(Grammar &g, const char *bytes, size_t n, StackSet *result, Partial
 
 }  // namespace
 
+void plan_matcher(ArenaPlanner &planner, MatcherBuffers *buffers) {
+  buffers->seen = planner.take<uint32_t>(2 * kSeenSlots);
+  buffers->prefix_words = planner.take<uint32_t>(kPrefixWords);
+}
+
 Status reset(Grammar &g, ErrorSink err) {
   Stepper stepper(g);
-  g.current.n_words = 0;
+  stepper.begin(g.current);
   g.partial = PartialUtf8{};
   for (uint32_t a = g.rule_start[g.root];; ++a) {
     stepper.expand(nullptr, 0, ends_alternative(g.elements[a].op) ? Stepper::kNone : a, g.current);
@@ -262,6 +299,59 @@ bool can_continue(const Grammar &g) {
     if (g.current.words[i] > 0) return true;
   }
   return false;
+}
+
+TokenChecker::TokenChecker(Grammar &g, uint64_t max_steps) : g_(g), max_steps_(max_steps) {
+  prefixes_[0] = Prefix{g.current.words, g.current.n_words, g.partial, 0};
+}
+
+Check TokenChecker::refuse(uint32_t length, Check why) {
+  if (length <= n_last_) {  // every string that starts with these bytes is refused alike
+    refused_length_ = length;
+    refused_why_ = why;
+  }
+  return why;
+}
+
+Check TokenChecker::check(const char *bytes, size_t n) {
+  if (steps_ > max_steps_) return Check::kOverBudget;
+  uint32_t common = 0;
+  while (common < n && common < n_last_ && bytes[common] == last_[common]) ++common;
+  if (refused_length_ > 0 && common >= refused_length_) return refused_why_;
+  // Continue from the longest prefix whose state is kept; forget the states past it.
+  uint32_t at = common < n_prefixes_ - 1 ? common : n_prefixes_ - 1;
+  n_prefixes_ = at + 1;
+  n_last_ = n < kMaxPrefix ? static_cast<uint32_t>(n) : kMaxPrefix;
+  std::memcpy(last_ + at, bytes + at, n_last_ > at ? n_last_ - at : 0);
+  refused_length_ = 0;
+  Prefix state = prefixes_[at];
+  for (size_t i = at; i < n; ++i) {
+    PartialUtf8 p = state.partial;
+    const Utf8 added = add_byte(p, static_cast<uint8_t>(bytes[i]));
+    if (added == Utf8::kInvalid) return refuse(i + 1, Check::kRefused);
+    const bool kept = n_prefixes_ == i + 1 && i < kMaxPrefix;
+    Prefix next{state.words, state.n_words, p, state.words_end};
+    if (added == Utf8::kComplete) {
+      // Into the prefix buffer while a whole set still fits there, else a scratch set.
+      const bool stored = kept && state.words_end + kStackWords <= kPrefixWords;
+      StackSet out{stored ? g_.buffers.prefix_words + state.words_end
+                          : g_.scratch[state.words == g_.scratch[0] ? 1 : 0],
+                   0};
+      Stepper stepper(g_, max_steps_ - steps_);
+      stepper.advance(StackSet{state.words, state.n_words}, p.value, out);
+      steps_ += stepper.steps();
+      if (stepper.over_budget()) return Check::kOverBudget;
+      if (stepper.overflowed()) return refuse(i + 1, Check::kTooDeep);
+      if (out.n_words == 0) return refuse(i + 1, Check::kRefused);
+      next = Prefix{out.words, out.n_words, p, stored ? state.words_end + out.n_words : state.words_end};
+    }
+    if (kept) prefixes_[n_prefixes_++] = next;
+    state = next;
+  }
+  if (state.partial.missing > 0 && !some_class_meets(g_, StackSet{state.words, state.n_words}, state.partial)) {
+    return Check::kRefused;  // a longer string may complete the character: not a refused prefix
+  }
+  return Check::kAllowed;
 }
 
 void first_bytes(const Grammar &g, bool allowed[256]) {

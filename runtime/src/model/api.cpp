@@ -213,11 +213,13 @@ Status sample_constrained(Session &s, const mote_sampler_options &options, gramm
     return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "the grammar was compiled for another model (or for none)");
   }
   const int32_t prev = s.position > 0 ? s.history[s.position - 1] : -1;
-  const Status status =
-      sample_with_grammar(options, s.rng, s.state.logits, s.model.view.config.vocab_size,
-                          s.history + (s.position - n_recent), n_recent, s.candidates, g, prev, token, bad);
+  const Status status = sample_with_grammar(options, s.rng, s.state.logits, s.model.view.config.vocab_size,
+                                            s.history + (s.position - n_recent), n_recent, s.candidates, g, prev,
+                                            kMaxGrammarSampleSteps, token, bad, sink);
   if (status == MOTE_ERR_GRAMMAR) {
-    return fail(sink, status, "grammar: no token can continue it after position %u", static_cast<unsigned>(s.position));
+    char reason[sizeof s.error];
+    std::memcpy(reason, s.error, sizeof reason);
+    return fail(sink, status, "%s after position %u", reason, static_cast<unsigned>(s.position));
   }
   if (status != MOTE_OK || ends_generation(s.model, *token)) return status;
   char byte = 0;

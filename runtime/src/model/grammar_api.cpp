@@ -9,10 +9,13 @@ using namespace mote;
 
 namespace {
 
-// The grammar object first, then its arrays: one layout for counting and for placing.
-grammar::Grammar *plan_grammar(ArenaPlanner &planner, const grammar::Counts &counts, grammar::Arrays *arrays) {
+// The grammar object first, then its arrays and the matcher's: one layout for counting and for
+// placing.
+grammar::Grammar *plan_grammar(ArenaPlanner &planner, const grammar::Counts &counts, grammar::Arrays *arrays,
+                               grammar::MatcherBuffers *buffers) {
   grammar::Grammar *g = planner.take<grammar::Grammar>(1);
   grammar::plan_arrays(planner, counts, arrays);
+  grammar::plan_matcher(planner, buffers);
   return g;
 }
 
@@ -44,7 +47,8 @@ mote_status mote_grammar_arena_size(const char *text, size_t text_n, size_t *byt
   if (status != MOTE_OK) return status;
   ArenaPlanner planner(nullptr, 0);
   grammar::Arrays arrays;
-  plan_grammar(planner, counts, &arrays);
+  grammar::MatcherBuffers buffers;
+  plan_grammar(planner, counts, &arrays, &buffers);
   if (planner.overflowed()) return fail(sink, MOTE_ERR_GRAMMAR, "grammar: its arena exceeds the address space");
   *bytes = planner.used();
   return MOTE_OK;
@@ -67,12 +71,14 @@ mote_status mote_grammar_init(mote_grammar *grammar, const mote_model *model, co
   if (status != MOTE_OK) return status;
   ArenaPlanner planner(arena, arena_n);
   grammar::Arrays arrays;
-  grammar::Grammar *g = plan_grammar(planner, counts, &arrays);
+  grammar::MatcherBuffers buffers;
+  grammar::Grammar *g = plan_grammar(planner, counts, &arrays, &buffers);
   if (planner.overflowed() || planner.used() > arena_n) {
     return fail(sink, MOTE_ERR_ARENA_TOO_SMALL, "the grammar needs an arena of %llu bytes, not %llu",
                 static_cast<unsigned long long>(planner.used()), static_cast<unsigned long long>(arena_n));
   }
   *g = grammar::Grammar{};
+  g->buffers = buffers;
   status = grammar::compile_grammar(text, text_n, counts, arrays, g, sink);
   if (status != MOTE_OK) return status;
   if (m != nullptr) {
