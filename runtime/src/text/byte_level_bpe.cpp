@@ -203,15 +203,19 @@ class Encoder {
 
   // Pre-tokenizes [begin, end) (text with no special tokens) and encodes each word.
   Status encode_text(size_t begin, size_t end) {
-    size_t pos = begin;
-    while (pos < end) {
-      const Unit u = decode(text_, pos, end);
-      const size_t word_end = is_isolated(u.kind) ? pos + u.size : match_word(pos, end, u);
-      const Status status = encode_word(pos, word_end);
+    for (size_t pos = begin; pos < end;) {
+      const size_t next = word_end(pos, end);
+      const Status status = encode_word(pos, next);
       if (status != MOTE_OK) return status;
-      pos = word_end;
+      pos = next;
     }
     return MOTE_OK;
+  }
+
+  // Where the pre-tokenizer's word that starts at pos ends (steps 2 and 3); the text ends at end.
+  size_t word_end(size_t pos, size_t end) {
+    const Unit u = decode(text_, pos, end);
+    return is_isolated(u.kind) ? pos + u.size : match_word(pos, end, u);
   }
 
  private:
@@ -547,6 +551,18 @@ Status encode_byte_level(const TokenizerView &tok, const TextSpan *spans, size_t
   if (status != MOTE_OK) return status;
   *n_tokens = encoder.count();
   return MOTE_OK;
+}
+
+size_t byte_level_words(const TokenizerView &tok, const char *text, size_t n, size_t *ends, size_t capacity) {
+  const TextSpan span{text, n};
+  Text cursor(&span, n);
+  Encoder encoder(tok, cursor, nullptr);  // cuts words only: no token is written
+  size_t n_words = 0;
+  for (size_t pos = 0; pos < n; n_words += 1) {
+    pos = encoder.word_end(pos, n);
+    if (n_words < capacity) ends[n_words] = pos;
+  }
+  return n_words;
 }
 
 void byte_level_piece(const TokenizerView &tok, int32_t token, const char **bytes, size_t *n_bytes) {

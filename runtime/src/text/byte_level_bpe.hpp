@@ -26,6 +26,11 @@ namespace mote {
 Status encode_byte_level(const TokenizerView &tok, const TextSpan *spans, size_t n_spans, bool parse_special,
                          int32_t *tokens, size_t capacity, size_t *n_tokens);
 
+// The pre-tokenizer alone (steps 2 and 3 of byte_level_bpe.cpp; no special tokens): the end
+// offset of each word of text[0, n), in order, into ends (its first capacity words); returns how
+// many words there are. Where encode_byte_level cuts the text before merging, for tests.
+size_t byte_level_words(const TokenizerView &tok, const char *text, size_t n, size_t *ends, size_t capacity);
+
 // A byte-level token's bytes: its raw piece, control tokens included ("<|im_end|>"); nothing
 // for an id out of range. Points into the model bytes.
 void byte_level_piece(const TokenizerView &tok, int32_t token, const char **bytes, size_t *n_bytes);
