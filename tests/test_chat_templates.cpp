@@ -4,7 +4,8 @@
 // mote_chat_tokenize gives with the family's real vocabulary (llama.cpp's vocabulary-only GGUFs,
 // models/fetch_tokenizer_vectors.sh; Gemma-3-270M's GGUF) when the rendered text is tokenized
 // with its special tokens parsed. Also: the template kind is recognized from the Jinja text, a
-// continued conversation adds nothing that opens one, and the end of turn stops generation.
+// continued conversation adds nothing that opens one, the end of turn stops generation, and
+// Phi-3 leaves out an empty system message (also without the fetched vocabularies).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -51,6 +52,7 @@ std::vector<mote_chat_message> conversation(const std::string &name) {
   if (name == "two_turns") {
     return {msg(MOTE_ROLE_USER, hi), msg(MOTE_ROLE_ASSISTANT, hello), msg(MOTE_ROLE_USER, prime)};
   }
+  if (name == "empty_system") return {msg(MOTE_ROLE_SYSTEM, ""), msg(MOTE_ROLE_USER, hi)};
   REQUIRE(name == "system_two_turns");
   return {msg(MOTE_ROLE_SYSTEM, terse), msg(MOTE_ROLE_USER, hi2), msg(MOTE_ROLE_ASSISTANT, hello2),
           msg(MOTE_ROLE_USER, count)};
@@ -106,7 +108,7 @@ void check_family(const Family &f) {
     CHECK(chat_tokens(tiny->model, conversation(conv), MOTE_CHAT_ADD_ASSISTANT_PROMPT) == want);
     checked += 1;
   }
-  CHECK(checked == 2);
+  CHECK(checked == 3);
 
   // A continued conversation: the next user message alone, with nothing that opens one.
   const std::string next = "And another?";
@@ -146,4 +148,45 @@ TEST_CASE("chat template: recognized from each family's Jinja markers") {
   CHECK(detect_chat_template("{{ '<|user|>\n' + c + '<|end|>' }}") == ChatTemplate::phi3);
   CHECK(detect_chat_template("[INST]") == ChatTemplate::llama2);
   CHECK(detect_chat_template("{{ messages }}") == ChatTemplate::none);
+}
+
+namespace {
+
+// The 256 bytes and Phi-3's control tokens (byte-level, no merges): Phi-3's template without
+// fetched files. The rendered texts below are what jinja2 renders with llama.cpp's
+// models/templates/microsoft-Phi-3.5-mini-instruct.jinja, whose system branch is
+// "{% if message['role'] == 'system' and message['content'] %}": an empty system message
+// renders nothing (gen_chat_goldens.py's empty_system conversation, with the real vocabulary).
+std::unique_ptr<mote_test::TinyModel> phi3_bytes_only() {
+  mote::convert::TokenizerData t;
+  t.kind = mote::format::TokenizerKind::byte_level_bpe;
+  t.chat_template = ChatTemplate::phi3;
+  for (int b = 0; b < 256; ++b) t.pieces.push_back(std::string(1, static_cast<char>(b)));
+  for (const char *control : {"<|system|>", "<|user|>", "<|assistant|>", "<|end|>"}) t.pieces.push_back(control);
+  t.types.assign(t.pieces.size(), 1);  // normal
+  std::fill(t.types.begin() + 256, t.types.end(), 3);  // control
+  t.scores.assign(t.pieces.size(), 0.0f);
+  return mote_test::open_tiny_model(t);
+}
+
+}  // namespace
+
+TEST_CASE("chat template: Phi-3 leaves out an empty system message, as its Jinja template does") {
+  const auto tiny = phi3_bytes_only();
+  const std::string empty, brief = "Be brief.", hi = "Hi there!";
+  const mote_chat_message system_empty{MOTE_ROLE_SYSTEM, empty.data(), 0}, system{MOTE_ROLE_SYSTEM, brief.data(), 9},
+      user{MOTE_ROLE_USER, hi.data(), hi.size()};
+  const struct {
+    std::vector<mote_chat_message> messages;
+    const char *rendered;
+  } cases[] = {
+      {{system_empty, user}, "<|user|>\nHi there!<|end|>\n<|assistant|>\n"},
+      {{system, user}, "<|system|>\nBe brief.<|end|>\n<|user|>\nHi there!<|end|>\n<|assistant|>\n"},
+      {{user}, "<|user|>\nHi there!<|end|>\n<|assistant|>\n"},
+  };
+  for (const auto &c : cases) {
+    INFO(c.rendered);
+    CHECK(chat_tokens(tiny->model, c.messages, MOTE_CHAT_ADD_ASSISTANT_PROMPT) ==
+          tokenize(tiny->model, c.rendered, MOTE_TOKENIZE_SPECIAL));
+  }
 }

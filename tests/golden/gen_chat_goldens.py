@@ -57,6 +57,9 @@ CONVERSATIONS = [
                    ("user", "Name a prime  number.\n")]),
     ("system_two_turns", [("system", "You are terse."), ("user", " Hi there!"), ("assistant", "Hello!"),
                           ("user", "Count: 1, 2, 3 — 東京 🦙")]),
+    # An empty system message: Phi-3.5's template skips it ("message['content']" is false), the
+    # others render it (Qwen2.5 as an empty turn instead of its default one).
+    ("empty_system", [("system", ""), ("user", "Hi there!")]),
 ]
 
 
