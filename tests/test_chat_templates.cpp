@@ -163,8 +163,8 @@ std::unique_ptr<mote_test::TinyModel> phi3_bytes_only() {
   t.chat_template = ChatTemplate::phi3;
   for (int b = 0; b < 256; ++b) t.pieces.push_back(std::string(1, static_cast<char>(b)));
   for (const char *control : {"<|system|>", "<|user|>", "<|assistant|>", "<|end|>"}) t.pieces.push_back(control);
-  t.types.assign(t.pieces.size(), 1);                  // normal
-  std::fill(t.types.begin() + 256, t.types.end(), 3);  // control
+  t.types.assign(t.pieces.size(), 1);  // GGUF token types: the bytes normal (1), the rest control (3)
+  std::fill(t.types.begin() + 256, t.types.end(), 3);
   t.scores.assign(t.pieces.size(), 0.0f);
   return mote_test::open_tiny_model(t);
 }
