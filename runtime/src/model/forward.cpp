@@ -179,26 +179,20 @@ void rope_angles(const Session &s, const RopeTable &rope, size_t pos, size_t n_t
   }
 }
 
-void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, LogitRows rows) {
-  const format::ModelConfig &c = s.model.view.config;
+// The batch's rows of the residual stream: each token's embedding (scaled, plus its learned or
+// sinusoidal position and BERT's token type, normalized where the spec says), and the RoPE
+// angles of the batch's positions.
+void embed_batch(Session &s, const int32_t *tokens, size_t n_tokens) {
   const kernels::KernelTable &k = *s.kernels;
   const Weights &w = s.weights;
-  RunState &st = s.state;
-  const size_t pos = s.position;  // position of tokens[0]
-  const size_t dim = c.dim, ffn_dim = c.ffn_dim, head_dim = c.head_dim, half_head = head_dim / 2;
-  const size_t q_dim = c.n_heads * head_dim;
-  const size_t kv_dim = c.n_kv_heads * head_dim;
-  const size_t heads_per_kv = c.n_heads / c.n_kv_heads;
   const format::BlockSpec &spec = s.spec;
-  const float scale = spec.attention_scale;
-  const bool rotary = spec.positions == format::PositionKind::rope;
-  const auto rope = spec.rope_layout == format::RopeLayout::split_half ? k.rope_split_half : k.rope_interleaved;
+  RunState &st = s.state;
+  const size_t dim = s.model.view.config.dim, half_head = s.model.view.config.head_dim / 2;
   const float embed_scale = std::sqrt(static_cast<float>(dim));  // Gemma's, computed in float as it does
-
   TextCursor texts(s, n_tokens);
   for (size_t t = 0; t < n_tokens; ++t) {
     float *x = st.x + t * dim;
-    const size_t position = position_of(s, texts, pos, t);
+    const size_t position = position_of(s, texts, s.position, t);
     embed(x, w.token_embedding, tokens[t]);
     for (size_t i = 0; spec.embed_scale && i < dim; ++i) x[i] *= embed_scale;
     if (spec.positions == format::PositionKind::learned) {
@@ -210,110 +204,175 @@ void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, LogitRows 
     if (w.token_types != nullptr) k.add(x, w.token_types, dim);
   }
   if (spec.embed_norm) normalize(s, st.x, st.x, w.embed_norm, dim, n_tokens);
-  if (rotary) rope_angles(s, st.rope, pos, n_tokens, half_head);
-  if (rotary && st.rope_local.inv_freq != st.rope.inv_freq) rope_angles(s, st.rope_local, pos, n_tokens, half_head);
+  if (spec.positions != format::PositionKind::rope) return;
+  rope_angles(s, st.rope, s.position, n_tokens, half_head);
+  if (st.rope_local.inv_freq != st.rope.inv_freq) rope_angles(s, st.rope_local, s.position, n_tokens, half_head);
+}
 
-  for (uint32_t l = 0; l < c.n_layers; ++l) {
-    const LayerWeights &lw = w.layers[l];
-    const bool windowed = format::windowed_layer(spec, l);
-    const RopeTable &angles = windowed ? st.rope_local : st.rope;
+// A block's input: the residual stream, normalized first in a pre-norm model, quantized once.
+MatmulInput block_input(Session &s, const Norm &norm, size_t n_tokens) {
+  const size_t dim = s.model.view.config.dim;
+  if (s.spec.post_norm) return prepare_input(s, s.state.x, dim, n_tokens);
+  normalize(s, s.state.normed, s.state.x, norm, dim, n_tokens);
+  return prepare_input(s, s.state.normed, dim, n_tokens);
+}
 
-    // Attention: normalize (pre-norm), project, normalize q and k per head, rotate, append the
-    // batch's keys and values.
-    if (!spec.post_norm) normalize(s, st.normed, st.x, lw.attn_norm, dim, n_tokens);
-    const MatmulInput attn_in = prepare_input(s, spec.post_norm ? st.x : st.normed, dim, n_tokens);
-    const Product qkv[] = {{st.q, lw.wq}, {st.k, lw.wk}, {st.v, lw.wv}};
-    matmuls(s, qkv, attn_in, n_tokens);
-    add_bias(s, st.q, lw.q_bias, q_dim, n_tokens);
-    add_bias(s, st.k, lw.k_bias, kv_dim, n_tokens);
-    add_bias(s, st.v, lw.v_bias, kv_dim, n_tokens);
-    normalize_heads(s, st.q, lw.q_norm, c.n_heads, head_dim, n_tokens);
-    normalize_heads(s, st.k, lw.k_norm, c.n_kv_heads, head_dim, n_tokens);
-    const size_t layer_base = static_cast<size_t>(l) * s.context_length * kv_dim;
-    for (size_t t = 0; rotary && t < n_tokens; ++t) {
-      const float *cos = angles.cos + t * half_head, *sin = angles.sin + t * half_head;
-      rope(st.q + t * q_dim, cos, sin, c.n_heads, head_dim);
-      rope(st.k + t * kv_dim, cos, sin, c.n_kv_heads, head_dim);
-    }
-    const size_t scale_stride = c.n_kv_heads * s.cache.blocks_per_head;  // q8_0 scales per position
-    const size_t scale_base = static_cast<size_t>(l) * s.context_length * scale_stride;
-    store_kv(s.cache, s.cache.keys, s.cache.key_scales, layer_base, scale_base, pos, st.k, n_tokens, kv_dim, head_dim);
-    store_kv(s.cache, s.cache.values, s.cache.value_scales, layer_base, scale_base, pos, st.v, n_tokens, kv_dim,
-             head_dim);
+// x += the block's output (plus its bias, normalized first where the spec has sandwich norms),
+// then normalized in a post-norm model.
+void add_block_output(Session &s, const float *bias, const Norm &sandwich, const Norm &post, size_t n_tokens) {
+  RunState &st = s.state;
+  const size_t dim = s.model.view.config.dim;
+  add_bias(s, st.block_out, bias, dim, n_tokens);
+  if (s.spec.sandwich_norm) normalize(s, st.block_out, st.block_out, sandwich, dim, n_tokens);
+  s.kernels->add(st.x, st.block_out, n_tokens * dim);
+  if (s.spec.post_norm) normalize(s, st.x, st.x, post, dim, n_tokens);
+}
 
-    // Each query head attends over positions [first, pos + t] of its key/value head (the last
-    // sliding_window of them in a windowed layer; encoder mode: the whole batch too; a batch of
-    // texts: its own text's); one thread takes a head through every token of the batch, reusing
-    // that head's score row.
-    const size_t attention_work = 2 * c.n_heads * n_tokens * (pos + n_tokens) * head_dim;  // q.k, then p.v
-    s.crew.parallel_for(c.n_heads, attention_work, [&](size_t h) {
-      float *scores = st.att + h * s.context_length;
-      TextCursor text(s, n_tokens);
-      for (size_t t = 0; t < n_tokens; ++t) {
-        float *out = st.normed + t * q_dim + h * head_dim;
-        const float *q = st.q + t * q_dim + h * head_dim;
-        text.advance_to(t);
-        const size_t text_end = s.text_lengths != nullptr ? text.end : pos + n_tokens;
-        const size_t end = s.causal ? pos + t + 1 : text_end;
-        const size_t text_first = s.text_lengths != nullptr ? text.begin : 0;
-        const size_t first = windowed && end > spec.sliding_window ? end - spec.sliding_window : text_first;
-        const size_t n_pos = end - first;
-        const size_t kv_offset = layer_base + first * kv_dim + (h / heads_per_kv) * head_dim;
-        if (s.cache.dtype == MOTE_KV_Q8_0) {
-          const size_t scale_offset = scale_base + first * scale_stride + (h / heads_per_kv) * s.cache.blocks_per_head;
-          k.attention_q8(out, scores, q, static_cast<const int8_t *>(s.cache.keys) + kv_offset,
-                         s.cache.key_scales + scale_offset, static_cast<const int8_t *>(s.cache.values) + kv_offset,
-                         s.cache.value_scales + scale_offset, n_pos, head_dim, kv_dim, scale_stride, scale);
-        } else if (s.cache.dtype == MOTE_KV_F16) {
-          k.attention_f16(out, scores, q, static_cast<const uint16_t *>(s.cache.keys) + kv_offset,
-                          static_cast<const uint16_t *>(s.cache.values) + kv_offset, n_pos, head_dim, kv_dim, scale);
-        } else {
-          k.attention_f32(out, scores, q, static_cast<const float *>(s.cache.keys) + kv_offset,
-                          static_cast<const float *>(s.cache.values) + kv_offset, n_pos, head_dim, kv_dim, scale);
-        }
-      }
-    });
-    matmul(s, st.block_out, lw.wo, prepare_input(s, st.normed, q_dim, n_tokens), n_tokens);
-    add_bias(s, st.block_out, lw.o_bias, dim, n_tokens);
-    if (spec.sandwich_norm) normalize(s, st.block_out, st.block_out, lw.post_attn_norm, dim, n_tokens);
-    k.add(st.x, st.block_out, n_tokens * dim);
-    if (spec.post_norm) normalize(s, st.x, st.x, lw.attn_norm, dim, n_tokens);
+// Offsets of one layer in the KV cache: its values, and its q8_0 scales.
+struct LayerCache {
+  size_t base, scale_base, scale_stride;  // scale_stride: q8_0 scales per position
+};
 
-    // Feed-forward: down(act(gate x) * up x) when gated, else down(act(up x)) (up is GPT-2's c_fc).
-    if (!spec.post_norm) normalize(s, st.normed, st.x, lw.ffn_norm, dim, n_tokens);
-    const MatmulInput ffn_in = prepare_input(s, spec.post_norm ? st.x : st.normed, dim, n_tokens);
-    if (spec.gated_ffn) {
-      const Product gate_up[] = {{st.hidden, lw.ffn_gate}, {st.up, lw.ffn_up}};
-      matmuls(s, gate_up, ffn_in, n_tokens);
-      add_bias(s, st.hidden, lw.gate_bias, ffn_dim, n_tokens);
-      add_bias(s, st.up, lw.up_bias, ffn_dim, n_tokens);
-    } else {
-      matmul(s, st.hidden, lw.ffn_up, ffn_in, n_tokens);
-      add_bias(s, st.hidden, lw.up_bias, ffn_dim, n_tokens);
-    }
-    // Row by row: a row's values then sit in the same SIMD lanes or scalar tail as in a batch of
-    // one (the SIMD activations round unlike their scalar twins), so the batch never shows.
-    for (size_t t = 0; t < n_tokens; ++t) activate(s, st.hidden + t * ffn_dim, st.up + t * ffn_dim, ffn_dim);
-    matmul(s, st.block_out, lw.ffn_down, prepare_input(s, st.hidden, ffn_dim, n_tokens), n_tokens);
-    add_bias(s, st.block_out, lw.down_bias, dim, n_tokens);
-    if (spec.sandwich_norm) normalize(s, st.block_out, st.block_out, lw.post_ffn_norm, dim, n_tokens);
-    k.add(st.x, st.block_out, n_tokens * dim);
-    if (spec.post_norm) normalize(s, st.x, st.x, lw.ffn_norm, dim, n_tokens);
+LayerCache layer_cache(const Session &s, uint32_t layer) {
+  const format::ModelConfig &c = s.model.view.config;
+  const size_t scale_stride = c.n_kv_heads * s.cache.blocks_per_head;
+  return {static_cast<size_t>(layer) * s.context_length * c.n_kv_heads * c.head_dim,
+          static_cast<size_t>(layer) * s.context_length * scale_stride, scale_stride};
+}
+
+// q, k and v of the batch: projected (plus biases), q and k normalized per head and rotated,
+// then the keys and values appended to the layer's cache.
+void project_qkv(Session &s, const LayerWeights &lw, const RopeTable &angles, const LayerCache &lc, size_t n_tokens) {
+  const format::ModelConfig &c = s.model.view.config;
+  RunState &st = s.state;
+  const size_t head_dim = c.head_dim, half_head = head_dim / 2;
+  const size_t q_dim = c.n_heads * head_dim, kv_dim = c.n_kv_heads * head_dim;
+  const Product qkv[] = {{st.q, lw.wq}, {st.k, lw.wk}, {st.v, lw.wv}};
+  matmuls(s, qkv, block_input(s, lw.attn_norm, n_tokens), n_tokens);
+  add_bias(s, st.q, lw.q_bias, q_dim, n_tokens);
+  add_bias(s, st.k, lw.k_bias, kv_dim, n_tokens);
+  add_bias(s, st.v, lw.v_bias, kv_dim, n_tokens);
+  normalize_heads(s, st.q, lw.q_norm, c.n_heads, head_dim, n_tokens);
+  normalize_heads(s, st.k, lw.k_norm, c.n_kv_heads, head_dim, n_tokens);
+  const auto rope = s.spec.rope_layout == format::RopeLayout::split_half ? s.kernels->rope_split_half
+                                                                         : s.kernels->rope_interleaved;
+  for (size_t t = 0; s.spec.positions == format::PositionKind::rope && t < n_tokens; ++t) {
+    const float *cos = angles.cos + t * half_head, *sin = angles.sin + t * half_head;
+    rope(st.q + t * q_dim, cos, sin, c.n_heads, head_dim);
+    rope(st.k + t * kv_dim, cos, sin, c.n_kv_heads, head_dim);
   }
+  store_kv(s.cache, s.cache.keys, s.cache.key_scales, lc.base, lc.scale_base, s.position, st.k, n_tokens, kv_dim,
+           head_dim);
+  store_kv(s.cache, s.cache.values, s.cache.value_scales, lc.base, lc.scale_base, s.position, st.v, n_tokens, kv_dim,
+           head_dim);
+}
 
-  for (size_t t = 0; t < n_tokens; ++t) s.history[pos + t] = tokens[t];
-  s.position = static_cast<uint32_t>(pos + n_tokens);
+// Each query head attends over positions [first, pos + t] of its key/value head (the last
+// sliding_window of them in a windowed layer; encoder mode: the whole batch too; a batch of
+// texts: its own text's), into st.normed; one thread takes a head through every token of the
+// batch, reusing that head's score row.
+void attend(Session &s, const LayerCache &lc, bool windowed, size_t n_tokens) {
+  const format::ModelConfig &c = s.model.view.config;
+  const kernels::KernelTable &k = *s.kernels;
+  RunState &st = s.state;
+  const size_t pos = s.position, head_dim = c.head_dim;
+  const size_t q_dim = c.n_heads * head_dim, kv_dim = c.n_kv_heads * head_dim;
+  const size_t heads_per_kv = c.n_heads / c.n_kv_heads;
+  const float scale = s.spec.attention_scale;
+  const size_t attention_work = 2 * c.n_heads * n_tokens * (pos + n_tokens) * head_dim;  // q.k, then p.v
+  s.crew.parallel_for(c.n_heads, attention_work, [&](size_t h) {
+    float *scores = st.att + h * s.context_length;
+    TextCursor text(s, n_tokens);
+    for (size_t t = 0; t < n_tokens; ++t) {
+      float *out = st.normed + t * q_dim + h * head_dim;
+      const float *q = st.q + t * q_dim + h * head_dim;
+      text.advance_to(t);
+      const size_t text_end = s.text_lengths != nullptr ? text.end : pos + n_tokens;
+      const size_t end = s.causal ? pos + t + 1 : text_end;
+      const size_t text_first = s.text_lengths != nullptr ? text.begin : 0;
+      const size_t first = windowed && end > s.spec.sliding_window ? end - s.spec.sliding_window : text_first;
+      const size_t n_pos = end - first;
+      const size_t kv_offset = lc.base + first * kv_dim + (h / heads_per_kv) * head_dim;
+      if (s.cache.dtype == MOTE_KV_Q8_0) {
+        const size_t scale_offset = lc.scale_base + first * lc.scale_stride + (h / heads_per_kv) * s.cache.blocks_per_head;
+        k.attention_q8(out, scores, q, static_cast<const int8_t *>(s.cache.keys) + kv_offset,
+                       s.cache.key_scales + scale_offset, static_cast<const int8_t *>(s.cache.values) + kv_offset,
+                       s.cache.value_scales + scale_offset, n_pos, head_dim, kv_dim, lc.scale_stride, scale);
+      } else if (s.cache.dtype == MOTE_KV_F16) {
+        k.attention_f16(out, scores, q, static_cast<const uint16_t *>(s.cache.keys) + kv_offset,
+                        static_cast<const uint16_t *>(s.cache.values) + kv_offset, n_pos, head_dim, kv_dim, scale);
+      } else {
+        k.attention_f32(out, scores, q, static_cast<const float *>(s.cache.keys) + kv_offset,
+                        static_cast<const float *>(s.cache.values) + kv_offset, n_pos, head_dim, kv_dim, scale);
+      }
+    }
+  });
+}
+
+// The attention block: q, k, v and the cache; attention; the output projection into the stream.
+void attention_block(Session &s, uint32_t layer, size_t n_tokens) {
+  const LayerWeights &lw = s.weights.layers[layer];
+  const bool windowed = format::windowed_layer(s.spec, layer);
+  const LayerCache lc = layer_cache(s, layer);
+  project_qkv(s, lw, windowed ? s.state.rope_local : s.state.rope, lc, n_tokens);
+  attend(s, lc, windowed, n_tokens);
+  const size_t q_dim = static_cast<size_t>(s.model.view.config.n_heads) * s.model.view.config.head_dim;
+  matmul(s, s.state.block_out, lw.wo, prepare_input(s, s.state.normed, q_dim, n_tokens), n_tokens);
+  add_block_output(s, lw.o_bias, lw.post_attn_norm, lw.attn_norm, n_tokens);
+}
+
+// The feed-forward block: down(act(gate x) * up x) when gated, else down(act(up x)) (up is
+// GPT-2's c_fc), into the stream.
+void ffn_block(Session &s, uint32_t layer, size_t n_tokens) {
+  const LayerWeights &lw = s.weights.layers[layer];
+  RunState &st = s.state;
+  const size_t ffn_dim = s.model.view.config.ffn_dim;
+  const MatmulInput ffn_in = block_input(s, lw.ffn_norm, n_tokens);
+  if (s.spec.gated_ffn) {
+    const Product gate_up[] = {{st.hidden, lw.ffn_gate}, {st.up, lw.ffn_up}};
+    matmuls(s, gate_up, ffn_in, n_tokens);
+    add_bias(s, st.hidden, lw.gate_bias, ffn_dim, n_tokens);
+    add_bias(s, st.up, lw.up_bias, ffn_dim, n_tokens);
+  } else {
+    matmul(s, st.hidden, lw.ffn_up, ffn_in, n_tokens);
+    add_bias(s, st.hidden, lw.up_bias, ffn_dim, n_tokens);
+  }
+  // Row by row: a row's values then sit in the same SIMD lanes or scalar tail as in a batch of
+  // one (the SIMD activations round unlike their scalar twins), so the batch never shows.
+  for (size_t t = 0; t < n_tokens; ++t) activate(s, st.hidden + t * ffn_dim, st.up + t * ffn_dim, ffn_dim);
+  matmul(s, st.block_out, lw.ffn_down, prepare_input(s, st.hidden, ffn_dim, n_tokens), n_tokens);
+  add_block_output(s, lw.down_bias, lw.post_ffn_norm, lw.ffn_norm, n_tokens);
+}
+
+// The rows asked for, normalized and classified as one batch (the kernels give each row the
+// bits a batch of one would): into the caller's buffer, or the last row into the logits. An
+// encoder has no classifier.
+void classify(Session &s, size_t n_tokens, LogitRows rows) {
+  RunState &st = s.state;
   if (rows.out == nullptr && rows.first < n_tokens) rows.first = n_tokens - 1;  // s.state.logits holds one row
-  s.has_logits = rows.first < n_tokens && !spec.encoder;  // an encoder has no classifier
+  s.has_logits = rows.first < n_tokens && !s.spec.encoder;
   if (!s.has_logits) return;
-  // The rows asked for, normalized and classified as one batch (the kernels give each row the
-  // bits a batch of one would): into the caller's buffer, or the last row into the logits.
+  const size_t dim = s.model.view.config.dim, vocab = s.model.view.config.vocab_size;
   const size_t n_rows = n_tokens - rows.first;
   float *first_row = st.x + rows.first * dim;
-  if (!spec.post_norm) normalize(s, first_row, first_row, w.output_norm, dim, n_rows);
-  const size_t vocab = c.vocab_size;
-  matmul(s, rows.out != nullptr ? rows.out : st.logits, w.classifier, prepare_input(s, first_row, dim, n_rows), n_rows);
+  if (!s.spec.post_norm) normalize(s, first_row, first_row, s.weights.output_norm, dim, n_rows);
+  matmul(s, rows.out != nullptr ? rows.out : st.logits, s.weights.classifier, prepare_input(s, first_row, dim, n_rows),
+         n_rows);
   if (rows.out != nullptr) std::memcpy(st.logits, rows.out + (n_rows - 1) * vocab, vocab * sizeof(float));
+}
+
+// One batch of consecutive tokens through the model, as llama2.c reads: embed; per layer an
+// attention block and a feed-forward block; then the position moves on and the rows asked for
+// are classified.
+void forward_pass(Session &s, const int32_t *tokens, size_t n_tokens, LogitRows rows) {
+  embed_batch(s, tokens, n_tokens);
+  for (uint32_t layer = 0; layer < s.model.view.config.n_layers; ++layer) {
+    attention_block(s, layer, n_tokens);
+    ffn_block(s, layer, n_tokens);
+  }
+  for (size_t t = 0; t < n_tokens; ++t) s.history[s.position + t] = tokens[t];
+  s.position = static_cast<uint32_t>(s.position + n_tokens);
+  classify(s, n_tokens, rows);
 }
 
 }  // namespace
