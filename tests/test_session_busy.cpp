@@ -103,6 +103,12 @@ std::vector<SessionCall> session_calls() {
          char message[256] = "";
          return mote_session_state_load(s, state.data(), state.size(), message, sizeof message);
        }},
+      {"mote_session_state_check_header",
+       [](mote_session *s) {
+         std::vector<uint8_t> header(MOTE_SESSION_STATE_HEADER_SIZE);
+         uint64_t total = 0;
+         return mote_session_state_check_header(s, header.data(), header.size(), &total, nullptr, 0);
+       }},
       {"mote_sampler_seed", [](mote_session *s) { return mote_sampler_seed(s, 42); }},
       {"mote_session_release", [](mote_session *s) { return mote_session_release(s); }},
   };

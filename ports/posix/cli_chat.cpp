@@ -216,6 +216,7 @@ int run_chat_turn(GenerationSettings &settings, const PromptCache &cache, const 
   std::unique_ptr<SessionHolder> holder;
   std::string error;
   if (!open_generation(settings, &loaded, &holder, &error)) return report("run", error, kExitError);
+  if (!cache.may_write(&holder->session, &error)) return report("run", error, kExitError);
   catch_interrupt();
   Conversation conversation(loaded->model, holder->session, settings, cache);
   TurnStats stats;
@@ -262,18 +263,17 @@ class QuietTerminal {
   bool active_;
 };
 
-// "/NAME FILE" or "/NAME! FILE" for a command that writes FILE: true for either (even without
-// FILE), with FILE trimmed and *replace for the "!" form.
+// "/NAME FILE", and for a command that writes FILE (replace given) "/NAME! FILE": true for
+// either (even without FILE), with FILE trimmed of spaces and tabs and *replace for the "!" form.
 bool parse_file_command(const std::string &line, const std::string &name, std::string *path, bool *replace) {
-  for (const std::string &command : {name + "!", name}) {
-    if (line.compare(0, command.size(), command) != 0) continue;
-    if (line.size() > command.size() && line[command.size()] != ' ') return false;
-    const size_t first = line.find_first_not_of(' ', command.size());
-    *path = first == std::string::npos ? "" : line.substr(first, line.find_last_not_of(' ') + 1 - first);
-    *replace = command == name + "!";
-    return true;
-  }
-  return false;
+  const bool bang = replace != nullptr && line.compare(0, name.size() + 1, name + "!") == 0;
+  const size_t end = name.size() + (bang ? 1 : 0);
+  if (line.compare(0, name.size(), name) != 0) return false;
+  if (line.size() > end && line[end] != ' ' && line[end] != '\t') return false;
+  const size_t first = line.find_first_not_of(" \t", end);
+  *path = first == std::string::npos ? "" : line.substr(first, line.find_last_not_of(" \t") + 1 - first);
+  if (replace != nullptr) *replace = bang;
+  return true;
 }
 
 // Whether path may be written: /save and /export never replace a file silently (the "!" forms
@@ -302,7 +302,7 @@ struct Transcript {
     std::string text = system.empty() ? "" : "system: " + system + "\n";
     for (const auto &[user, assistant] : turns) text += "user: " + user + "\nassistant: " + assistant + "\n";
     std::string error;
-    if (!posix::write_file_atomically(path, text.data(), text.size(), &error)) {
+    if (!posix::write_file_atomically(path, text.data(), text.size(), &error, posix::kPrivateFileMode)) {
       report("chat", error, kExitError);
       return;
     }
@@ -345,8 +345,8 @@ struct ChatLoop {
       transcript.write(path, replace);
     } else if (parse_file_command(line, "/save", &path, &replace)) {
       save(path, replace);
-    } else if (line == "/load" || line.compare(0, 6, "/load ") == 0) {
-      load(line.size() > 6 ? line.substr(6) : "");
+    } else if (parse_file_command(line, "/load", &path, nullptr)) {
+      load(path);
     } else {
       return false;
     }
@@ -491,11 +491,11 @@ int command_chat(int argc, char **argv) {
   std::string error;
   if (!positional.empty()) return report("chat", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (!settings.finish(&error)) return report("chat", error, kExitUsage);
-  if (cache.read_only && !cache.active())
-    return report("chat", "--prompt-cache-ro needs --prompt-cache FILE", kExitUsage);
+  if (!cache.check_options(&error)) return report("chat", error, kExitUsage);
   std::unique_ptr<LoadedModel> loaded;
   std::unique_ptr<SessionHolder> holder;
   if (!open_generation(settings, &loaded, &holder, &error)) return report("chat", error, kExitError);
+  if (!cache.may_write(&holder->session, &error)) return report("chat", error, kExitError);
   mote_model_info info;
   mote_model_info_get(&loaded->model, &info);
   if (info.chat_template == MOTE_CHAT_NONE) {

@@ -1,16 +1,13 @@
 // Session state files: --prompt-cache for run and chat, chat's /save and /load.
 #include "cli_prompt_cache.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 
 namespace mote::cli {
 namespace {
-
-// A state holds the KV rows of every position; far above any real one (SmolLM2's full context
-// of 8192 tokens in f32 is 1.5 GiB), it only stops a wrong path from reading a disk image.
-constexpr uint64_t kMaxStateBytes = uint64_t{16} << 30;
 
 // The tokens the session holds (after a load: the state's).
 std::vector<int32_t> session_tokens(const mote_session *session) {
@@ -21,11 +18,56 @@ std::vector<int32_t> session_tokens(const mote_session *session) {
   return tokens;
 }
 
+// A state file opened and its header accepted by the session.
+struct OpenStateFile {
+  int fd = -1;
+  uint64_t file_size = 0, state_size = 0;
+  OpenStateFile() = default;
+  OpenStateFile(const OpenStateFile &) = delete;
+  OpenStateFile &operator=(const OpenStateFile &) = delete;
+  ~OpenStateFile() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Opens path and judges it by its header alone (at most MOTE_SESSION_STATE_HEADER_SIZE bytes
+// read): a file that is not a state of this model and session shape, or one larger than the
+// session can hold, is refused before the rest is read (a wrong path to a disk image costs one
+// read). false with a one-line reason.
+bool open_state_file(mote_session *session, const std::string &path, OpenStateFile *file, std::string *error) {
+  file->fd = posix::open_regular_file(path, &file->file_size, error);
+  if (file->fd < 0) return false;
+  uint8_t header[MOTE_SESSION_STATE_HEADER_SIZE];
+  const size_t n = file->file_size < sizeof header ? static_cast<size_t>(file->file_size) : sizeof header;
+  if (!posix::read_exactly(file->fd, header, n)) {
+    *error = "cannot read '" + path + "' (it changed while being read?)";
+    return false;
+  }
+  char message[256] = "";
+  if (mote_session_state_check_header(session, header, n, &file->state_size, message, sizeof message) != MOTE_OK) {
+    *error = "'" + path + "': " + message;
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool load_state_file(mote_session *session, const std::string &path, std::string *error) {
-  std::vector<uint8_t> bytes;
-  if (!posix::read_small_file(path, kMaxStateBytes, &bytes, error)) return false;
+  OpenStateFile file;
+  if (!open_state_file(session, path, &file, error)) return false;
+  if (file.file_size > file.state_size) {
+    *error = "'" + path + "' is " + std::to_string(file.file_size) + " bytes; its header says " +
+             std::to_string(file.state_size) + ": more than a saved state";
+    return false;
+  }
+  // At most the state of the session's whole context (the header said so); a shorter file is
+  // read as it is, and the load says it is truncated.
+  std::vector<uint8_t> bytes(static_cast<size_t>(file.file_size));
+  if (lseek(file.fd, 0, SEEK_SET) != 0 || !posix::read_exactly(file.fd, bytes.data(), bytes.size())) {
+    *error = "cannot read '" + path + "' (it changed while being read?)";
+    return false;
+  }
   char message[256] = "";
   if (mote_session_state_load(session, bytes.data(), bytes.size(), message, sizeof message) != MOTE_OK) {
     *error = "'" + path + "': " + message;
@@ -41,15 +83,39 @@ bool save_state_file(const mote_session *session, const std::string &path, std::
     *error = std::string("cannot save the session: ") + mote_session_error(session);
     return false;
   }
-  return posix::write_file_atomically(path, bytes.data(), written, error);
+  return posix::write_file_atomically(path, bytes.data(), written, error, posix::kPrivateFileMode);
 }
 
 void PromptCache::add_options(std::vector<Option> *options) {
   options->push_back({"--prompt-cache", Option::kString, &path, "FILE",
                       "reuse the session state in FILE for the prompt's common start, then save the state after "
-                      "the prompt there (written atomically; a file of another model or shape is ignored)"});
+                      "the prompt there (written atomically, new files private; a file that is not a state of "
+                      "this model and session shape is refused, untouched)"});
   options->push_back(
       {"--prompt-cache-ro", Option::kSwitch, &read_only, nullptr, "use --prompt-cache FILE but never write it"});
+  options->push_back({"--prompt-cache-force", Option::kSwitch, &force, nullptr,
+                      "let --prompt-cache replace a FILE that is not a state of this model and session shape"});
+}
+
+bool PromptCache::check_options(std::string *error) const {
+  if ((read_only || force) && !active()) {
+    *error = std::string(read_only ? "--prompt-cache-ro" : "--prompt-cache-force") + " needs --prompt-cache FILE";
+    return false;
+  }
+  if (read_only && force) {
+    *error = "--prompt-cache-force and --prompt-cache-ro contradict: a read-only cache is never written";
+    return false;
+  }
+  return true;
+}
+
+bool PromptCache::may_write(mote_session *session, std::string *error) const {
+  struct stat existing {};
+  if (!active() || read_only || force || stat(path.c_str(), &existing) != 0) return true;
+  OpenStateFile file;
+  if (open_state_file(session, path, &file, error)) return true;
+  *error = "not replacing the prompt cache " + *error + " (--prompt-cache-force replaces it)";
+  return false;
 }
 
 mote_status PromptCache::prefill(mote_session *session, const std::vector<int32_t> &tokens, size_t *reused) const {

@@ -62,8 +62,7 @@ int command_run(int argc, char **argv) {
   std::string error;
   if (!positional.empty()) return report("run", "unexpected argument '" + positional[0] + "'", kExitUsage);
   if (!system.empty() && !chat) return report("run", "--system needs --chat", kExitUsage);
-  if (cache.read_only && !cache.active())
-    return report("run", "--prompt-cache-ro needs --prompt-cache FILE", kExitUsage);
+  if (!cache.check_options(&error)) return report("run", error, kExitUsage);
   if (prompt_given && !prompt_file.empty()) return report("run", "give -p or -f, not both", kExitUsage);
   if (!settings.finish(&error)) return report("run", error, kExitUsage);
   if (!prompt_given && prompt_file.empty()) {
@@ -76,6 +75,7 @@ int command_run(int argc, char **argv) {
   std::unique_ptr<SessionHolder> holder;
   if (!open_generation(settings, &loaded, &holder, &error)) return report("run", error, kExitError);
   mote_session *session = &holder->session;
+  if (!cache.may_write(session, &error)) return report("run", error, kExitError);
 
   const uint32_t capacity = mote_session_context_length(session);
   if (!could_fit(loaded->model, prompt.size(), capacity)) {  // refused before tokenizing it all

@@ -101,6 +101,18 @@ int open_regular_file(const std::string &path, uint64_t *size, std::string *erro
   return fd;
 }
 
+bool read_exactly(int fd, void *out, size_t n) {
+  uint8_t *bytes = static_cast<uint8_t *>(out);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::read(fd, bytes + done, n - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;  // an error, or the file shrank while being read
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
+
 bool read_small_file(const std::string &path, uint64_t max_bytes, std::vector<uint8_t> *bytes, std::string *error) {
   uint64_t size = 0;
   const int fd = open_regular_file(path, &size, error);
@@ -112,15 +124,9 @@ bool read_small_file(const std::string &path, uint64_t max_bytes, std::vector<ui
     return false;
   }
   bytes->resize(static_cast<size_t>(size));
-  size_t done = 0;
-  while (done < bytes->size()) {
-    const ssize_t n = ::read(fd, bytes->data() + done, bytes->size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // an error, or the file shrank while being read
-    done += static_cast<size_t>(n);
-  }
+  const bool read = read_exactly(fd, bytes->data(), bytes->size());
   ::close(fd);
-  if (done != bytes->size()) {
+  if (!read) {
     *error = "cannot read '" + path + "' (it changed while being read?)";
     return false;
   }
@@ -132,13 +138,14 @@ AtomicFileWriter::~AtomicFileWriter() {
   if (!temporary_.empty()) ::unlink(temporary_.c_str());
 }
 
-bool AtomicFileWriter::open(const std::string &requested, std::string *error) {
+bool AtomicFileWriter::open(const std::string &requested, std::string *error, mode_t new_file_mode) {
   requested_ = requested;
   // Through a symlink to its target: renaming over the link itself would turn it into a regular
   // file and leave the target (which the user meant) untouched.
   if (!follow_links(requested, &path_, error)) return false;
   struct stat st {};
-  if (stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+  const bool replacing = stat(path_.c_str(), &st) == 0;
+  if (replacing && !S_ISREG(st.st_mode)) {
     *error = "'" + path_ + "' exists and is not a regular file (it is " + kind_of(st.st_mode) + "): not replacing it";
     return false;
   }
@@ -149,9 +156,11 @@ bool AtomicFileWriter::open(const std::string &requested, std::string *error) {
     return false;
   }
   temporary_ = temporary;
+  // Not mkstemp's 0600 for everything (every model would be private), nor the umask's mode for a
+  // file someone made private: the replaced file's permissions, else the caller's less the umask.
   const mode_t mask = umask(0);
   umask(mask);
-  if (fchmod(fd_, 0666 & ~mask) != 0) return fail(errno, error);  // mkstemp's 0600 would make every model private
+  if (fchmod(fd_, replacing ? st.st_mode & 0777 : new_file_mode & ~mask) != 0) return fail(errno, error);
   return true;
 }
 
@@ -184,9 +193,10 @@ std::string AtomicFileWriter::via_link() const {
   return path_ != requested_ ? " (the target of the symlink '" + requested_ + "')" : "";
 }
 
-bool write_file_atomically(const std::string &path, const void *data, size_t n, std::string *error) {
+bool write_file_atomically(const std::string &path, const void *data, size_t n, std::string *error,
+                           mode_t new_file_mode) {
   AtomicFileWriter file;
-  return file.open(path, error) && file.write(data, n, error) && file.commit(error);
+  return file.open(path, error, new_file_mode) && file.write(data, n, error) && file.commit(error);
 }
 
 FileMap::~FileMap() {

@@ -7,6 +7,8 @@
 // a parser touches are loaded. Text inputs are read whole only under a stated size cap.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -68,9 +70,15 @@ class FileMap {
 // (its size in *size), or -1 with a one-line reason in *error.
 int open_regular_file(const std::string &path, uint64_t *size, std::string *error);
 
+// Reads n bytes from fd's offset into out; false on an error or an end before n.
+bool read_exactly(int fd, void *out, size_t n);
+
 // Reads a whole text file (a JSON config, a prompt) of at most max_bytes; a larger file is an
 // error that names both sizes, before anything is read.
 bool read_small_file(const std::string &path, uint64_t max_bytes, std::vector<uint8_t> *bytes, std::string *error);
+
+// New files that hold a conversation (session states, transcripts): the owner's alone.
+constexpr mode_t kPrivateFileMode = 0600;
 
 // Writes n bytes to path as a regular file, atomically: into a new temporary file in the same
 // folder, fsynced, then renamed over path. An existing path that is not a regular file (a
@@ -78,8 +86,11 @@ bool read_small_file(const std::string &path, uint64_t max_bytes, std::vector<ui
 // A symlink is written through, as `>` in a shell does: the link (or chain of links, at most
 // 40) is followed to its final target, which is replaced atomically by a temporary file in the
 // target's folder, and the links stay links. A dangling link creates its target (its folder
-// must exist). A loop of links is an error naming the path.
-bool write_file_atomically(const std::string &path, const void *data, size_t n, std::string *error);
+// must exist). A loop of links is an error naming the path. A replaced file keeps its permission
+// bits (a private file stays private); a new one gets new_file_mode less the umask (0600 for
+// what holds a conversation).
+bool write_file_atomically(const std::string &path, const void *data, size_t n, std::string *error,
+                           mode_t new_file_mode = 0666);
 
 // A file written in pieces (too large to hold in memory) and put in place as write_file_atomically
 // does, by commit(); destroyed before commit, it removes its temporary file and path is untouched.
@@ -90,7 +101,7 @@ class AtomicFileWriter {
   AtomicFileWriter &operator=(const AtomicFileWriter &) = delete;
   ~AtomicFileWriter();
 
-  bool open(const std::string &path, std::string *error);
+  bool open(const std::string &path, std::string *error, mode_t new_file_mode = 0666);
   bool write(const void *data, size_t n, std::string *error);
   bool commit(std::string *error);
 
