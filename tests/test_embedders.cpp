@@ -38,7 +38,7 @@ namespace {
 
 // f32 and f16 weights: the 0.9999. q8_0: 0.997, under the 0.999, which the type
 // itself rules out: llama.cpp's own Q8_0 of the nomic GGUF (llama-quantize, llama-embedding) is at
-// worst 0.99832 from the oracle on these texts, mote's 0.99836 (README, "Embedders").
+// worst 0.99832 from the oracle on these texts, mote's 0.99836 (docs/USING.md, "Embeddings").
 constexpr double kCosineF32 = 0.9999, kCosineF16 = 0.9999, kCosineQ8 = 0.997;
 
 // IEEE half to float, written out (the oracle's file format; independent of mote's converter).

@@ -180,6 +180,6 @@ TEST_CASE("smollm2: the per-token cost of the grammar's mask against unconstrain
     const std::string mode = top_k == 1 ? "greedy" : top_k == 40 ? "top-k 40" : "whole vocabulary";
     MESSAGE("grammar overhead (" << mode << ", " << steps << " tokens): unconstrained " << plain / steps * 1e6
                                  << " us/token, constrained " << constrained / steps * 1e6 << " us/token");
-    // Reported, not asserted (timings belong to benchmarks): README, "Constrained output".
+    // Reported, not asserted (timings belong to benchmarks): docs/USING.md, "Constrained output".
   }
 }

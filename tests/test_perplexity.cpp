@@ -186,7 +186,7 @@ TEST_CASE("perplexity: SmolLM2 quantized within tolerance of f16 on a slice of t
   // On the first 4 windows of 256 tokens (508 scored) of a text every Debian machine has. All
   // four come from the fetched Q4_1 GGUF: f16 is its dequantized weights (the baseline), q4_1
   // the tensors as stored, q8_0 and q4_0 re-quantized from them (the embedding/classifier kept
-  // in q8_0 for q4_0). The issue's 0.5% for q8_0 holds over the whole text (README: +0.35% with
+  // in q8_0 for q4_0). The issue's 0.5% for q8_0 holds over the whole text (bench/README.md, 2026-12-01: +0.35% with
   // AVX-512, +0.05% with AVX2), but on 508 tokens the kernel table alone moves q8_0 by tenths of
   // a percent (the float steps differ in the last bit between ISAs and the 8-bit rounding of the
   // next product spreads it: -0.56% scalar, -0.45% AVX2, -0.57% AVX-512 against f16; single float
@@ -194,7 +194,7 @@ TEST_CASE("perplexity: SmolLM2 quantized within tolerance of f16 on a slice of t
   // q4_0 cannot meet 8% from this source: rounding Q4_1's asymmetric blocks again onto Q4_0's symmetric grid costs
   // +17% here (measured 22.63 vs 19.27; +26% over the whole text, where llama-quantize's own
   // Q4_0 of the same GGUF scores the same in mote), so its bound is 20%, a regression guard.
-  // Full-text values are in README.md.
+  // Full-text values are in bench/README.md's measurement log (2026-12-01).
   if (!have_cli()) return;
   const std::string gguf = mote_test::smollm2_gguf();
   if (gguf.empty()) return;
@@ -220,7 +220,7 @@ TEST_CASE("perplexity: SmolLM2 quantized within tolerance of f16 on a slice of t
   CHECK(close_relative(perplexity("q4_0"), f16, 0.20));
   CHECK(close_relative(perplexity("q4_1"), f16, 0.08));
   // The GGUF mixes, quantized by mote as llama-quantize does (byte-identical; their agreement with
-  // llama.cpp on the same files is README's accuracy table, bench/quality.py). Re-quantizing
+  // llama.cpp on the same files is bench/README.md's accuracy table, bench/quality.py). Re-quantizing
   // Q4_1's weights costs each its own amount; measured on this slice (AVX-512): q6_k +0.1%,
   // q4_k_m +1.6%, q5_0 +3.5%, q5_k_m +13%, iq4_nl +15%, q3_k_m +19%, q2_k +29%. The bounds are
   // regression guards with room for the kernel tables' spread.

@@ -392,7 +392,7 @@ void GenerationSettings::use_chat_defaults() {
   sampler.temperature = 0.2f;
   sampler.top_p = 0.9f;
   // Without a penalty SmolLM2-135M loops on one sentence in 10 of 16 replies; 1.1 in 0 of 16,
-  // 1.2 in 2 of 16 (bench/repeat_penalty.py: 8 prompts x 2 seeds, 200 tokens, README).
+  // 1.2 in 2 of 16 (bench/repeat_penalty.py: 8 prompts x 2 seeds, 200 tokens, docs/DESIGN.md).
   sampler.repetition_penalty = 1.1f;
 }
 

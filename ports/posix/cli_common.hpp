@@ -163,7 +163,7 @@ uint32_t available_cpus();
 // Encodes text, with BOS first when the model expects one; false with a reason on failure.
 bool tokenize(const mote_model &model, std::string_view text, std::vector<int32_t> *tokens, std::string *error);
 
-// Caps on what the CLI reads (README, "Limits"): a prompt (-f FILE, -f -) and one chat message.
+// Caps on what the CLI reads (docs/HARDENING.md, "Limits"): a prompt (-f FILE, -f -) and one chat message.
 constexpr size_t kMaxPromptBytes = 64u << 20;
 constexpr size_t kMaxChatLineBytes = 1u << 20;
 

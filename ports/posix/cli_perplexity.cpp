@@ -60,7 +60,7 @@ struct Score {
   }
 };
 
-constexpr uint64_t kMaxTextBytes = 64u << 20;  // the text read, whole or a prefix (README, "Limits")
+constexpr uint64_t kMaxTextBytes = 64u << 20;  // the text read, whole or a prefix (docs/HARDENING.md, "Limits")
 
 // Where a prefix of text may end with tokens equal to the whole text's: before a space that
 // follows a printable ASCII byte (not a space of any kind). SentencePiece merges each word (from
