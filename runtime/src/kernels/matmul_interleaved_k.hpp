@@ -30,7 +30,7 @@ inline int32_t times_half_sum(const int32_t *lane_offset) {
 
 #if defined(__AVX2__)
 // Per row lane: sum over quads k < N of the 4-byte dot of u[k] (unsigned codes <= kMaxCode) with
-// activation bytes x[4k .. 4k + 3], exact. W: Rows8 or Rows16 (matmul_interleaved.hpp).
+// activation bytes x[4k .. 4k + 3], exact. W: Rows8 or Rows16 (matmul_interleaved_lanes.hpp).
 template <class W, int kMaxCode, size_t N>
 inline typename W::Ints row_dots(const typename W::Ints *u, const int8_t *x) {
   using Ints = typename W::Ints;
