@@ -232,7 +232,7 @@ TEST_CASE("run --prompt-cache reads a file's header, not the whole file: a spars
     CHECK(r.err.find(c.message) != std::string::npos);
     CHECK(written.code == c.code);
     CHECK(written.err.find(c.message) != std::string::npos);
-    CHECK(seconds < 20);                              // reading 6 GiB is not what takes the time
+    CHECK(seconds < 20);                               // reading 6 GiB is not what takes the time
     CHECK(children_peak_rss() < (uint64_t{1} << 30));  // nor is it held in memory
     if (c.code != 0) CHECK(fingerprint(c.path) == before);
   }
@@ -360,6 +360,20 @@ TEST_CASE("chat --prompt-cache: the first turn reuses the saved state") {
   // --verbose counts the prompt tokens run: the second process ran one for its first turn.
   CHECK(second.err.find("prompt 1 tokens") != std::string::npos);
   CHECK(first.err.find("prompt 1 tokens") == std::string::npos);
+
+  // chat and run --chat refuse a file that is not this session's state too, before the first turn.
+  const std::string notes = w.path("chat_notes.txt");
+  write_text(notes, "notes\n");
+  for (const std::string &refused :
+       {command + " --prompt-cache " + quote(notes),
+        "run --chat -m " + quote(chat_model()) + " -p hi -n 3 --prompt-cache " + quote(notes)}) {
+    const Result r = run_cli(refused, input);
+    INFO(refused << "\nstderr: " << r.err);
+    CHECK(r.code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("not a mote session state (bad magic) (--prompt-cache-force replaces it)") != std::string::npos);
+    CHECK(slurp(notes) == "notes\n");
+  }
 }
 
 TEST_CASE("SmolLM2: Ctrl-C stops `mote run` in its prompt or its reply, exit code 130") {

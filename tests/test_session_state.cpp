@@ -376,8 +376,8 @@ TEST_CASE("mote_session_tokens: the cache's tokens, and after a load the saved s
 
 TEST_CASE("a state records the attention mode: a bidirectional session's state is refused by a causal one") {
   // The tiny Llama 3 (no sliding window, so it may attend both ways).
-  std::unique_ptr<ConvertedModel> m = gguf_converted(golden_path("tiny_families/llama3/model.gguf"),
-                                                     mote::format::DType::f32);
+  std::unique_ptr<ConvertedModel> m =
+      gguf_converted(golden_path("tiny_families/llama3/model.gguf"), mote::format::DType::f32);
   const std::vector<int32_t> tokens = {1, 4, 9, 16, 25, 36};
   mote_session_options both_ways = options_for(kContext, MOTE_KV_F32, 1), causal = both_ways;
   both_ways.bidirectional = 1;
@@ -402,8 +402,8 @@ TEST_CASE("a state records the attention mode: a bidirectional session's state i
     auto target = open_session(m->model, c.target);
     REQUIRE(mote_decode(&target->session, 3, nullptr) == MOTE_OK);
     char message[256] = "";
-    const mote_status status = mote_session_state_load(&target->session, c.state.data(), c.state.size(), message,
-                                                       sizeof message);
+    const mote_status status =
+        mote_session_state_load(&target->session, c.state.data(), c.state.size(), message, sizeof message);
     CHECK(status == (c.refusal.empty() ? MOTE_OK : MOTE_ERR_INVALID_ARGUMENT));
     CHECK(std::string(message) == c.refusal);
     CHECK(mote_session_position(&target->session) == (c.refusal.empty() ? tokens.size() : 1));
@@ -462,8 +462,8 @@ TEST_CASE("mote_session_state_check_header judges a state by its header alone") 
   for (const auto &c : cases) {
     INFO(c.what);
     total = 99;
-    CHECK(mote_session_state_check_header(&target->session, c.bytes.data(), c.size, &total, message,
-                                          sizeof message) != MOTE_OK);
+    CHECK(mote_session_state_check_header(&target->session, c.bytes.data(), c.size, &total, message, sizeof message) !=
+          MOTE_OK);
     CHECK(std::string(message) == c.message);
     CHECK(total == 0);
   }

@@ -1,7 +1,9 @@
 // mote_session_state_load on arbitrary bytes against a tiny model's session (tiny_mha, context
 // 16, 5 tokens in the cache). A refused state gets one line and leaves the session exactly as it
 // was (position, tokens, logits); an accepted one is a session that decodes and samples without a
-// crash. The first byte picks how the rest reaches the loader:
+// crash, whose size field is the size its position needs. mote_session_state_check_header (the
+// header alone, as a file reader asks first) agrees: what it refuses the load refuses, what the
+// load accepts it accepts with that size. The first byte picks how the rest reaches the loader:
 //   even: the bytes as they are (a file from anywhere);
 //   odd:  a valid state of the session with the rest XORed into it from offset 8 * (byte >> 1),
 //         its checksum then made right again, so the checks behind the checksum (model, shape,
@@ -80,8 +82,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::vector<uint8_t> state = (data[0] & 1) == 0
                                          ? std::vector<uint8_t>(data + 1, data + size)
                                          : mutated_state(f.valid_state, size_t{8} * (data[0] >> 1), data + 1, size - 1);
+  uint64_t header_total = 0;
   char message[256] = "";
+  const mote_status header_status =
+      mote_session_state_check_header(&f.session, state.data(), state.size(), &header_total, message, sizeof message);
+  FUZZ_CHECK(header_status == MOTE_OK ? header_total > 0 : std::strchr(message, '\n') == nullptr && header_total == 0);
   const mote_status status = mote_session_state_load(&f.session, state.data(), state.size(), message, sizeof message);
+  FUZZ_CHECK(header_status == MOTE_OK || status != MOTE_OK);
   if (status != MOTE_OK) {
     FUZZ_CHECK(std::strlen(message) > 0 && std::strchr(message, '\n') == nullptr);  // one line, always
     FUZZ_CHECK(mote_session_position(&f.session) == f.tokens.size());
@@ -93,7 +100,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(logits != nullptr && std::memcmp(logits, f.logits.data(), f.vocab * sizeof(float)) == 0);
     return 0;
   }
-  // Accepted: whatever it holds is a session within its bounds that runs.
+  // Accepted: whatever it holds is a session within its bounds that runs, and its size field
+  // is the size of the state it became.
+  FUZZ_CHECK(header_status == MOTE_OK && header_total <= state.size());
+  FUZZ_CHECK(header_total == mote_session_state_size(&f.session));
   const uint32_t position = mote_session_position(&f.session);
   FUZZ_CHECK(position <= mote_session_context_length(&f.session));
   std::vector<int32_t> tokens(16);

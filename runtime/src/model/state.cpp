@@ -215,7 +215,8 @@ Status check_header(const Session &s, const StateHeader &h, ErrorSink err) {
   }
   const uint64_t needed = state_bytes(s, h.position);
   if (h.total_size != needed) {
-    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "session state's size field says %llu bytes; its position %u needs %llu",
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT,
+                "session state's size field says %llu bytes; its position %u needs %llu",
                 static_cast<unsigned long long>(h.total_size), static_cast<unsigned>(h.position),
                 static_cast<unsigned long long>(needed));
   }
@@ -297,8 +298,7 @@ Status save_state(const Session &s, void *buffer, size_t size, size_t *written, 
   return MOTE_OK;
 }
 
-Status check_state_header(const Session &s, const void *buffer, size_t size, uint64_t *total_size,
-                          ErrorSink err) {
+Status check_state_header(const Session &s, const void *buffer, size_t size, uint64_t *total_size, ErrorSink err) {
   *total_size = 0;
   if (!on_cpu(s)) return refuse_other_backend(s, err);
   const uint8_t *in = static_cast<const uint8_t *>(buffer);
