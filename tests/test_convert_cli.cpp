@@ -199,3 +199,19 @@ TEST_CASE("cli: an OUTPUT ending in .gguf, in any case, is written as a GGUF; an
     CHECK(slurp(out).substr(0, 4) == o.magic);
   }
 }
+
+TEST_CASE("cli: what the importer ignores on purpose is one note line on stderr") {
+  const CliScratch scratch;
+  if (scratch.dir.empty()) return;
+  Gguf g = valid_gguf();
+  g.set_u32("llama.attention.sliding_window", 16);
+  const Bytes bytes = g.build();
+  const std::string gguf = scratch.dir + "/windowed.gguf";
+  std::ofstream(gguf, std::ios::binary)
+      .write(reinterpret_cast<const char *>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  const CliResult r = run_cli("convert '" + gguf + "' -o '" + scratch.dir + "/windowed.mote'");
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.err.find("mote convert: note: GGUF llama.attention.sliding_window is ignored, as llama.cpp ignores it for "
+                   "llama: every layer attends to the whole context\nmote convert: wrote ") == 0);
+}

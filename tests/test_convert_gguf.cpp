@@ -591,6 +591,60 @@ TEST_CASE("families: every family's GGUF architecture row carries its own family
   CHECK(mote::format::family_name(static_cast<mote::format::Family>(mote::format::kFamilyCount)) == nullptr);
 }
 
+// ---- attention.sliding_window: read where llama.cpp reads it -----------------------------------
+
+namespace {
+
+// The tiny llama GGUF as another architecture's: its keys under that prefix, and for qwen2 the
+// q/k/v biases its blocks have.
+Gguf tiny_gguf_as(const std::string &arch) {
+  Gguf g = valid_gguf();
+  for (Kv &kv : g.kvs) {
+    if (kv.key.rfind("llama.", 0) == 0) kv.key = arch + kv.key.substr(5);
+  }
+  g.set_string("general.architecture", arch);
+  if (arch == "qwen2") {
+    const uint64_t kv_rows = kKvHeads * (kDim / kHeads);
+    for (const auto &[stem, rows] : {std::pair{"attn_q", uint64_t{kDim}}, {"attn_k", kv_rows}, {"attn_v", kv_rows}})
+      g.tensors.push_back(
+          {std::string("blk.0.") + stem + ".bias", {rows}, kGgmlF32, f32_bytes(std::vector<float>(rows))});
+  }
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("gguf: llama's and qwen2's attention.sliding_window is ignored with a note, as llama.cpp ignores it") {
+  const std::string note_end = ".attention.sliding_window is ignored, as llama.cpp ignores it for ";
+  for (const std::string arch : {"llama", "qwen2"}) {
+    INFO(arch);
+    Gguf g = tiny_gguf_as(arch);
+    ModelData plain;
+    REQUIRE(convert_gguf(g.build(), &plain) == "");
+    CHECK(plain.notes.empty());
+    g.set_u32(arch + ".attention.sliding_window", 16);  // under the context of 64: a window if read
+    ModelData m;
+    REQUIRE(convert_gguf(g.build(), &m) == "");
+    CHECK(m.config.sliding_window == 0);
+    CHECK((m.config.flags & mote::format::kFlagSlidingWindow) == 0);
+    CHECK(m.config.flags == plain.config.flags);
+    REQUIRE(m.notes.size() == 1);
+    CHECK(m.notes[0] == "GGUF " + arch + note_end + arch + ": every layer attends to the whole context");
+  }
+  // Llama 3's RoPE factors with the key: imported with the factors (before: "the converted model
+  // would not open: RoPE factors and sliding windows are both set").
+  Gguf g = valid_gguf();
+  g.set_u32("llama.attention.sliding_window", 16);
+  const uint64_t pairs = kDim / kHeads / 2;
+  g.tensors.push_back({"rope_freqs.weight", {pairs}, kGgmlF32, f32_bytes(std::vector<float>(pairs, 2.0f))});
+  ModelData m;
+  REQUIRE(convert_gguf(g.build(), &m) == "");
+  CHECK((m.config.flags & mote::format::kFlagRopeFactors) != 0);
+  CHECK(m.config.sliding_window == 0);
+  CHECK(m.notes.size() == 1);
+  CHECK(open_error(m) == "");
+}
+
 // ---- embedders: bert and nomic-bert files that do not fit ------------------------------------
 
 namespace {

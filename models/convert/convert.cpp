@@ -151,6 +151,7 @@ ConvertResult convert_model(const ConvertRequest &request, Converted *out, std::
   if (!ok) return ConvertResult::failed;
   out->n_tensors = model.tensors.size();
   out->dtype_counts = dtype_counts(model);
+  out->notes = model.notes;
   return ConvertResult::ok;
 }
 

@@ -26,6 +26,7 @@ struct Converted {
   std::vector<uint8_t> bytes;  // the file, validated by mote's own loader when it is a .mote
   size_t n_tensors = 0;
   std::string dtype_counts;  // "61 f32, 1 q8_0x8, 210 q4_1x8"
+  std::vector<std::string> notes;  // what the importer left out on purpose (one line each): print them
 };
 
 enum class ConvertResult { ok, usage_error, failed };

@@ -17,26 +17,26 @@ constexpr uint32_t kBertFlags = format::kFlagEncoder | format::kFlagPostNorm | f
 // Facts from each family's published definition (and llama.cpp's GGUF conventions for it).
 const FamilyRow kFamilies[] = {
     // gguf_arch, hf_type, family, norm, positions, gguf_rope_layout, activation, flags, eps_key,
-    // swa_global_every, rope_theta_local, hf_norm_adds_one
+    // swa_global_every, rope_theta_local, hf_norm_adds_one, gguf_window
     {"llama", "llama", Family::llama, NormKind::rmsnorm, PositionKind::rope, RopeLayout::interleaved,
-     Activation::swiglu, 0, kRmsEps, 0, 0.0f, false},
+     Activation::swiglu, 0, kRmsEps, 0, 0.0f, false, false},
     {"gpt2", "gpt2", Family::gpt2, NormKind::layernorm, PositionKind::learned, RopeLayout::none, Activation::gelu,
-     format::kFlagAttentionBias | format::kFlagFfnBias | format::kFlagFusedQkv | format::kFlagNormBias, kLayerNormEps, 0,
-     0.0f, false},
-    {"qwen2", "qwen2", Family::qwen2, NormKind::rmsnorm, PositionKind::rope, RopeLayout::split_half,
-     Activation::swiglu, format::kFlagQkvBias, kRmsEps, 0, 0.0f, false},
-    {"qwen3", "qwen3", Family::qwen3, NormKind::rmsnorm, PositionKind::rope, RopeLayout::split_half,
-     Activation::swiglu, format::kFlagQkNorm, kRmsEps, 0, 0.0f, false},
+     format::kFlagAttentionBias | format::kFlagFfnBias | format::kFlagFusedQkv | format::kFlagNormBias, kLayerNormEps,
+     0, 0.0f, false, false},
+    {"qwen2", "qwen2", Family::qwen2, NormKind::rmsnorm, PositionKind::rope, RopeLayout::split_half, Activation::swiglu,
+     format::kFlagQkvBias, kRmsEps, 0, 0.0f, false, false},
+    {"qwen3", "qwen3", Family::qwen3, NormKind::rmsnorm, PositionKind::rope, RopeLayout::split_half, Activation::swiglu,
+     format::kFlagQkNorm, kRmsEps, 0, 0.0f, false, false},
     {"gemma3", "gemma3_text", Family::gemma3, NormKind::rmsnorm, PositionKind::rope, RopeLayout::split_half,
-     Activation::geglu, format::kFlagQkNorm | format::kFlagSandwichNorm | format::kFlagEmbedScale, kRmsEps, 6,
-     10000.0f, true},
+     Activation::geglu, format::kFlagQkNorm | format::kFlagSandwichNorm | format::kFlagEmbedScale, kRmsEps, 6, 10000.0f,
+     true, true},
     {"phi3", "phi3", Family::phi3, NormKind::rmsnorm, PositionKind::rope, RopeLayout::split_half, Activation::swiglu,
-     format::kFlagFusedQkv | format::kFlagFusedGateUp, kRmsEps, 0, 0.0f, false},
+     format::kFlagFusedQkv | format::kFlagFusedGateUp, kRmsEps, 0, 0.0f, false, true},
     // Embedders: post-norm LayerNorm encoders with token types and an embedding norm.
     {"bert", "bert", Family::bert, NormKind::layernorm, PositionKind::learned, RopeLayout::none, Activation::gelu_erf,
-     kBertFlags | format::kFlagAttentionBias | format::kFlagFfnBias, kLayerNormEps, 0, 0.0f, false},
+     kBertFlags | format::kFlagAttentionBias | format::kFlagFfnBias, kLayerNormEps, 0, 0.0f, false, false},
     {"nomic-bert", nullptr, Family::nomic_bert, NormKind::layernorm, PositionKind::rope, RopeLayout::split_half,
-     Activation::swiglu, kBertFlags | format::kFlagFusedQkv, kLayerNormEps, 0, 0.0f, false},
+     Activation::swiglu, kBertFlags | format::kFlagFusedQkv, kLayerNormEps, 0, 0.0f, false, false},
 };
 
 template <class Key>

@@ -31,6 +31,10 @@ struct FamilyRow {
   float rope_theta_local;
   // Gemma's RMSNorm multiplies by (1 + w): Hugging Face stores w, GGUF already stores 1 + w.
   bool hf_norm_adds_one;
+  // llama.cpp reads <arch>.attention.sliding_window for this family (Gemma 3, Phi-3); for the
+  // others it ignores the key, and so does mote's GGUF importer (with a note), so a file
+  // generates alike in both (Hugging Face's Llama has no window, Qwen2's is off by default).
+  bool gguf_window;
 };
 
 // The row of a GGUF architecture or a config.json model_type; null when mote does not know it.

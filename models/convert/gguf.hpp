@@ -25,6 +25,10 @@
 // - Gemma 3: llama.cpp fixes 5 windowed layers : 1 global and the windowed RoPE base 10000 rather
 //   than storing them, so the family row does too; the window is attention.sliding_window. A
 //   window as wide as the context is no window. Soft-capping keys (Gemma 2) are refused.
+// - attention.sliding_window is read for Gemma 3 and Phi-3 only, as llama.cpp reads it; a llama,
+//   qwen2 or qwen3 file's is ignored with a note (FamilyRow::gguf_window), so the file generates
+//   as in llama.cpp (and as Hugging Face's Llama, without windows, and Qwen2, with
+//   use_sliding_window false by default, do).
 // - Phi-3 keeps its fused gate/up in `ffn_up` (2 × ffn rows): imported as the ffn_gate_up role.
 // - max_seq_len is <arch>.context_length, capped at the format's 2^20.
 // - gpt2 (llama.cpp's convert_hf_to_gguf layout): Linear-shaped matrices (no transposing), the

@@ -90,8 +90,10 @@ bool read_pooling(Meta &meta, const std::string &p, format::ModelConfig *out, st
   return true;
 }
 
-// The hyperparameters under the family's key prefix ("qwen2.block_count"), checked, as a config.
-bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format::ModelConfig *out, std::string *error) {
+// The hyperparameters under the family's key prefix ("qwen2.block_count"), checked, as a config;
+// a key llama.cpp ignores for the family is ignored too, with a note.
+bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format::ModelConfig *out,
+                 std::vector<std::string> *notes, std::string *error) {
   const std::string p = std::string(row.gguf_arch) + ".";
   int64_t layers = 0, dim = 0, ffn = 0, heads = 0, kv_heads = 0, context = 0, window = 0;
   double theta = 0, eps = 0;
@@ -102,10 +104,14 @@ bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format:
       !meta.integer(p + "attention.head_count", true, 0, 1, 1024, &heads) ||
       !meta.integer(p + "attention.head_count_kv", false, heads, 1, 1024, &kv_heads) ||
       !meta.integer(p + "context_length", true, 0, 1, 1 << 30, &context) ||
-      !meta.integer(p + "attention.sliding_window", false, 0, 0, 1 << 30, &window) ||
+      (row.gguf_window && !meta.integer(p + "attention.sliding_window", false, 0, 0, 1 << 30, &window)) ||
       !meta.real(p + row.eps_key, 1e-5, false, &eps) ||
       (rotary && !meta.real(p + "rope.freq_base", 10000.0, false, &theta)))
     return false;
+  if (!row.gguf_window && file.find(p + "attention.sliding_window") != nullptr) {
+    notes->push_back("GGUF " + p + "attention.sliding_window is ignored, as llama.cpp ignores it for " + row.gguf_arch +
+                     ": every layer attends to the whole context");
+  }
   if (heads % kv_heads != 0) {
     *error =
         "GGUF " + p + "attention.head_count " + num(heads) + " is not a multiple of head_count_kv " + num(kv_heads);
@@ -197,7 +203,7 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
   }
   ModelData &m = *out;
   m = ModelData{};
-  if (!read_config(file, meta, *row, &m.config, error)) return false;
+  if (!read_config(file, meta, *row, &m.config, &m.notes, error)) return false;
   if (!map_tokenizer(file, meta, m.config.vocab_size, &m, error)) return false;
   return import_tensors(file, options, arch, &m, error);
 }

@@ -38,6 +38,7 @@ struct ModelData {
   format::ModelConfig config{};
   std::vector<TensorData> tensors;
   TokenizerData tokenizer;
+  std::vector<std::string> notes;  // what the importer left out on purpose, one line each, for the user
 };
 
 // One tensor a model needs, shaped by its config (cols = 0 for a vector).

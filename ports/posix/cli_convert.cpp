@@ -74,6 +74,7 @@ int command_convert(int argc, char **argv) {
   if (result == convert::ConvertResult::usage_error) return report("convert", error, kExitUsage);
   if (result != convert::ConvertResult::ok || !convert::write_file(output, converted.bytes, &error))
     return report("convert", error, kExitError);
+  for (const std::string &note : converted.notes) std::fprintf(stderr, "mote convert: note: %s\n", note.c_str());
   std::fprintf(stderr, "mote convert: wrote %s (%zu bytes, %zu tensors: %s)\n", output.c_str(), converted.bytes.size(),
                converted.n_tensors, converted.dtype_counts.c_str());
   return 0;

@@ -209,6 +209,7 @@ bool convert_gguf(const std::string &gguf, std::vector<uint8_t> *bytes, std::str
     if (error->find(gguf) == std::string::npos) *error = "'" + gguf + "': " + *error;  // the loader's words
     return false;
   }
+  for (const std::string &note : converted.notes) std::fprintf(stderr, "mote: note: %s\n", note.c_str());
   *bytes = std::move(converted.bytes);
   return true;
 }
