@@ -317,6 +317,8 @@ def load_gguf(path):
     heads = key("attention.head_count")
     dim = key("embedding_length")
     head_dim = key("attention.key_length", dim // heads)
+    # llama.cpp reads attention.sliding_window for Gemma 3 and Phi-3 only (and so does mote).
+    window = key("attention.sliding_window", 0) if arch in ("gemma3", "phi3") else 0
     globals_, per_layer, rope_factors = {}, {}, None
     for t in reader.tensors:
         if t.name.startswith("blk."):
@@ -330,7 +332,7 @@ def load_gguf(path):
                      kv_heads=key("attention.head_count_kv", heads), head_dim=head_dim,
                      ff=key("feed_forward_length"), vocab=globals_["tok_embd"].shape[0],
                      eps=key("attention.layer_norm_rms_epsilon"), rope_base=key("rope.freq_base", 10000.0),
-                     rope_style=FAMILIES[arch]["gguf_rope"], window=key("attention.sliding_window", 0),
+                     rope_style=FAMILIES[arch]["gguf_rope"], window=window,
                      rope_factors=rope_factors, local_rope_base=key("rope.freq_base_swa", GEMMA3_LOCAL_BASE),
                      swa_pattern=key("attention.sliding_window_pattern", GEMMA3_PATTERN))
     return spec, assemble(spec, globals_, per_layer)
