@@ -11,12 +11,36 @@ size_t JsonText::skip_space(size_t pos) const {
   return pos;
 }
 
+// The end of the UTF-8 character at pos; kNoValue when invalid (a stray continuation byte, an
+// overlong form, a surrogate, above U+10FFFF or cut short): JSON text is UTF-8, and the grammar
+// would not take such bytes as a literal.
+size_t JsonText::utf8_end(size_t pos) const {
+  const auto lead = static_cast<uint8_t>(at(pos));
+  const uint32_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+  if (length == 0 || lead > 0xF4 || lead == 0xC0 || lead == 0xC1) return kNoValue;
+  uint32_t value = lead & (0x7Fu >> length);
+  for (uint32_t i = 1; i < length; ++i) {
+    const auto c = static_cast<uint8_t>(at(pos + i));
+    if ((c & 0xC0) != 0x80) return kNoValue;
+    value = value << 6 | (c & 0x3Fu);
+  }
+  const uint32_t minimum = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+  if (value < minimum || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) return kNoValue;
+  return pos + length;
+}
+
 size_t JsonText::string_end(size_t pos) const {
   if (at(pos) != '"') return kNoValue;
   for (++pos; pos < n_; ++pos) {
     const auto c = static_cast<unsigned char>(s_[pos]);
     if (c == '"') return pos + 1;
     if (c < 0x20) return kNoValue;
+    if (c >= 0x80) {
+      pos = utf8_end(pos);
+      if (pos == kNoValue) return kNoValue;
+      --pos;
+      continue;
+    }
     if (c == '\\') {
       ++pos;
       if (pos >= n_ || std::strchr("\"\\/bfnrtu", s_[pos]) == nullptr) return kNoValue;
@@ -109,47 +133,56 @@ size_t JsonText::value_end(size_t pos) const {
   return n_;
 }
 
-// The i-th item of the container at pos (kNoValue past the end); *key gets an object member's key.
-size_t JsonText::next_item(size_t pos, size_t i, bool object, size_t *key) const {
-  if (at(pos) != (object ? '{' : '[')) return kNoValue;
-  pos = skip_space(pos + 1);
-  if (at(pos) == (object ? '}' : ']')) return kNoValue;
-  for (size_t index = 0;; ++index) {
-    if (object) {
-      *key = pos;
-      pos = skip_space(string_end(pos));
-      pos = skip_space(pos + 1);  // the colon
-    }
-    if (index == i) return pos;
-    pos = skip_space(value_end(pos));
-    if (at(pos) != ',') return kNoValue;
-    pos = skip_space(pos + 1);
+JsonItem JsonText::item_at(size_t pos, bool object) const {
+  JsonItem item;
+  if (object) {
+    item.key = pos;
+    pos = skip_space(string_end(pos));
+    pos = skip_space(pos + 1);  // the colon
   }
+  item.value = pos;
+  return item;
+}
+
+JsonItem JsonText::first(size_t pos) const {
+  const char open = at(pos);
+  if (open != '{' && open != '[') return {};
+  pos = skip_space(pos + 1);
+  if (at(pos) == (open == '{' ? '}' : ']')) return {};
+  return item_at(pos, open == '{');
+}
+
+JsonItem JsonText::next(JsonItem item) const {
+  const size_t pos = skip_space(value_end(item.value));
+  if (at(pos) != ',') return {};
+  return item_at(skip_space(pos + 1), item.key != kNoValue);
 }
 
 size_t JsonText::member(size_t pos, const char *key) const {
-  size_t key_pos = 0, value = 0;
-  for (size_t i = 0; nth_member(pos, i, &key_pos, &value); ++i) {
-    if (string_is(key_pos, key)) return value;
+  if (at(pos) != '{') return kNoValue;
+  for (JsonItem item = first(pos); item.value != kNoValue; item = next(item)) {
+    if (string_is(item.key, key)) return item.value;
   }
   return kNoValue;
 }
 
-bool JsonText::nth_member(size_t pos, size_t i, size_t *key, size_t *value) const {
-  *value = next_item(pos, i, true, key);
-  return *value != kNoValue;
-}
-
-size_t JsonText::nth_element(size_t pos, size_t i) const {
-  size_t unused = 0;
-  return next_item(pos, i, false, &unused);
-}
-
 size_t JsonText::count(size_t pos) const {
-  const bool object = at(pos) == '{';
-  size_t unused = 0, n = 0;
-  while (next_item(pos, n, object, &unused) != kNoValue) ++n;
+  size_t n = 0;
+  for (JsonItem item = first(pos); item.value != kNoValue; item = next(item)) ++n;
   return n;
+}
+
+bool JsonText::same_string(size_t a, size_t b) const {
+  if (at(a) != '"' || at(b) != '"') return false;
+  for (size_t i = 1;; ++i) {
+    const char c = at(a + i);
+    if (c != at(b + i) || c == '\0') return false;
+    if (c == '"') return true;
+    if (c == '\\') {  // the escaped character is compared as it is, never taken for the end
+      ++i;
+      if (at(a + i) != at(b + i)) return false;
+    }
+  }
 }
 
 bool JsonText::string_is(size_t pos, const char *text, size_t length) const {
