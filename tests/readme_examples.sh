@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Runs README.md's `mote ...` examples in order, as a user pastes them, with the models CI has.
+# Runs the `mote ...` examples of README.md and of the documents its text moved to, file by file
+# in the order of `documents` below and in order within each file, as a user pastes them, with the
+# models CI has.
 #   tests/readme_examples.sh MODELS_DIR [MOTE_BINARY_DIR]   (default: build/default)
-# Each line of a ```sh block that starts with `mote ` runs in a scratch folder holding the files
-# the examples name: model.gguf is the cached SmolLM2 GGUF (models/fetch_smollm2.sh),
-# stories15M.bin + tokenizer.bin are MODELS_DIR's llama2.c aidreams260K (the tinyllamas need a
-# network), the Hugging Face and GPT-2 folders are the tiny goldens, docs.txt the first golden
-# embedder sentences, answer.gbnf a yes/no grammar, user.schema.json a JSON schema. Optional parts of a synopsis
-# (`[--check]`) are left out. Build lines (cmake, ctest, the quick start) are CI's own steps.
+# Each line of a ```sh block that starts with `mote ` runs in one scratch folder (shared by every
+# document, so a file one example writes is there for the next) holding the files the examples
+# name: model.gguf is the cached SmolLM2 GGUF (models/fetch_smollm2.sh), stories15M.bin +
+# tokenizer.bin are MODELS_DIR's llama2.c aidreams260K (the tinyllamas need a network), the Hugging
+# Face and GPT-2 folders are the tiny goldens, docs.txt the first golden embedder sentences,
+# answer.gbnf a yes/no grammar, user.schema.json a JSON schema; the family GGUFs and the embedders
+# are models/fetch_families.sh's and models/fetch_embedders.sh's, in the real cache. Optional parts
+# of a synopsis (`[--check]`) are left out. Build lines (cmake, ctest, the quick start) are CI's own
+# steps.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 models=$(cd "${1:?usage: tests/readme_examples.sh MODELS_DIR [MOTE_BINARY_DIR]}" && pwd)
@@ -37,16 +42,25 @@ printf 'root ::= ("yes" | "no") "."\n' >"$scratch/answer.gbnf"
 printf '%s\n' '{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}' >"$scratch/user.schema.json"
 
 export PATH="$bin_dir:$PATH" XDG_CACHE_HOME="$scratch/cache"
+# README.md, then where its text moved: conversions come before the commands that use their files.
+documents=(README.md docs/CONVERTING.md docs/USING.md docs/HARDENING.md docs/DESIGN.md
+  bench/README.md toolchains/README.md ports/cuda/README.md)
+for document in "${documents[@]}"; do
+  [ -f "$repo/$document" ] || { echo "readme_examples: $document is missing" >&2; exit 1; }
+done
 count=0
-while IFS= read -r line; do
+while IFS=$'\t' read -r document line; do
   command=$(printf '%s' "$line" | sed -e 's/  *#.*$//' -e 's/ \[[^]]*\]//g')
-  echo "readme_examples: \$ $command" >&2
+  echo "readme_examples: $document: \$ $command" >&2
   # stdin: nothing (mote chat then answers no message and ends, as with Ctrl-D at once).
   (cd "$scratch" && bash -c "$command" </dev/null >"$scratch/out.txt" 2>"$scratch/err.txt") || {
-    echo "readme_examples: failed: $command" >&2
+    echo "readme_examples: failed ($document): $command" >&2
     cat "$scratch/err.txt" >&2
     exit 1
   }
   count=$((count + 1))
-done < <(awk '/^```sh/ { inside = 1; next } /^```/ { inside = 0 } inside && /^mote / { print }' "$repo/README.md")
-echo "readme_examples: $count README examples ran" >&2
+done < <(for document in "${documents[@]}"; do
+  awk -v document="$document" '/^```sh/ { inside = 1; next } /^```/ { inside = 0 }
+    inside && /^mote / { print document "\t" $0 }' "$repo/$document"
+done)
+echo "readme_examples: $count examples of ${#documents[@]} documents ran" >&2
