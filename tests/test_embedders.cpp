@@ -529,25 +529,30 @@ std::vector<float> printed_floats(const std::string &out) {
 TEST_CASE("embed -f: every text that fits embeds, whatever the texts hold together; an empty text is a text") {
   if (!mote_cli_test::have_cli()) return;
   auto bert = convert_with_cli(mote_test::golden_path("tiny_embedders/bert/model.gguf"), "tiny_bert_lines", "");
+  auto phi3 = convert_with_cli(mote_test::golden_path("tiny_families/phi3/model.gguf"), "tiny_phi3_lines", "");
   REQUIRE(bert != nullptr);
-  // The tiny llama's context is 32 tokens, the tiny bert's 64: twelve lines of a few words each
-  // (and an empty one) hold more than either, each line far less.
-  std::vector<std::string> lines;
-  for (int i = 0; i < 12; ++i)
-    lines.push_back(i == 5 ? "" : std::string("the quiet river moves") + (i % 2 ? " on" : ""));
-  std::string file_text;
-  for (const std::string &line : lines) file_text += line + "\n";
-  const std::string file = mote_cli_test::workspace().path("twelve_lines.txt");
-  mote_cli_test::write_text(file, file_text);
-  for (const std::string &model : {mote_cli_test::tiny_model(), bert->path}) {
+  REQUIRE(phi3 != nullptr);
+  // The tiny llama's context is 32 tokens, the tiny bert's 64, the tiny Phi-3's 128 (windows of
+  // 12: one text per step): twelve lines of a few words each hold more than any of them, each
+  // line far less. An empty line (and -p "") is a text: [BOS], or [CLS] [SEP]; the Phi-3 adds no
+  // BOS, so there an empty text is refused, saying so.
+  for (const auto &[model, with_empty] :
+       {std::pair{mote_cli_test::tiny_model(), true}, {bert->path, true}, {phi3->path, false}}) {
     INFO(model);
+    std::vector<std::string> lines;
+    std::string file_text;
+    for (int i = 0; i < 12; ++i) {
+      lines.push_back(i == 5 && with_empty ? "" : std::string("the quiet river moves") + (i % 2 ? " on" : ""));
+      file_text += lines.back() + "\n";
+    }
+    const std::string file = mote_cli_test::workspace().path("twelve_lines.txt");
+    mote_cli_test::write_text(file, file_text);
     const mote_cli_test::Result all = run_cli("embed -m " + quote(model) + " -f " + quote(file) + " -o lines");
     INFO("stderr: " << all.err);
     REQUIRE(all.code == 0);
     const std::vector<float> batched = printed_floats(all.out);
     REQUIRE(batched.size() == lines.size() * kTinyDim);
     for (size_t i = 0; i < lines.size(); ++i) {
-      // -p "" embeds the empty text as an empty line of -f does: [BOS], or [CLS] [SEP].
       const mote_cli_test::Result alone = run_cli("embed -m " + quote(model) + " -p " + quote(lines[i]));
       INFO("line " << i + 1 << " '" << lines[i] << "': " << alone.err);
       REQUIRE(alone.code == 0);
@@ -555,6 +560,11 @@ TEST_CASE("embed -f: every text that fits embeds, whatever the texts hold togeth
       REQUIRE(vector.size() == kTinyDim);
       CHECK(worst_relative(vector, std::vector<float>(batched.begin() + i * kTinyDim,
                                                       batched.begin() + (i + 1) * kTinyDim)) <= 1e-6);
+    }
+    if (!with_empty) {
+      const mote_cli_test::Result empty = run_cli("embed -m " + quote(model) + " -p ''");
+      CHECK(empty.code == 2);
+      CHECK(empty.err == "mote embed: text 1 is empty and this model has no BOS token\n");
     }
   }
 }
