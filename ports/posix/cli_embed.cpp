@@ -190,11 +190,12 @@ int command_embed(int argc, char **argv) {
     longest = std::max(longest, tokens[i].size());
     total_tokens += tokens[i].size();
   }
-  // Texts run together, as many as one step of MOTE_MAX_BATCH tokens holds (each sees only itself,
-  // so its vector is the one it gets alone), so the weights are read once per step, not per text.
-  // With sliding windows a step holds one text (mote_embed_batch refuses more).
-  const size_t step = std::max(longest, std::min(total_tokens, limit));
+  // Texts run together, as many as one step holds (each sees only itself, so its vector is the one
+  // it gets alone), so the weights are read once per step, not per text. A step is at most the
+  // model's context and MOTE_MAX_BATCH; with sliding windows it holds one text (mote_embed_batch
+  // refuses more).
   const bool one_text_per_step = info.sliding_window != 0;
+  const size_t step = one_text_per_step ? longest : std::max(longest, std::min(total_tokens, limit));
   mote_session_options session_options = mote_session_options_default();
   session_options.batch_size = static_cast<uint32_t>(step);
   session_options.context_length = static_cast<uint32_t>(step);
