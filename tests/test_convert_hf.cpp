@@ -549,6 +549,12 @@ TEST_CASE("hf families: what a family's block cannot do is refused in one line")
                    "\"high_freq_factor\": 1.0, \"original_max_position_embeddings\": 64}"),
        "0 < low_freq_factor < high_freq_factor"},
       {family_json("llama", "\"rope_scaling\": 2"), "config.json rope_scaling is a number, expected an object or null"},
+      // Llama 3's factors and windows: refused by the importer, naming both keys (before: "the
+      // converted model would not open: RoPE factors and sliding windows are both set").
+      {family_json("phi3",
+                   "\"sliding_window\": 12, \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, "
+                   "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}"),
+       "config.json rope_scaling (llama3) with sliding_window 12: scaled RoPE on windowed layers is not supported"},
       {family_json("qwen2", "\"use_sliding_window\": true"), "config.json use_sliding_window is true"},
       {family_json("qwen3", "\"attention_bias\": true"),
        "config.json attention_bias is true: biases are not supported for qwen3"},

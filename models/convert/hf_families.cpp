@@ -315,6 +315,11 @@ bool read_rope_scaling(const JsonValue &json, uint32_t head_dim, double theta, H
     }
     if (!scaled.real(keys[k], 0.0, &values[k])) return false;
   }
+  if ((out->config.flags & format::kFlagSlidingWindow) != 0) {  // the .mote format has no row for both
+    *error = "config.json rope_scaling (llama3) with sliding_window " + num(out->config.sliding_window) +
+             ": scaled RoPE on windowed layers is not supported";
+    return false;
+  }
   const double factor = values[0], low = values[1], high = values[2], context = values[3];
   if (!(factor >= 1 && factor < 1e6 && low > 0 && high > low && high < 1e6 && context >= 1 && context <= (1 << 30))) {
     *error =
