@@ -153,7 +153,7 @@ TEST_CASE("dequant: every block type equals gguf.quants.dequantize bit for bit")
   std::set<std::string> readable;
   for (uint32_t type = 0; type < 64; ++type) {
     const GgmlTypeInfo *info = ggml_type_info(type);
-    if (info != nullptr && info->dequantizable && info->block_elements > 1) readable.insert(info->name);
+    if (info != nullptr && info->to_float != nullptr && info->block_elements > 1) readable.insert(info->name);
   }
   std::set<std::string> golden_names;
   for (const auto &entry : goldens) golden_names.insert(entry.first);
@@ -185,7 +185,9 @@ TEST_CASE("dequant: every block type equals gguf.quants.dequantize bit for bit")
   }
 }
 
-TEST_CASE("gguf import: a Q4_K_M-style mix keeps every type mote runs as stored, the rest as f16 equal to the oracle, and runs") {
+TEST_CASE(
+    "gguf import: a Q4_K_M-style mix keeps every type mote runs as stored, the rest as f16 equal to the oracle, and "
+    "runs") {
   const std::map<std::string, GoldenBlocks> goldens = load_goldens();
   std::map<std::string, Tiled> expected;
   Gguf gguf = mixed_gguf(goldens, &expected);
@@ -205,7 +207,8 @@ TEST_CASE("gguf import: a Q4_K_M-style mix keeps every type mote runs as stored,
     if (t.rows % 8 == 0) CHECK(t.dtype == mote::format::traits_of(plain).twin);
     if (mote::format::traits_of(plain).ggml_type == source_type) {
       // The GGUF's own blocks (x8 layouts: the same bytes, 8 rows interleaved).
-      const Bytes stored = t.dtype == plain ? t.bytes : mote::convert::deinterleave_rows(t.bytes, plain, t.rows, t.cols);
+      const Bytes stored =
+          t.dtype == plain ? t.bytes : mote::convert::deinterleave_rows(t.bytes, plain, t.rows, t.cols);
       CHECK(stored == expected.at(name).bytes);
       ++kept;
     } else {
@@ -244,14 +247,16 @@ TEST_CASE("gguf import: non-finite scales and partial super-blocks are refused i
     Gguf g = valid;
     const uint16_t inf = 0x7C00;
     std::memcpy(g.tensor("token_embd.weight")->data.data() + 82, &inf, 2);
-    expect_one_line_error(convert_as_stored(g.build(), &m), "tensor 'token_embd' has a block minimum of inf at index 0");
+    expect_one_line_error(convert_as_stored(g.build(), &m),
+                          "tensor 'token_embd' has a block minimum of inf at index 0");
   }
   // A NaN Q5_0 scale.
   {
     Gguf g = valid;
     const uint16_t nan = 0xFE00;
     std::memcpy(g.tensor("blk.0.attn_k.weight")->data.data() + 22, &nan, 2);
-    expect_one_line_error(convert_as_stored(g.build(), &m), "tensor 'blk.0.attn_k' has a block scale of nan at index 32");
+    expect_one_line_error(convert_as_stored(g.build(), &m),
+                          "tensor 'blk.0.attn_k' has a block scale of nan at index 32");
   }
   // Rows of 576 values (SmolLM2's width) are not whole Q4_K super-blocks.
   {

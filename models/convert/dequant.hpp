@@ -1,15 +1,14 @@
-// Dequantization of ggml tensor blocks into floats (host side, for the GGUF importer).
-//
-// One function per block type, each over whole blocks, plus one dispatcher. The block layouts are
-// ggml's (block structs in dequant.cpp, their sizes checked): 32-element blocks with an fp16 scale
-// for Q4_0..Q8_0 and IQ4_NL, 256-element super-blocks with packed sub-block scales for the
-// K-quants and IQ4_XS. The arithmetic is done in float in the same order as ggml's reference
-// (d*q + m, (d*sc)*q - dmin*m, no fused multiply-adds) so the results match
-// gguf.quants.dequantize bit for bit (tests/golden/gen_dequant_goldens.py).
+// ggml's tensor types as the importers read them: one table by GGUF type id (name, block size,
+// to_float). A type mote runs is decoded by the runtime's own reference decoder over its own
+// block struct (kernels::ref::dequantize_*, kernels/quant.hpp and quant_k.hpp: GGUF's formulas in
+// ggml's float order), so each block layout and decoder exists once; this file decodes only what
+// the runtime does not run (BF16, IQ4_XS) and the plain floats. Every to_float equals
+// gguf.quants.dequantize bit for bit (tests/golden/gen_dequant_goldens.py, test_dequant).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace mote::convert {
 
@@ -38,34 +37,29 @@ struct GgmlTypeInfo {
   const char *name;         // "Q4_K"
   uint32_t block_elements;  // elements per block
   uint32_t block_bytes;     // bytes per block
-  bool dequantizable;       // dequantize_ggml supports it
+  // n elements (whole blocks) at src (any alignment) into floats at dst, as ggml's to_float
+  // gives them; null for a type mote cannot import.
+  void (*to_float)(const uint8_t *src, size_t n, float *dst);
 };
 
 // Null for a type id ggml does not define (the GGUF parser rejects those). Types that ggml
-// defines but mote cannot import (Q8_1, IQ2_XXS, ...) have an entry with dequantizable = false, so the
+// defines but mote cannot import (Q8_1, IQ2_XXS, ...) have a row without to_float, so the
 // container still validates their sizes.
 const GgmlTypeInfo *ggml_type_info(uint32_t type);
 
-// Per block type: n_blocks blocks from src into n_blocks * block_elements floats at dst.
-void dequantize_f32(const uint8_t *src, size_t n, float *dst);  // n elements
+// "F32, F16, Q4_0, ...": the types with a to_float, in id order, for messages.
+std::string importable_ggml_types();
+
+// The decoders this file keeps: the float types (a value is its own block) and those the runtime
+// does not run (BF16; IQ4_XS, n a whole number of its super-blocks).
+void dequantize_f32(const uint8_t *src, size_t n, float *dst);
 void dequantize_f16(const uint8_t *src, size_t n, float *dst);
 void dequantize_bf16(const uint8_t *src, size_t n, float *dst);
-void dequantize_q8_0(const uint8_t *src, size_t n_blocks, float *dst);
-void dequantize_q4_0(const uint8_t *src, size_t n_blocks, float *dst);
-void dequantize_q4_1(const uint8_t *src, size_t n_blocks, float *dst);
-void dequantize_q5_0(const uint8_t *src, size_t n_blocks, float *dst);
-void dequantize_q5_1(const uint8_t *src, size_t n_blocks, float *dst);
-void dequantize_q2_k(const uint8_t *src, size_t n_blocks, float *dst);
-void dequantize_q3_k(const uint8_t *src, size_t n_blocks, float *dst);
-void dequantize_q4_k(const uint8_t *src, size_t n_blocks, float *dst);
-void dequantize_q5_k(const uint8_t *src, size_t n_blocks, float *dst);
-void dequantize_q6_k(const uint8_t *src, size_t n_blocks, float *dst);
-void dequantize_iq4_nl(const uint8_t *src, size_t n_blocks, float *dst);
-void dequantize_iq4_xs(const uint8_t *src, size_t n_blocks, float *dst);
+void dequantize_iq4_xs(const uint8_t *src, size_t n, float *dst);
 
 // Dequantizes n_elements (a multiple of the type's block) of type from src (which holds
-// n_elements / block_elements * block_bytes bytes) into dst. False for a type that is not
-// dequantizable or a count that is not a whole number of blocks.
+// n_elements / block_elements * block_bytes bytes) into dst. False for a type without to_float
+// or a count that is not a whole number of blocks.
 bool dequantize_ggml(uint32_t type, const uint8_t *src, size_t n_elements, float *dst);
 
 }  // namespace mote::convert

@@ -284,10 +284,9 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
       return false;
     }
     const GgmlTypeInfo *info = ggml_type_info(t.type);
-    if (!info->dequantizable) {
+    if (info->to_float == nullptr) {
       *error = "GGUF tensor '" + printable(t.name) + "' has type " + info->name +
-               ", which mote convert cannot import (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
-               "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)";
+               ", which mote convert cannot import (supported: " + importable_ggml_types() + ")";
       return false;
     }
     if (!add_tensor(w, {file.bytes + t.offset, t.type}, options.dtype, options.layout, &m, error, options.mix))

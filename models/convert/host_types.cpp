@@ -1,6 +1,5 @@
 #include "host_types.hpp"
 
-#include "dequant.hpp"
 #include "quantize.hpp"
 
 namespace mote::convert {
@@ -9,13 +8,11 @@ namespace {
 using format::DType;
 
 constexpr HostType kHostTypes[] = {
-    {DType::f32, quantize_f32, dequantize_f32},    {DType::f16, quantize_f16, dequantize_f16},
-    {DType::q8_0, quantize_q8_0, dequantize_q8_0}, {DType::q4_0, quantize_q4_0, dequantize_q4_0},
-    {DType::q4_1, quantize_q4_1, dequantize_q4_1}, {DType::q5_0, quantize_q5_0, dequantize_q5_0},
-    {DType::q5_1, quantize_q5_1, dequantize_q5_1}, {DType::iq4_nl, quantize_iq4_nl, dequantize_iq4_nl},
-    {DType::q6_k, quantize_q6_k, dequantize_q6_k}, {DType::q5_k, quantize_q5_k, dequantize_q5_k},
-    {DType::q4_k, quantize_q4_k, dequantize_q4_k}, {DType::q3_k, quantize_q3_k, dequantize_q3_k},
-    {DType::q2_k, quantize_q2_k, dequantize_q2_k},
+    {DType::f32, quantize_f32},   {DType::f16, quantize_f16},       {DType::q8_0, quantize_q8_0},
+    {DType::q4_0, quantize_q4_0}, {DType::q4_1, quantize_q4_1},     {DType::q5_0, quantize_q5_0},
+    {DType::q5_1, quantize_q5_1}, {DType::iq4_nl, quantize_iq4_nl}, {DType::q6_k, quantize_q6_k},
+    {DType::q5_k, quantize_q5_k}, {DType::q4_k, quantize_q4_k},     {DType::q3_k, quantize_q3_k},
+    {DType::q2_k, quantize_q2_k},
 };
 
 // Rows write plain blocks; the interleaved twins are a reorder of them (repack.hpp).

@@ -1,7 +1,8 @@
-// The converter's row per dtype it writes (ggml's to_float / from_float_ref split): the matrix
-// dtypes a user can ask for, each with its reference encoder and decoder. The block sizes, name,
-// scale fields and x8 twin are the dtype's format::DTypeTraits row; quantize.cpp, repack.cpp, the
-// writer and every message listing the dtypes read these two tables instead of naming types.
+// The converter's row per dtype it writes (ggml's from_float_ref): the matrix dtypes a user can
+// ask for, each with its reference encoder. The block sizes, name, scale fields and x8 twin are
+// the dtype's format::DTypeTraits row, and its decoder is the GGUF type table's to_float for the
+// row's ggml type (dequant.hpp: the runtime's reference decoder); quantize.cpp, repack.cpp, the
+// writer and every message listing the dtypes read these tables instead of naming types.
 #pragma once
 
 #include <cstddef>
@@ -17,8 +18,6 @@ struct HostType {
   // n_blocks blocks of the dtype (format row's block_elements values each; a float is a block)
   // from floats, bit for bit as the gguf Python package's gguf.quants.quantize.
   void (*quantize_ref)(const float *src, size_t n_blocks, uint8_t *dst);
-  // The inverse, exact for bytes quantize_ref wrote.
-  void (*dequantize_ref)(const uint8_t *src, size_t n_blocks, float *dst);
 };
 
 // The row for dtype, or null when the converter does not write it (bf16, the x8 layouts).

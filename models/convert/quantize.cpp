@@ -1,10 +1,12 @@
 #include "quantize.hpp"
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "core/fp16.hpp"
 #include "host_types.hpp"
+#include "kernels/quant.hpp"
 
 // Each rounding step below is the reference's own (float32 unless it says double), so the
 // compiler must not fuse a multiply and an add: CMakeLists.txt builds this file with
@@ -38,7 +40,7 @@ void quantize_f16(const float *src, size_t n, uint8_t *dst) {
 }
 
 void quantize_q8_0(const float *src, size_t n_blocks, uint8_t *dst) {
-  for (size_t b = 0; b < n_blocks; ++b, src += kQuantBlock, dst += 34) {
+  for (size_t b = 0; b < n_blocks; ++b, src += kQuantBlock, dst += sizeof(kernels::BlockQ8_0)) {
     float amax = 0.0f;
     for (size_t j = 0; j < kQuantBlock; ++j) amax = std::fmax(amax, std::fabs(src[j]));
     const float d = amax / 127.0f;
@@ -49,13 +51,14 @@ void quantize_q8_0(const float *src, size_t n_blocks, uint8_t *dst) {
       // then inf (or 0 x inf) would be undefined to convert, so the range is kept explicitly.
       float scaled = src[j] * id;
       if (!(std::fabs(scaled) <= 127.0f)) scaled = std::isnan(scaled) ? 0.0f : std::copysign(127.0f, scaled);
-      dst[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(scaled)));  // round: halves away from 0
+      dst[offsetof(kernels::BlockQ8_0, qs) + j] =
+          static_cast<uint8_t>(static_cast<int8_t>(std::round(scaled)));  // round: halves away from 0
     }
   }
 }
 
 void quantize_q4_0(const float *src, size_t n_blocks, uint8_t *dst) {
-  for (size_t b = 0; b < n_blocks; ++b, src += kQuantBlock, dst += 18) {
+  for (size_t b = 0; b < n_blocks; ++b, src += kQuantBlock, dst += sizeof(kernels::BlockQ4_0)) {
     // The signed value of largest magnitude; the first one on a tie (numpy's argmax).
     float amax = std::fabs(src[0]), max = src[0];
     for (size_t j = 1; j < kQuantBlock; ++j) {
@@ -74,12 +77,12 @@ void quantize_q4_0(const float *src, size_t n_blocks, uint8_t *dst) {
       const double shifted = static_cast<double>(src[j]) * static_cast<double>(id) + 8.5;
       q[j] = clip_nibble(std::trunc(static_cast<float>(shifted)));
     }
-    pack_nibbles(q, dst + 2);
+    pack_nibbles(q, dst + offsetof(kernels::BlockQ4_0, qs));
   }
 }
 
 void quantize_q4_1(const float *src, size_t n_blocks, uint8_t *dst) {
-  for (size_t b = 0; b < n_blocks; ++b, src += kQuantBlock, dst += 20) {
+  for (size_t b = 0; b < n_blocks; ++b, src += kQuantBlock, dst += sizeof(kernels::BlockQ4_1)) {
     float min = src[0], max = src[0];
     for (size_t j = 1; j < kQuantBlock; ++j) {
       min = std::fmin(min, src[j]);
@@ -88,14 +91,14 @@ void quantize_q4_1(const float *src, size_t n_blocks, uint8_t *dst) {
     const float d = (max - min) / 15.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     store_fp16(d, dst);
-    store_fp16(min, dst + 2);
+    store_fp16(min, dst + offsetof(kernels::BlockQ4_1, m));
     uint8_t q[kQuantBlock];
     for (size_t j = 0; j < kQuantBlock; ++j) {
       const float offset = src[j] - min;
       const float scaled = offset * id;
       q[j] = clip_nibble(std::trunc(scaled + 0.5f));
     }
-    pack_nibbles(q, dst + 4);
+    pack_nibbles(q, dst + offsetof(kernels::BlockQ4_1, qs));
   }
 }
 

@@ -6,8 +6,10 @@
 // on one different rounding, so "equivalent" arithmetic is not byte-identical.
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
+#include "kernels/quant.hpp"
 #include "quantize.hpp"
 #include "quantize_rounding.hpp"
 
@@ -21,7 +23,13 @@ using rounding::store_fp16;
 
 constexpr int kSuper = 256;         // values per super-block
 constexpr float kAllZero = 1e-15f;  // a group whose largest |value| is below this is all zero
-constexpr size_t kQ2Bytes = 84, kQ3Bytes = 110, kQ4Bytes = 144, kQ5Bytes = 176, kQ6Bytes = 210;
+// The blocks are the runtime's structs (kernels/quant_k.hpp), written field by field at their offsets.
+using kernels::BlockQ2_K;
+using kernels::BlockQ3_K;
+using kernels::BlockQ4_K;
+using kernels::BlockQ5_K;
+using kernels::BlockQ6_K;
+static_assert(offsetof(BlockQ4_K, scales) == offsetof(BlockQ5_K, scales), "q4_k and q5_k share their header");
 
 int clamp_int(int value, int lo, int hi) { return value < lo ? lo : value > hi ? hi : value; }
 
@@ -256,12 +264,12 @@ void fit_scale_min_super(const float *x, const MinSearch &search, uint8_t levels
     if (ls[j] > 63) ls[j] = 63;
     if (lm[j] > 63) lm[j] = 63;
   }
-  uint8_t *scale_bytes = dst + 4;
+  uint8_t *scale_bytes = dst + offsetof(BlockQ4_K, scales);
   std::memset(scale_bytes, 0, 12);
   pack_scale_min_6bit(ls, lm, scale_bytes);
   store_fp16(max_scale / 63.f, dst);
-  store_fp16(max_min / 63.f, dst + 2);
-  const float d_all = load_fp16(dst), dmin_all = load_fp16(dst + 2);
+  store_fp16(max_min / 63.f, dst + offsetof(BlockQ4_K, dmin));
+  const float d_all = load_fp16(dst), dmin_all = load_fp16(dst + offsetof(BlockQ4_K, dmin));
   for (int j = 0; j < 8; ++j) {
     int sc, m;
     unpack_scale_min_6bit(j, scale_bytes, &sc, &m);
@@ -277,7 +285,7 @@ void fit_scale_min_super(const float *x, const MinSearch &search, uint8_t levels
 void quantize_q4_k_block(const float *x, uint8_t *dst) {
   uint8_t levels[kSuper];
   fit_scale_min_super(x, {15, -1.f, 0.1f, 20, false}, levels, dst);
-  uint8_t *qs = dst + 16;
+  uint8_t *qs = dst + offsetof(BlockQ4_K, qs);
   for (int j = 0; j < kSuper; j += 64) {
     for (int l = 0; l < 32; ++l) qs[l] = static_cast<uint8_t>(levels[j + l] | (levels[j + l + 32] << 4));
     qs += 32;
@@ -287,7 +295,7 @@ void quantize_q4_k_block(const float *x, uint8_t *dst) {
 void quantize_q5_k_block(const float *x, uint8_t *dst) {
   uint8_t levels[kSuper];
   fit_scale_min_super(x, {31, -0.5f, 0.1f, 15, false}, levels, dst);
-  uint8_t *qh = dst + 16, *ql = dst + 48;
+  uint8_t *qh = dst + offsetof(BlockQ5_K, qh), *ql = dst + offsetof(BlockQ5_K, qs);
   std::memset(qh, 0, 32);
   uint8_t m1 = 1, m2 = 2;
   for (int n = 0; n < kSuper; n += 64) {
@@ -322,8 +330,8 @@ void quantize_q2_k_block(const float *x, uint8_t *dst) {
   }
   constexpr float q4scale = 15.f;
   uint8_t *sc = dst;
-  uint8_t *qs = dst + 16;
-  uint8_t *d_at = dst + 80, *dmin_at = dst + 82;
+  uint8_t *qs = dst + offsetof(BlockQ2_K, qs);
+  uint8_t *d_at = dst + offsetof(BlockQ2_K, d), *dmin_at = dst + offsetof(BlockQ2_K, dmin);
   if (max_scale > 0) {
     const float iscale = q4scale / max_scale;
     for (int j = 0; j < 16; ++j) sc[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
@@ -356,7 +364,8 @@ void quantize_q3_k_block(const float *x, uint8_t *dst) {
   int8_t levels[kSuper];
   float scales[16];
   const float max_scale = fit_signed_sub_blocks(x, 4, fit_signed_refine, levels, scales);
-  uint8_t *hmask = dst, *qs = dst + 32, *sc = dst + 96, *d_at = dst + 108;
+  uint8_t *hmask = dst, *qs = dst + offsetof(BlockQ3_K, qs), *sc = dst + offsetof(BlockQ3_K, scales);
+  uint8_t *d_at = dst + offsetof(BlockQ3_K, d);
   std::memset(sc, 0, 12);
   if (max_scale != 0) {
     const float iscale = -32.f / max_scale;
@@ -405,10 +414,11 @@ void quantize_q6_k_block(const float *x, uint8_t *dst) {
   float scales[16];
   const float max_scale = fit_signed_sub_blocks(x, 32, fit_signed_search, levels, scales);
   if (std::fabs(max_scale) < kAllZero) {
-    std::memset(dst, 0, kQ6Bytes);
+    std::memset(dst, 0, sizeof(BlockQ6_K));
     return;
   }
-  uint8_t *ql = dst, *qh = dst + 128, *sc = dst + 192, *d_at = dst + 208;
+  uint8_t *ql = dst, *qh = dst + offsetof(BlockQ6_K, qh), *sc = dst + offsetof(BlockQ6_K, scales);
+  uint8_t *d_at = dst + offsetof(BlockQ6_K, d);
   const float iscale = -128.f / max_scale;
   store_fp16(1 / iscale, d_at);
   for (int ib = 0; ib < 16; ++ib) {
@@ -435,27 +445,27 @@ void quantize_q6_k_block(const float *x, uint8_t *dst) {
   }
 }
 
-template <void (*quantize_block)(const float *, uint8_t *), size_t kBytes>
+template <void (*quantize_block)(const float *, uint8_t *), class Block>
 void quantize_supers(const float *src, size_t n_blocks, uint8_t *dst) {
-  for (size_t b = 0; b < n_blocks; ++b) quantize_block(src + b * kSuper, dst + b * kBytes);
+  for (size_t b = 0; b < n_blocks; ++b) quantize_block(src + b * kSuper, dst + b * sizeof(Block));
 }
 
 }  // namespace
 
 void quantize_q2_k(const float *src, size_t n_blocks, uint8_t *dst) {
-  quantize_supers<quantize_q2_k_block, kQ2Bytes>(src, n_blocks, dst);
+  quantize_supers<quantize_q2_k_block, BlockQ2_K>(src, n_blocks, dst);
 }
 void quantize_q3_k(const float *src, size_t n_blocks, uint8_t *dst) {
-  quantize_supers<quantize_q3_k_block, kQ3Bytes>(src, n_blocks, dst);
+  quantize_supers<quantize_q3_k_block, BlockQ3_K>(src, n_blocks, dst);
 }
 void quantize_q4_k(const float *src, size_t n_blocks, uint8_t *dst) {
-  quantize_supers<quantize_q4_k_block, kQ4Bytes>(src, n_blocks, dst);
+  quantize_supers<quantize_q4_k_block, BlockQ4_K>(src, n_blocks, dst);
 }
 void quantize_q5_k(const float *src, size_t n_blocks, uint8_t *dst) {
-  quantize_supers<quantize_q5_k_block, kQ5Bytes>(src, n_blocks, dst);
+  quantize_supers<quantize_q5_k_block, BlockQ5_K>(src, n_blocks, dst);
 }
 void quantize_q6_k(const float *src, size_t n_blocks, uint8_t *dst) {
-  quantize_supers<quantize_q6_k_block, kQ6Bytes>(src, n_blocks, dst);
+  quantize_supers<quantize_q6_k_block, BlockQ6_K>(src, n_blocks, dst);
 }
 
 }  // namespace mote::convert

@@ -6,19 +6,22 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
+#include "kernels/quant.hpp"
 #include "quantize.hpp"
 #include "quantize_rounding.hpp"
 
 namespace mote::convert {
 namespace {
 
+using kernels::kIQ4NLValues;  // IQ4_NL's 16 non-uniform levels (ggml's kvalues_iq4nl)
 using rounding::signed_max;
 using rounding::store_fp16;
 using rounding::truncate_to_int;
 
-constexpr size_t kBlock = 32;
+constexpr size_t kBlock = kernels::kQuantBlock;
 
 // Five-bit levels: the low nibbles as q4_0 packs them (element j low, j + 16 high), the fifth
 // bits as a little-endian 32-bit mask, bit j for element j.
@@ -32,30 +35,27 @@ void pack_5bit(const uint8_t q[kBlock], uint8_t *qh, uint8_t *qs) {
   for (int i = 0; i < 4; ++i) qh[i] = static_cast<uint8_t>(high >> (8 * i));
 }
 
-// IQ4_NL's 16 non-uniform levels (ggml's kvalues_iq4nl, a published table of the format).
-constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
-
 // The index of the level nearest x (the upper one on a tie), by bisection as ggml does.
 int nearest_level(float x) {
-  if (x <= kIq4Levels[0]) return 0;
-  if (x >= kIq4Levels[15]) return 15;
+  if (x <= kIQ4NLValues[0]) return 0;
+  if (x >= kIQ4NLValues[15]) return 15;
   int lo = 0, hi = 15;
   while (hi - lo > 1) {
     const int mid = (lo + hi) / 2;
-    if (x < kIq4Levels[mid]) {
+    if (x < kIQ4NLValues[mid]) {
       hi = mid;
     } else {
       lo = mid;
     }
   }
-  return x - kIq4Levels[hi - 1] < kIq4Levels[hi] - x ? hi - 1 : hi;
+  return x - kIQ4NLValues[hi - 1] < kIQ4NLValues[hi] - x ? hi - 1 : hi;
 }
 
 // sum w*q*x and sum w*q*q (w = x^2) of the block's values on the levels x * inv_scale picks.
 void level_sums(const float *x, float inv_scale, float *sumqx, float *sumq2) {
   *sumqx = *sumq2 = 0;
   for (size_t j = 0; j < kBlock; ++j) {
-    const float q = kIq4Levels[nearest_level(inv_scale * x[j])];
+    const float q = kIQ4NLValues[nearest_level(inv_scale * x[j])];
     const float w = x[j] * x[j];
     *sumqx += w * q * x[j];
     *sumq2 += w * q * q;
@@ -71,11 +71,11 @@ void quantize_iq4_nl_block(const float *x, uint8_t *dst) {
   if (amax >= 1e-15f) {
     constexpr int kTries = 7;
     float sumqx, sumq2;
-    level_sums(x, 1 / (-max / kIq4Levels[0]), &sumqx, &sumq2);
+    level_sums(x, 1 / (-max / kIQ4NLValues[0]), &sumqx, &sumq2);
     d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
     float best = d * sumqx;
     for (int t = -kTries; t <= kTries; ++t) {
-      level_sums(x, (t + kIq4Levels[0]) / max, &sumqx, &sumq2);
+      level_sums(x, (t + kIQ4NLValues[0]) / max, &sumqx, &sumq2);
       if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
         d = sumqx / sumq2;
         best = d * sumqx;
@@ -84,7 +84,7 @@ void quantize_iq4_nl_block(const float *x, uint8_t *dst) {
   }
   store_fp16(d, dst);
   const float id = d != 0 ? 1 / d : 0;
-  uint8_t *qs = dst + 2;
+  uint8_t *qs = dst + offsetof(kernels::BlockIQ4_NL, qs);
   for (size_t j = 0; j < kBlock / 2; ++j) {
     qs[j] = static_cast<uint8_t>(nearest_level(id * x[j]) | (nearest_level(id * x[j + kBlock / 2]) << 4));
   }
@@ -93,7 +93,7 @@ void quantize_iq4_nl_block(const float *x, uint8_t *dst) {
 }  // namespace
 
 void quantize_q5_0(const float *src, size_t n_blocks, uint8_t *dst) {
-  for (size_t b = 0; b < n_blocks; ++b, src += kBlock, dst += 22) {
+  for (size_t b = 0; b < n_blocks; ++b, src += kBlock, dst += sizeof(kernels::BlockQ5_0)) {
     float max, amax;
     signed_max(src, kBlock, &max, &amax);
     const float d = max / -16;
@@ -107,12 +107,12 @@ void quantize_q5_0(const float *src, size_t n_blocks, uint8_t *dst) {
       const int8_t level = static_cast<int8_t>(truncate_to_int(scaled + 16.5f));
       q[j] = static_cast<uint8_t>(level < 31 ? level : 31);
     }
-    pack_5bit(q, dst + 2, dst + 6);
+    pack_5bit(q, dst + offsetof(kernels::BlockQ5_0, qh), dst + offsetof(kernels::BlockQ5_0, qs));
   }
 }
 
 void quantize_q5_1(const float *src, size_t n_blocks, uint8_t *dst) {
-  for (size_t b = 0; b < n_blocks; ++b, src += kBlock, dst += 24) {
+  for (size_t b = 0; b < n_blocks; ++b, src += kBlock, dst += sizeof(kernels::BlockQ5_1)) {
     float min = FLT_MAX, max = -FLT_MAX;
     for (size_t j = 0; j < kBlock; ++j) {
       if (src[j] < min) min = src[j];
@@ -121,18 +121,18 @@ void quantize_q5_1(const float *src, size_t n_blocks, uint8_t *dst) {
     const float d = (max - min) / 31;
     const float id = d != 0 ? 1.0f / d : 0.0f;
     store_fp16(d, dst);
-    store_fp16(min, dst + 2);
+    store_fp16(min, dst + offsetof(kernels::BlockQ5_1, m));
     uint8_t q[kBlock];
     for (size_t j = 0; j < kBlock; ++j) {
       const float scaled = (src[j] - min) * id;
       q[j] = static_cast<uint8_t>(truncate_to_int(scaled + 0.5f));
     }
-    pack_5bit(q, dst + 4, dst + 8);
+    pack_5bit(q, dst + offsetof(kernels::BlockQ5_1, qh), dst + offsetof(kernels::BlockQ5_1, qs));
   }
 }
 
 void quantize_iq4_nl(const float *src, size_t n_blocks, uint8_t *dst) {
-  for (size_t b = 0; b < n_blocks; ++b) quantize_iq4_nl_block(src + b * kBlock, dst + b * 18);
+  for (size_t b = 0; b < n_blocks; ++b) quantize_iq4_nl_block(src + b * kBlock, dst + b * sizeof(kernels::BlockIQ4_NL));
 }
 
 }  // namespace mote::convert

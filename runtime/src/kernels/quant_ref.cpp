@@ -111,7 +111,8 @@ void matmul_interleaved(float *out, size_t out_stride, const Block *w, const Q8A
   }
 }
 
-// GGUF's formulas exactly: d * q (plus m, as a separate add: no fused multiply-add).
+// GGUF's formulas exactly: d * q (plus m, as a separate add: no fused multiply-add, CMakeLists.txt
+// builds this file with -ffp-contract=off). The converter's GGUF import decodes through these too.
 template <class Block>
 void dequantize_blocks(float *out, const Block *blocks, size_t n) {
   for (size_t i = 0; i < n; ++i) {
