@@ -164,6 +164,7 @@ class TokenChecker {
  public:
   TokenChecker(Grammar &g, uint64_t max_steps);
   Check check(const char *bytes, size_t n);
+  uint64_t steps() const { return steps_; }
 
  private:
   static constexpr uint32_t kMaxPrefix = 48;  // bytes of the string before whose states are kept

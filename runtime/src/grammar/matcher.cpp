@@ -329,13 +329,13 @@ Check TokenChecker::check(const char *bytes, size_t n) {
     PartialUtf8 p = state.partial;
     const Utf8 added = add_byte(p, static_cast<uint8_t>(bytes[i]));
     if (added == Utf8::kInvalid) return refuse(i + 1, Check::kRefused);
-    const bool kept = n_prefixes_ == i + 1 && i < kMaxPrefix;
+    bool kept = n_prefixes_ == i + 1 && i < kMaxPrefix;
     Prefix next{state.words, state.n_words, p, state.words_end};
     if (added == Utf8::kComplete) {
-      // Into the prefix buffer while a whole set still fits there, else a scratch set.
-      const bool stored = kept && state.words_end + kStackWords <= kPrefixWords;
-      StackSet out{stored ? g_.buffers.prefix_words + state.words_end
-                          : g_.scratch[state.words == g_.scratch[0] ? 1 : 0],
+      // Into the prefix buffer while a whole set still fits there, else a scratch set (not kept:
+      // the next set overwrites it).
+      kept = kept && state.words_end + kStackWords <= kPrefixWords;
+      StackSet out{kept ? g_.buffers.prefix_words + state.words_end : g_.scratch[state.words == g_.scratch[0] ? 1 : 0],
                    0};
       Stepper stepper(g_, max_steps_ - steps_);
       stepper.advance(StackSet{state.words, state.n_words}, p.value, out);
@@ -343,7 +343,7 @@ Check TokenChecker::check(const char *bytes, size_t n) {
       if (stepper.over_budget()) return Check::kOverBudget;
       if (stepper.overflowed()) return refuse(i + 1, Check::kTooDeep);
       if (out.n_words == 0) return refuse(i + 1, Check::kRefused);
-      next = Prefix{out.words, out.n_words, p, stored ? state.words_end + out.n_words : state.words_end};
+      next = Prefix{out.words, out.n_words, p, kept ? state.words_end + out.n_words : state.words_end};
     }
     if (kept) prefixes_[n_prefixes_++] = next;
     state = next;
