@@ -9,8 +9,8 @@
 #include "grammar/grammar.hpp"
 #include "mote/mote.h"
 #include "sample/grammar_sample.hpp"
-#include "text/tokenizer.hpp"
 #include "test_support.hpp"
+#include "text/tokenizer.hpp"
 #include "tokenizer_support.hpp"
 
 namespace {
@@ -157,7 +157,8 @@ TEST_CASE("invalid UTF-8 is no code point: overlong forms, surrogates, above U+1
       CAPTURE(cut);
       mote_grammar_reset(&any.grammar);
       const mote_status head = mote_grammar_accept_bytes(&any.grammar, bytes.data(), cut, nullptr, 0);
-      const mote_status tail = mote_grammar_accept_bytes(&any.grammar, bytes.data() + cut, bytes.size() - cut, nullptr, 0);
+      const mote_status tail =
+          mote_grammar_accept_bytes(&any.grammar, bytes.data() + cut, bytes.size() - cut, nullptr, 0);
       CHECK((head == MOTE_ERR_GRAMMAR || tail == MOTE_ERR_GRAMMAR));
     }
   }
@@ -250,7 +251,8 @@ TEST_CASE("a grammar that allows nothing is refused") {
 
 TEST_CASE("left recursion is refused clearly, directly or through rules that match nothing") {
   CHECK(error_of("root ::= a\na ::= a \"x\" | \"y\"\n").find("rule 'a' is left-recursive") != std::string::npos);
-  CHECK(error_of("root ::= b \"x\"\nb ::= c\nc ::= e root | \"z\"\ne ::= \"q\"?\n").find("left-recursive") != std::string::npos);
+  CHECK(error_of("root ::= b \"x\"\nb ::= c\nc ::= e root | \"z\"\ne ::= \"q\"?\n").find("left-recursive") !=
+        std::string::npos);
   CHECK(error_of("root ::= (\"\")* \"x\"\n").find("left-recursive") != std::string::npos);
   Compiled right("root ::= \"x\" root | \"y\"\n");  // right recursion is fine
   REQUIRE(right.status == MOTE_OK);
@@ -364,9 +366,9 @@ struct LargeVocabulary {
     model = std::make_unique<mote_test::TinyModel>();
     model->bytes = mote_test::AlignedBuffer::copy_of(mote::convert::serialize(data));
     char message[256] = "";
-    REQUIRE_MESSAGE(mote_model_open(model->bytes.data.get(), model->bytes.size, &model->model, message,
-                                    sizeof message) == MOTE_OK,
-                    message);
+    REQUIRE_MESSAGE(
+        mote_model_open(model->bytes.data.get(), model->bytes.size, &model->model, message, sizeof message) == MOTE_OK,
+        message);
     session = mote_test::open_session(model->model, mote_session_options_default());
   }
 };

@@ -40,8 +40,10 @@ constexpr uint32_t kMaxRepeatCount = 1u << 20;  // the numbers of {m,n}
 constexpr uint32_t kStackWords = 8192;          // words of one stack set (the matcher's bound)
 constexpr uint32_t kMaxExpansions = 8192;       // rule expansions for one code point
 constexpr uint64_t kMaxAnalysisSteps = 50000000;  // element visits of the compile-time checks
-constexpr uint32_t kSeenSlots = kStackWords;      // the hash of a set's stacks (a set holds at most half as many)
-constexpr uint32_t kPrefixWords = 4 * kStackWords;  // the stack sets a TokenChecker keeps of its prefixes
+// The slots of the hash of a set's stacks (a set holds at most half as many stacks), and the
+// words of the sets a TokenChecker keeps of its prefixes.
+constexpr uint32_t kSeenSlots = kStackWords;
+constexpr uint32_t kPrefixWords = 4 * kStackWords;
 
 // A set of stacks packed as [depth, position 0 .. position depth-1] (the top last).
 struct StackSet {
@@ -86,11 +88,11 @@ struct Grammar {
   const uint32_t *rule_start = nullptr;  // rule id -> index of its first element
   uint32_t n_elements = 0, n_rules = 0;
   uint32_t root = 0;
-  StackSet current;             // the state after the bytes accepted so far
-  uint32_t *scratch[2] = {};    // two more stack sets: a step reads one, writes the other
-  uint32_t *work = nullptr;     // the expansion work list (a stack set's size)
+  StackSet current;           // the state after the bytes accepted so far
+  uint32_t *scratch[2] = {};  // two more stack sets: a step reads one, writes the other
+  uint32_t *work = nullptr;   // the expansion work list (a stack set's size)
   PartialUtf8 partial;
-  MatcherBuffers buffers;  // set before compile_grammar (its reset matches)
+  MatcherBuffers buffers;   // set before compile_grammar (its reset matches)
   uint32_t seen_stamp = 0;  // marks buffers.seen's slots of the set being written (0: clear them first)
   // The vocabulary the grammar masks (absent when compiled without a model).
   bool has_tokenizer = false;
@@ -178,7 +180,7 @@ class TokenChecker {
 
   Grammar &g_;
   uint64_t steps_ = 0, max_steps_;
-  char last_[kMaxPrefix] = {};     // the first bytes of the string checked before
+  char last_[kMaxPrefix] = {};       // the first bytes of the string checked before
   Prefix prefixes_[kMaxPrefix + 1];  // the states after last_'s first i bytes, i < n_prefixes_
   uint32_t n_prefixes_ = 1, n_last_ = 0;
   uint32_t refused_length_ = 0;  // last_'s first refused_length_ bytes cannot continue g (0: none)

@@ -1,8 +1,10 @@
 // The matcher: a set of stacks of element positions (llama.cpp's grammar stacks), each top a
-// character class, advanced one code point at a time. Bytes arrive in UTF-8; a token may end
-// inside a character, which is kept as a partial code point until the next token completes it.
-// Every set lives in a fixed buffer of kStackWords words and every expansion is counted: a
-// grammar that needs more is refused (a candidate token) or reported (accepting bytes).
+// character class, advanced one code point at a time. Bytes arrive in UTF-8 (invalid UTF-8 is
+// refused at its first byte); a token may end inside a character, which is kept as a partial
+// code point until the next token completes it. Every set lives in a fixed buffer of
+// kStackWords words, found again through a hash of its stacks, and every expansion is counted:
+// a grammar that needs more is refused (a candidate token) or reported (accepting bytes).
+// TokenChecker checks many tokens, sharing the sets of common prefixes, within a budget.
 #include <cstring>
 
 #include "grammar/grammar.hpp"
