@@ -115,19 +115,25 @@ void matmul_interleaved(float *out, size_t out_stride, const Block *w, const Q8A
 // builds this file with -ffp-contract=off). The converter's GGUF import decodes through these too.
 template <class Block>
 void dequantize_blocks(float *out, const Block *blocks, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    const Block &b = blocks[i / kQuantBlock];
-    const float value = fp16_to_f32(b.d) * static_cast<float>(weight_q(b, i % kQuantBlock));
-    out[i] = kHasMinimum<Block> ? value + block_min(b) : value;
+  for (size_t b = 0; b < n / kQuantBlock; ++b, out += kQuantBlock) {
+    const Block &block = blocks[b];
+    const float d = fp16_to_f32(block.d), m = block_min(block);
+    for (size_t i = 0; i < kQuantBlock; ++i) {
+      const float value = d * static_cast<float>(weight_q(block, i));
+      out[i] = kHasMinimum<Block> ? value + m : value;
+    }
   }
 }
 
 template <class Block>
 void dequantize_group_row(float *out, const Block *group, size_t row, size_t n) {
-  for (size_t e = 0; e < n; ++e) {
-    const Block &b = group[e / kQuantBlock];
-    const float value = fp16_to_f32(b.d[row]) * static_cast<float>(weight_q(b, row, e % kQuantBlock));
-    out[e] = kHasMinimum<Block> ? value + block_min(b, row) : value;
+  for (size_t b = 0; b < n / kQuantBlock; ++b, out += kQuantBlock) {
+    const Block &block = group[b];
+    const float d = fp16_to_f32(block.d[row]), m = block_min(block, row);
+    for (size_t e = 0; e < kQuantBlock; ++e) {
+      const float value = d * static_cast<float>(weight_q(block, row, e));
+      out[e] = kHasMinimum<Block> ? value + m : value;
+    }
   }
 }
 
