@@ -490,12 +490,15 @@ mote_status mote_chat_end_of_turn(const mote_model *model, int32_t *tokens, size
  *   mote_grammar_init(&grammar, &model, text, text_n, arena, n, err, sizeof err);
  *   mote_generate_constrained(&session, prompt, n_prompt, 256, &options, &grammar, on_token, 0, 0);
  *
- * The grammar matches UTF-8 bytes (a token may end inside a character). A grammar is mutable
- * state, like a session: one call at a time; it may be reset and used again. Bounds keep hostile
- * grammars finite (each exceeded one is MOTE_ERR_GRAMMAR with a one-line message, never a crash):
- * 262,144 compiled elements (repetition {m,n} is expanded), groups nested 128 deep, 8,192 words of
- * stacks while matching (deeply nested text, e.g. JSON, runs out there) and 8,192 rule expansions
- * a character. Left recursion (a ::= a "x") is refused at compile time, as llama.cpp does. */
+ * The grammar matches UTF-8 bytes (a token may end inside a character); invalid UTF-8 (overlong
+ * forms, surrogates, code points above U+10FFFF, stray bytes) is no character and never matches.
+ * A grammar is mutable state, like a session: one call at a time; it may be reset and used again.
+ * Bounds keep hostile grammars finite (each exceeded one is MOTE_ERR_GRAMMAR with a one-line
+ * message, never a crash or a hang): 262,144 compiled elements (repetition {m,n} is expanded),
+ * groups nested 128 deep, 8,192 words of stacks while matching (deeply nested text, e.g. JSON,
+ * runs out there), 8,192 rule expansions a character, and 2^27 matcher steps (stack words moved,
+ * about a second) to check the vocabulary for one sampled token. Left recursion (a ::= a "x") is
+ * refused at compile time, as llama.cpp does. */
 typedef struct mote_grammar {
   void *impl_; /* lives at the start of the grammar's arena */
 } mote_grammar;
@@ -535,8 +538,9 @@ uint32_t mote_grammar_state(const mote_grammar *grammar);
  * a token that ends generation is allowed only when the grammar is complete), then accepts the
  * token into the grammar (a token that ends generation is not accepted: nothing follows it).
  * Greedy and top-k sampling check tokens in order of logit until they have the one or k they
- * need; otherwise every token is checked. The grammar must have been compiled with the session's
- * model. MOTE_ERR_GRAMMAR when no token can continue it. */
+ * need (1,024 at most); otherwise every token is checked, in byte order so that tokens sharing a
+ * prefix share its work. The grammar must have been compiled with the session's model.
+ * MOTE_ERR_GRAMMAR when no token can continue it or the check needs more than its steps. */
 mote_status mote_sample_grammar(mote_session *session, const mote_sampler_options *options, mote_grammar *grammar,
                                 int32_t *token);
 
