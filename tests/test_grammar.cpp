@@ -213,6 +213,17 @@ TEST_CASE("the first bytes offered are those of valid UTF-8") {
   for (int b = 0x80; b < 256; ++b) CHECK(allowed[b] == (b == 0xCE || b == 0xCF));
 }
 
+TEST_CASE("the matcher's hash of stacks survives its stamps wrapping") {
+  Compiled c("root ::= item (\",\" item)*\nitem ::= [a-z]+ | \"[\" root \"]\"\n");
+  REQUIRE(c.status == MOTE_OK);
+  mote::grammar::grammar_of(&c.grammar)->seen_stamp = UINT32_MAX - 3;
+  for (int i = 0; i < 3; ++i) {
+    CHECK(c.accepts("a,[b,[c,d]],e"));
+    CHECK_FALSE(c.accepts("a,[b,[c,d],e"));
+  }
+  CHECK(mote::grammar::grammar_of(&c.grammar)->seen_stamp < 100);
+}
+
 TEST_CASE("a refused feed leaves the grammar as it was") {
   Compiled c("root ::= \"abc\"\n");
   REQUIRE(c.status == MOTE_OK);

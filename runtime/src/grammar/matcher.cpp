@@ -53,9 +53,11 @@ class Stepper {
   // Empties out and forgets the stacks of the set written before.
   void begin(StackSet &out) {
     out.n_words = 0;
-    if (++g_.seen_stamp == 1) {  // the first set, or the stamps wrapped: no slot may look current
+    if (g_.seen_stamp == 0 || g_.seen_stamp == UINT32_MAX) {  // the first set, or the stamps wrap
       for (uint32_t i = 0; i < 2 * kSeenSlots; ++i) g_.buffers.seen[i] = 0;
+      g_.seen_stamp = 0;
     }
+    ++g_.seen_stamp;  // no slot holds it: each looks empty
   }
 
   // Adds to out the stacks base[0..depth) + extra (when not kNone), with every rule reference
