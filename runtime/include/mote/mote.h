@@ -560,8 +560,12 @@ mote_status mote_generate_constrained(mote_session *session, const int32_t *prom
  * "#/$defs/NAME". An empty schema {} is any JSON value. The output is compact JSON with optional
  * whitespace between tokens. *written (may be null) gets the bytes the grammar needs (without the
  * NUL): on MOTE_ERR_BUFFER_TOO_SMALL that is the capacity to retry with, plus one. The schema
- * parser is bounded: nesting 64 deep; a malformed schema or an unsupported keyword value is
- * MOTE_ERR_GRAMMAR with one line in err. */
+ * parser is bounded: nesting 64 deep, 1,024 properties an object, 128 definitions. Annotations
+ * (title, description, default, examples, $comment, $schema, $id, ...) are accepted; a keyword the
+ * output could violate and mote cannot honour (pattern, format, minimum, allOf, uniqueItems, ...),
+ * a malformed schema, a $ref loop, or a grammar past the compiler's bounds is MOTE_ERR_GRAMMAR with
+ * one line in err naming the keyword and where it is ("JSON schema: keyword "pattern" is not
+ * supported (at /properties/name)"). A grammar it returns compiles. */
 mote_status mote_grammar_from_json_schema(const char *schema, size_t schema_n, char *out, size_t capacity,
                                           size_t *written, char *err, size_t err_n);
 
