@@ -71,10 +71,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                                            grammar.size(), &written, error, sizeof error);
   FUZZ_CHECK(status == MOTE_OK || status == MOTE_ERR_GRAMMAR || status == MOTE_ERR_BUFFER_TOO_SMALL);
   if (status == MOTE_ERR_GRAMMAR) {
+    // Prefixes, not substrings: the message may quote the schema's own names.
     FUZZ_CHECK(std::strncmp(error, "JSON schema: ", 13) == 0 && std::strchr(error, '\n') == nullptr);
-    FUZZ_CHECK(std::strstr(error, "grammar line") == nullptr);
-    // The compiler's refusal of a translated grammar is the translator's bug unless it is a bound.
-    FUZZ_CHECK(std::strstr(error, "a bug of the translator") == nullptr);
+    // The compiler's refusal of a translated grammar is the translator's bug unless it is a bound,
+    // and a bound speaks of the schema, not of a line of the grammar.
+    const char kBug[] = "JSON schema: its grammar does not compile";
+    const char kTooLarge[] = "JSON schema: its grammar is too large to compile (";
+    FUZZ_CHECK(std::strncmp(error, kBug, sizeof kBug - 1) != 0);
+    if (std::strncmp(error, kTooLarge, sizeof kTooLarge - 1) == 0) {
+      FUZZ_CHECK(std::strncmp(error + sizeof kTooLarge - 1, "grammar line", 12) != 0);
+    }
   }
   if (status != MOTE_OK) return 0;
   FUZZ_CHECK(written < grammar.size() && grammar[written] == '\0');
