@@ -3,7 +3,11 @@
 // CLI itself, and the one-line error check. Shared by test_cli.cpp and test_perplexity.cpp.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstdlib>
@@ -101,6 +105,40 @@ inline Result run_cli(const std::string &args, const std::string &stdin_path = "
   r.code = WEXITSTATUS(status);
   r.out = slurp(out);
   r.err = slurp(err);
+  return r;
+}
+
+// Runs `mote ARGS` with stdout and stderr on one pseudo-terminal, as a user at a terminal sees
+// it: out holds what the terminal received (its output processing makes each "\n" "\r\n").
+inline Result run_cli_on_terminal(const std::string &args) {
+  const int terminal = posix_openpt(O_RDWR | O_NOCTTY);
+  REQUIRE(terminal >= 0);
+  REQUIRE(grantpt(terminal) == 0);
+  REQUIRE(unlockpt(terminal) == 0);
+  const std::string device = ptsname(terminal);
+  const std::string command = "exec " + cli_invocation() + " " + args + " </dev/null";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int side = open(device.c_str(), O_RDWR | O_NOCTTY);
+    dup2(side, 1);
+    dup2(side, 2);
+    close(side);
+    close(terminal);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  Result r;
+  char buffer[4096];
+  for (ssize_t n; (n = read(terminal, buffer, sizeof buffer)) != 0;) {  // EIO once the CLI closed its side
+    if (n > 0) r.out.append(buffer, static_cast<size_t>(n));
+    if (n < 0 && errno != EINTR) break;
+  }
+  close(terminal);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE_MESSAGE(WIFEXITED(status), "the CLI did not exit normally (signal?): " << command);
+  r.code = WEXITSTATUS(status);
   return r;
 }
 

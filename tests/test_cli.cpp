@@ -198,6 +198,26 @@ TEST_CASE("cli: run") {
   CHECK(empty.code == 0);
 }
 
+TEST_CASE("cli: on a terminal the text ends its line before the statistics, however it ends") {
+  if (!have_cli()) return;
+  const std::string run = "run -m " + quote(tiny_model()) + " -p hello --temp 0 --ignore-eos ";
+  // The prompt alone (-n 0), a reply cut by -n, and the reply alone.
+  for (const std::string &args : {run + "-n 0", run + "-n 3", run + "-n 3 --no-display-prompt"}) {
+    INFO("mote " << args);
+    const Result terminal = run_cli_on_terminal(args);
+    CHECK(terminal.code == 0);
+    const size_t stats = terminal.out.find("prompt: ");
+    REQUIRE(stats != std::string::npos);
+    REQUIRE(stats >= 2);
+    CHECK(terminal.out.compare(stats - 2, 2, "\r\n") == 0);
+    CHECK(count_newlines(terminal.out) == 2);  // one line of text, one of statistics
+    // Piped, stdout stays exactly the text.
+    const Result piped = run_cli(args);
+    CHECK(piped.code == 0);
+    CHECK(piped.out == terminal.out.substr(0, stats - 2));
+  }
+}
+
 TEST_CASE("cli: SmolLM2-135M-Instruct chat (run --chat and mote chat)") {
   if (!have_cli()) return;
   const std::string gguf = mote_test::smollm2_gguf();

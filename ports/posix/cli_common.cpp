@@ -691,6 +691,12 @@ mote_status prefill_with_progress(mote_session *session, const int32_t *tokens, 
   return status;
 }
 
+void print_on_reply_line(const char *text, size_t n) {
+  if (n == 0) return;
+  std::fwrite(text, 1, n, stdout);
+  reply_line_open = text[n - 1] != '\n';
+}
+
 void end_reply_line() {
   if (reply_line_open && isatty(1)) {
     std::fputc('\n', stdout);  // piped output stays exactly the text

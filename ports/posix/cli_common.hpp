@@ -270,6 +270,10 @@ mote_status prefill_with_progress(mote_session *session, const int32_t *tokens, 
 // runs, exit_if_model_changed(), and non-zero once Ctrl-C was pressed.
 int report_progress(void *user, uint32_t done, uint32_t total);
 
+// Writes n bytes of text to stdout on the reply's line (run's echo of the prompt), so that
+// end_reply_line and begin_stderr_line know whether they ended a line.
+void print_on_reply_line(const char *text, size_t n);
+
 // Ends the reply's line on a terminal (piped output stays exactly the text).
 void end_reply_line();
 

@@ -20,7 +20,7 @@ void print_prompt(const mote_model &model, const std::vector<int32_t> &tokens) {
       piece.resize(n);
       mote_detokenize(&model, prev, tokens[i], piece.data(), piece.size(), &n);
     }
-    std::fwrite(piece.data(), 1, n, stdout);
+    print_on_reply_line(piece.data(), n);
   }
   std::fflush(stdout);
 }
