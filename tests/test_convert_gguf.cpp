@@ -586,7 +586,9 @@ TEST_CASE("families: every family's GGUF architecture row carries its own family
     const mote::convert::FamilyRow *row = mote::convert::family_by_gguf_arch(name);
     REQUIRE(row != nullptr);
     CHECK(row->family == family);
+    CHECK(mote::convert::family_row(family) == row);  // the GGUF writer's lookup
   }
+  CHECK(mote::convert::family_row(static_cast<mote::format::Family>(0)) == nullptr);
   CHECK(mote::format::family_name(static_cast<mote::format::Family>(0)) == nullptr);
   CHECK(mote::format::family_name(static_cast<mote::format::Family>(mote::format::kFamilyCount)) == nullptr);
 }

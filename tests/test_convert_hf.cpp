@@ -590,6 +590,38 @@ TEST_CASE("hf families: what a family's block cannot do is refused in one line")
   }
 }
 
+// Every model_type reads its own family's names; a family without Hugging Face keys (nomic-bert's
+// GGUF-only row, or a row added to families.cpp alone) is a one-line error naming it: hf_names
+// returned llama's names for both before.
+TEST_CASE("hf families: each family's own names, and a family without any is a one-line error naming it") {
+  using mote::convert::FamilyRow;
+  std::string types = mote::convert::known_hf_types() + ", ", error;
+  std::vector<std::string> whats;
+  for (size_t at = 0, comma; (comma = types.find(", ", at)) != std::string::npos; at = comma + 2) {
+    const std::string type = types.substr(at, comma - at);
+    INFO(type);
+    const FamilyRow *row = mote::convert::family_by_hf_type(type);
+    REQUIRE(row != nullptr);
+    const mote::convert::HfNames *names = mote::convert::hf_names(*row, &error);
+    REQUIRE(names != nullptr);
+    CHECK(std::find(whats.begin(), whats.end(), names->what) == whats.end());
+    whats.push_back(names->what);
+    if (row->family != fmt::Family::gpt2 && row->family != fmt::Family::bert)  // their own keys
+      CHECK(config_of(family_json(type)).names == names);
+  }
+  CHECK(whats.size() == 7);
+  FamilyRow stray = *mote::convert::family_by_gguf_arch("llama");
+  stray.gguf_arch = stray.hf_type = "mamba";
+  const FamilyRow *nomic = mote::convert::family_by_gguf_arch("nomic-bert");
+  for (const FamilyRow *row : {nomic, static_cast<const FamilyRow *>(&stray)}) {
+    REQUIRE(row != nullptr);
+    error.clear();
+    CHECK(mote::convert::hf_names(*row, &error) == nullptr);
+    CHECK(error == "mote has no Hugging Face keys for the " + std::string(row->gguf_arch) +
+                       " family (it imports llama, gpt2, qwen2, qwen3, gemma3_text, phi3, bert)");
+  }
+}
+
 TEST_CASE("hf families: Llama 3's rope_scaling gives the published formula's divisors") {
   // Llama 3.2 1B's numbers: head 64, base 500000, factor 32, low 1, high 4, original context 8192.
   struct Scaling {

@@ -35,18 +35,31 @@ struct FamilyRow {
   // others it ignores the key, and so does mote's GGUF importer (with a note), so a file
   // generates alike in both (Hugging Face's Llama has no window, Qwen2's is off by default).
   bool gguf_window;
+  // llama.cpp applies a rope_freqs tensor (Llama 3's per-pair RoPE divisors) for this family only
+  // (llama); elsewhere the tensor has no place, and the GGUF writer refuses the factors.
+  bool gguf_rope_factors;
+  // The family's files may state fewer K/V heads than query heads and a head size apart from
+  // dim / heads. GPT-2's fused c_attn cuts the embedding into whole heads: its GGUF import takes
+  // head_count heads for K/V, and its GGUF export refuses any other shape.
+  bool grouped_heads;
+  // The GGUF writer states <arch>.vocab_size (llama.cpp's converter writes none for GPT-2, whose
+  // files end their hyperparameters at the epsilon).
+  bool gguf_vocab_size;
 };
 
 // The row of a GGUF architecture or a config.json model_type; null when mote does not know it.
 const FamilyRow *family_by_gguf_arch(const std::string &arch);
 const FamilyRow *family_by_hf_type(const std::string &model_type);
+// The row of a config's family; null for a value no row has.
+const FamilyRow *family_row(format::Family family);
 // "llama, gpt2, qwen2, ..." for refusals.
 std::string known_gguf_archs();
 std::string known_hf_types();
 
 // The config of row's block with these sizes; norm_eps and rope_theta as given (rope_theta
 // ignored without RoPE); a sliding window of window positions (0: none; a window as wide as the
-// context is no window); the context capped at the format's 2^20 positions.
+// context is no window); the context capped at the format's 2^20 positions; no BOS or EOS id.
+// (mote_writer.hpp's llama_config() is the llama row's, defined in families.cpp.)
 format::ModelConfig family_config(const FamilyRow &row, const LlamaShape &shape, double norm_eps, double rope_theta,
                                   uint32_t window);
 

@@ -63,7 +63,7 @@ bool parse_tensor_name(const std::string &name, const format::BlockSpec &spec, R
 
 }  // namespace
 
-bool import_tensors(const GgufFile &file, const GgufOptions &options, const std::string &arch, ModelData *out,
+bool import_tensors(const GgufFile &file, const GgufOptions &options, const FamilyRow &row, ModelData *out,
                     std::string *error);
 
 namespace {
@@ -185,7 +185,7 @@ bool read_config(const GgufFile &file, Meta &meta, const FamilyRow &row, format:
   if (context > (1 << 20)) context = 1 << 20;  // the format's cap
   *out = family_config(row, {dim, layers, heads, kv_heads, head_dim, ffn, vocab, context}, eps, theta,
                        static_cast<uint32_t>(window));
-  if (row.family == format::Family::gpt2) out->n_kv_heads = out->n_heads;  // GPT-2 has no grouped heads
+  if (!row.grouped_heads) out->n_kv_heads = out->n_heads;
   return (out->flags & format::kFlagEncoder) == 0 || read_pooling(meta, p, out, error);
 }
 
@@ -205,13 +205,14 @@ bool gguf_to_model(const GgufFile &file, const GgufOptions &options, ModelData *
   m = ModelData{};
   if (!read_config(file, meta, *row, &m.config, &m.notes, error)) return false;
   if (!map_tokenizer(file, meta, m.config.vocab_size, &m, error)) return false;
-  return import_tensors(file, options, arch, &m, error);
+  return import_tensors(file, options, *row, &m, error);
 }
 
 // The file's tensors for m's config (tokenizer and hyperparameters already mapped); the
 // embeddings are tied when the file has no output tensor.
-bool import_tensors(const GgufFile &file, const GgufOptions &options, const std::string &arch, ModelData *out,
+bool import_tensors(const GgufFile &file, const GgufOptions &options, const FamilyRow &row, ModelData *out,
                     std::string *error) {
+  const std::string arch = row.gguf_arch;
   ModelData &m = *out;
   format::ModelConfig &c = m.config;
   // Which file tensor plays each (role, layer).
@@ -244,9 +245,9 @@ bool import_tensors(const GgufFile &file, const GgufOptions &options, const std:
   // Per file: tied when there is no classifier (an encoder has none at all); Llama 3's scaled RoPE stores its factors.
   const bool tied = slot_of(Role::output, format::kNoLayer) == SIZE_MAX && (c.flags & format::kFlagEncoder) == 0;
   c.flags |= tied ? static_cast<uint32_t>(format::kFlagTiedEmbeddings) : 0u;
-  // (llama.cpp reads rope_freqs for llama only: elsewhere it has no place, below.)
+  // (Where llama.cpp does not read rope_freqs, the tensor has no place, below.)
   const bool factors = slot_of(Role::rope_freqs, format::kNoLayer) != SIZE_MAX;
-  c.flags |= factors && c.family == format::Family::llama ? static_cast<uint32_t>(format::kFlagRopeFactors) : 0u;
+  c.flags |= factors && row.gguf_rope_factors ? static_cast<uint32_t>(format::kFlagRopeFactors) : 0u;
   const format::BlockSpec spec = format::block_spec(c);
   for (uint32_t role = 1; role < format::kRoleCount; ++role) {
     for (uint32_t layer = 0; layer <= L; ++layer) {

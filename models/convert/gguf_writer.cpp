@@ -76,10 +76,16 @@ class Metadata {
   uint64_t count_ = 0;
 };
 
+// Whether config's split-half q/k rows are permuted into the row's interleaved pairs on the way
+// out (llama: llama.cpp's converter permutes Hugging Face's weights so).
+bool permutes_rope_rows(const format::ModelConfig &c, const FamilyRow &row) {
+  return c.rope_layout == format::RopeLayout::split_half && row.gguf_rope_layout == format::RopeLayout::interleaved;
+}
+
 // llama.cpp's architecture for config (the family's row), or null with *error when the blocks are
 // not that family's as llama.cpp runs them: the row's flags plus what a file may add (tied
-// embeddings; RoPE factors for llama; a window where the family has one, in llama.cpp's fixed
-// pattern), and llama.cpp's RoPE pairing (llama's q/k rows are permuted to it on the way out).
+// embeddings; RoPE factors and a window where llama.cpp reads them, the window in its fixed
+// pattern), the row's head shapes, and llama.cpp's RoPE pairing (or rows permuted to it).
 const FamilyRow *architecture(const format::ModelConfig &c, std::string *error) {
   // An encoder's GGUF needs llama.cpp's pooling and token-type keys, which this writer does not
   // write: say so rather than call its blocks foreign.
@@ -87,46 +93,43 @@ const FamilyRow *architecture(const format::ModelConfig &c, std::string *error) 
     *error = "GGUF output is written for decoder models only; write this embedder as a .mote file";
     return nullptr;
   }
-  // The family's name is llama.cpp's architecture name.
-  const char *family = format::family_name(c.family);
-  const FamilyRow *row = family != nullptr ? family_by_gguf_arch(family) : nullptr;
-  uint32_t optional = format::kFlagTiedEmbeddings;
-  if (row != nullptr && row->family == format::Family::llama) optional |= format::kFlagRopeFactors;
-  if (row != nullptr && (row->family == format::Family::gemma3 || row->family == format::Family::phi3)) {
-    optional |= format::kFlagSlidingWindow;
-  }
-  const bool window_as_llama_cpp =
-      (c.flags & format::kFlagSlidingWindow) == 0 ||
-      (row != nullptr && c.swa_global_every == row->swa_global_every &&
-       c.rope_theta_local == (row->rope_theta_local != 0.0f ? row->rope_theta_local : c.rope_theta));
-  const bool rope_as_llama_cpp =
-      row != nullptr && (c.position_kind != format::PositionKind::rope || c.rope_layout == row->gguf_rope_layout ||
-                         row->family == format::Family::llama);  // permuted below
-  if (row != nullptr && c.norm_kind == row->norm && c.position_kind == row->positions &&
-      c.activation == row->activation && (c.flags & ~optional) == row->flags && window_as_llama_cpp &&
-      rope_as_llama_cpp && (row->family != format::Family::gpt2 || (c.n_heads * c.head_dim == c.dim && c.n_kv_heads == c.n_heads))) {
-    return row;
+  const FamilyRow *row = family_row(c.family);
+  if (row != nullptr) {
+    const uint32_t optional = format::kFlagTiedEmbeddings | (row->gguf_rope_factors ? format::kFlagRopeFactors : 0u) |
+                              (row->gguf_window ? format::kFlagSlidingWindow : 0u);
+    const bool window_as_llama_cpp =
+        (c.flags & format::kFlagSlidingWindow) == 0 ||
+        (c.swa_global_every == row->swa_global_every &&
+         c.rope_theta_local == (row->rope_theta_local != 0.0f ? row->rope_theta_local : c.rope_theta));
+    const bool rope_as_llama_cpp = c.position_kind != format::PositionKind::rope ||
+                                   c.rope_layout == row->gguf_rope_layout || permutes_rope_rows(c, *row);
+    const bool heads_as_llama_cpp =
+        row->grouped_heads || (c.n_heads * c.head_dim == c.dim && c.n_kv_heads == c.n_heads);
+    if (c.norm_kind == row->norm && c.position_kind == row->positions && c.activation == row->activation &&
+        (c.flags & ~optional) == row->flags && window_as_llama_cpp && rope_as_llama_cpp && heads_as_llama_cpp) {
+      return row;
+    }
   }
   *error = "this model's blocks are not those of llama.cpp's architecture for its family (" + known_gguf_archs() +
            "): write a .mote file instead";
   return nullptr;
 }
 
-void add_hyperparameters(const std::string &arch, const format::ModelConfig &c, Metadata *meta) {
+// The hyperparameters llama.cpp reads for the row's architecture.
+void add_hyperparameters(const FamilyRow &row, const format::ModelConfig &c, Metadata *meta) {
+  const std::string arch = row.gguf_arch;
   meta->u32(arch + ".context_length", c.max_seq_len);
   meta->u32(arch + ".embedding_length", c.dim);
   meta->u32(arch + ".block_count", c.n_layers);
   meta->u32(arch + ".feed_forward_length", c.ffn_dim);
   meta->u32(arch + ".attention.head_count", c.n_heads);
   meta->u32(arch + ".attention.head_count_kv", c.n_kv_heads);
-  if (arch == "gpt2") {
-    meta->f32(arch + ".attention.layer_norm_epsilon", c.norm_eps);
-    return;
+  meta->f32(arch + "." + row.eps_key, c.norm_eps);
+  if (row.positions == format::PositionKind::rope) {
+    meta->f32(arch + ".rope.freq_base", c.rope_theta);
+    meta->u32(arch + ".rope.dimension_count", c.head_dim);
   }
-  meta->f32(arch + ".attention.layer_norm_rms_epsilon", c.norm_eps);
-  meta->f32(arch + ".rope.freq_base", c.rope_theta);
-  meta->u32(arch + ".rope.dimension_count", c.head_dim);
-  meta->u32(arch + ".vocab_size", c.vocab_size);
+  if (row.gguf_vocab_size) meta->u32(arch + ".vocab_size", c.vocab_size);
   if ((c.flags & format::kFlagSlidingWindow) != 0) meta->u32(arch + ".attention.sliding_window", c.sliding_window);
   if (c.head_dim * c.n_heads != c.dim) {  // llama.cpp's default is embedding_length / head_count
     meta->u32(arch + ".attention.key_length", c.head_dim);
@@ -278,8 +281,7 @@ bool to_gguf_tensor(const TensorData &t, const format::ModelConfig &c, const Fam
   out->dims[1] = rows;
   out->bytes = plain == t.dtype ? t.bytes : deinterleave_rows(t.bytes, plain, rows, cols);
   const bool rope_rows = t.role == format::Role::attn_q || t.role == format::Role::attn_k;
-  if (rope_rows && c.rope_layout == format::RopeLayout::split_half &&
-      row.gguf_rope_layout == format::RopeLayout::interleaved) {
+  if (rope_rows && permutes_rope_rows(c, row)) {
     if (rows % c.head_dim != 0) {
       *error = "tensor '" + out->name + "' has " + num(rows) + " rows, not whole heads of " + num(c.head_dim);
       return false;
@@ -373,7 +375,7 @@ bool serialize_gguf(const ModelData &model, std::vector<uint8_t> *out, std::stri
   meta.u32("general.alignment", kGgufAlignment);
   if (const int64_t type = file_type(tensors); type >= 0) meta.u32("general.file_type", static_cast<uint32_t>(type));
   meta.u32("general.quantization_version", 2);  // ggml's current quantized block layouts
-  add_hyperparameters(arch, model.config, &meta);
+  add_hyperparameters(*row, model.config, &meta);
   add_tokenizer(model.tokenizer, &meta);
   *out = layout(meta, tensors);
   return true;

@@ -104,9 +104,21 @@ enum class HfWindow {
   pattern,      // Gemma 3: sliding_window with the row's local:global pattern (layer_types / sliding_window_pattern)
 };
 
+struct HfFamilyKeys;
+// config.json read into out for row's block (hf_config has set out's row and names).
+using HfConfigReader = bool (*)(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys &keys, HfConfig *out,
+                                std::string *error);
+bool decoder_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys &keys, HfConfig *out,
+                    std::string *error);
+bool gpt2_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys &keys, HfConfig *out,
+                 std::string *error);
+bool bert_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys &keys, HfConfig *out,
+                 std::string *error);
+
 // One row per family families.cpp gives a model_type: the Hugging Face facts its row lacks.
 struct HfFamilyKeys {
   const char *hf_type;
+  HfConfigReader read_config;  // the decoders share one reader; GPT-2's and BERT's keys are their own
   HfNames names;
   bool tied_by_default;  // tie_word_embeddings' default in the family's transformers config class
   bool fixed_bias;       // Qwen2: q/k/v biases always, no attention_bias key
@@ -126,10 +138,11 @@ constexpr HfNames decoder_names(const char *what, const HfName *own = nullptr, s
 }
 
 const HfFamilyKeys kHfFamilies[] = {
-    // hf_type, names, tied_by_default, fixed_bias, window
-    {"llama", decoder_names("a Llama model"), false, false, HfWindow::none},
+    // hf_type, read_config, names, tied_by_default, fixed_bias, window
+    {"llama", decoder_config, decoder_names("a Llama model"), false, false, HfWindow::none},
     // attn.bias / attn.masked_bias: the causal mask buffers older GPT-2 checkpoints saved.
     {"gpt2",
+     gpt2_config,
      {"a GPT-2 model",
       nullptr,
       0,
@@ -141,13 +154,15 @@ const HfFamilyKeys kHfFamilies[] = {
      true,
      false,
      HfWindow::none},
-    {"qwen2", decoder_names("a Qwen2 model"), false, true, HfWindow::opt_in},
-    {"qwen3", decoder_names("a Qwen3 model"), false, false, HfWindow::opt_in},
-    {"gemma3_text", decoder_names("a Gemma 3 model", kGemmaNames, count(kGemmaNames)), true, false, HfWindow::pattern},
-    {"phi3", decoder_names("a Phi-3 model"), false, false, HfWindow::every_layer},
+    {"qwen2", decoder_config, decoder_names("a Qwen2 model"), false, true, HfWindow::opt_in},
+    {"qwen3", decoder_config, decoder_names("a Qwen3 model"), false, false, HfWindow::opt_in},
+    {"gemma3_text", decoder_config, decoder_names("a Gemma 3 model", kGemmaNames, count(kGemmaNames)), true, false,
+     HfWindow::pattern},
+    {"phi3", decoder_config, decoder_names("a Phi-3 model"), false, false, HfWindow::every_layer},
     // The pooler (a classification head over [CLS]) and BertForMaskedLM's head (cls.*) are not
     // part of the embedding.
     {"bert",
+     bert_config,
      {"a BERT model",
       nullptr,
       0,
@@ -161,11 +176,14 @@ const HfFamilyKeys kHfFamilies[] = {
      HfWindow::none},
 };
 
-const HfFamilyKeys &hf_keys(const FamilyRow &row) {
+// row's Hugging Face keys; null with a one-line *error for a family without them.
+const HfFamilyKeys *hf_keys(const FamilyRow &row, std::string *error) {
   for (const HfFamilyKeys &keys : kHfFamilies) {
-    if (row.hf_type != nullptr && std::string(row.hf_type) == keys.hf_type) return keys;
+    if (row.hf_type != nullptr && std::string(row.hf_type) == keys.hf_type) return &keys;
   }
-  return kHfFamilies[0];
+  *error = "mote has no Hugging Face keys for the " + std::string(row.gguf_arch) + " family (it imports " +
+           known_hf_types() + ")";
+  return nullptr;
 }
 
 const HfName *find_name(const HfNames &names, bool (*match)(const HfName &, const void *), const void *what) {
@@ -180,7 +198,10 @@ const HfName *find_name(const HfNames &names, bool (*match)(const HfName &, cons
 
 }  // namespace
 
-const HfNames &hf_names(const FamilyRow &row) { return hf_keys(row).names; }
+const HfNames *hf_names(const FamilyRow &row, std::string *error) {
+  const HfFamilyKeys *keys = hf_keys(row, error);
+  return keys != nullptr ? &keys->names : nullptr;
+}
 
 const HfName *find_hf_name(const HfNames &names, Role role) {
   return find_name(
@@ -414,8 +435,8 @@ bool refuse_features(const JsonValue &json, const FamilyRow &row, const HfFamily
   return true;
 }
 
-bool decoder_config(const JsonValue &json, const FamilyRow &row, HfConfig *out, std::string *error) {
-  const HfFamilyKeys &keys = hf_keys(row);
+bool decoder_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys &keys, HfConfig *out,
+                    std::string *error) {
   Config cfg{json, error};
   if (!refuse_features(json, row, keys, error) || !cfg.boolean("tie_word_embeddings", keys.tied_by_default, &out->tied))
     return false;
@@ -483,6 +504,16 @@ bool decoder_config(const JsonValue &json, const FamilyRow &row, HfConfig *out, 
   return read_rope_scaling(json, c.head_dim, theta, out, error);
 }
 
+bool gpt2_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys &, HfConfig *out,
+                 std::string *error) {
+  return hf_gpt2_config(json, row, &out->config, &out->tied, error);
+}
+
+bool bert_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys &, HfConfig *out,
+                 std::string *error) {
+  return hf_bert_config(json, row, &out->config, error);
+}
+
 }  // namespace
 
 bool hf_config(const JsonValue &json, HfConfig *out, std::string *error) {
@@ -501,9 +532,10 @@ bool hf_config(const JsonValue &json, HfConfig *out, std::string *error) {
     *error = "config.json model_type '" + printable(type) + "' is not supported (mote knows " + known_hf_types() + ")";
     return false;
   }
-  if (out->row->family == format::Family::gpt2) return hf_gpt2_config(json, &out->config, &out->tied, error);
-  if (out->row->family == format::Family::bert) return hf_bert_config(json, *out->row, &out->config, error);
-  return decoder_config(json, *out->row, out, error);
+  const HfFamilyKeys *keys = hf_keys(*out->row, error);
+  if (keys == nullptr) return false;
+  out->names = &keys->names;
+  return keys->read_config(json, *out->row, *keys, out, error);
 }
 
 }  // namespace mote::convert

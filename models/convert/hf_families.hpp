@@ -35,7 +35,9 @@ struct HfNames {
   const char *ignored[3];
 };
 
-const HfNames &hf_names(const FamilyRow &row);
+// row's checkpoint names; null with a one-line *error naming a family mote has no Hugging Face
+// import for (nomic-bert), never another family's names.
+const HfNames *hf_names(const FamilyRow &row, std::string *error);
 const HfName *find_hf_name(const HfNames &names, format::Role role);
 // "model.layers.3.self_attn.q_proj.weight" for (attn_q, 3); "?" for a role the family never names.
 std::string hf_tensor_name(const HfNames &names, format::Role role, uint32_t layer);
@@ -48,6 +50,7 @@ bool is_norm_weight(format::Role role);
 // a config without model_type is llama's).
 struct HfConfig {
   const FamilyRow *row = nullptr;
+  const HfNames *names = nullptr;  // the row's checkpoint names
   format::ModelConfig config{};
   bool tied = false;
   std::vector<float> rope_factors;  // Llama 3 scaling's per-pair divisors (kFlagRopeFactors); else empty

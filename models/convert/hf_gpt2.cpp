@@ -1,11 +1,13 @@
 // GPT-2's config.json (model_type "gpt2") as a .mote config; see safetensors.hpp.
+#include "families.hpp"
 #include "hf_config.hpp"
 #include "message_text.hpp"
 #include "safetensors.hpp"
 
 namespace mote::convert {
 
-bool hf_gpt2_config(const JsonValue &json, format::ModelConfig *out, bool *tied, std::string *error) {
+bool hf_gpt2_config(const JsonValue &json, const FamilyRow &row, format::ModelConfig *out, bool *tied,
+                    std::string *error) {
   if (json.kind != JsonValue::Kind::object) {
     *error = "config.json is not a JSON object";
     return false;
@@ -76,7 +78,7 @@ bool hf_gpt2_config(const JsonValue &json, format::ModelConfig *out, bool *tied,
     return false;
   }
   const format::Activation act = c.activation;
-  c = gpt2_config({dim, layers, heads, heads, dim / heads, inner, vocab, context}, eps);
+  c = family_config(row, {dim, layers, heads, heads, dim / heads, inner, vocab, context}, eps, 0.0, 0);
   c.activation = act;
   c.position_kind = positions == "learned" ? format::PositionKind::learned : format::PositionKind::sinusoidal;
   c.flags |= (*tied ? format::kFlagTiedEmbeddings : 0u) | (placement == "post" ? format::kFlagPostNorm : 0u);

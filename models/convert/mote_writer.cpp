@@ -255,46 +255,6 @@ bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optiona
   return true;
 }
 
-format::ModelConfig llama_config() {
-  format::ModelConfig c{};
-  c.family = format::Family::llama;
-  c.norm_kind = format::NormKind::rmsnorm;
-  c.norm_eps = 1e-5f;
-  c.position_kind = format::PositionKind::rope;
-  c.rope_theta = 10000.0f;
-  c.rope_layout = format::RopeLayout::interleaved;
-  c.activation = format::Activation::swiglu;
-  c.bos_id = -1;
-  c.eos_id = -1;
-  return c;
-}
-
-format::ModelConfig llama_config(const LlamaShape &s) {
-  format::ModelConfig c = llama_config();
-  c.dim = static_cast<uint32_t>(s.dim);
-  c.n_layers = static_cast<uint32_t>(s.n_layers);
-  c.n_heads = static_cast<uint32_t>(s.n_heads);
-  c.n_kv_heads = static_cast<uint32_t>(s.n_kv_heads);
-  c.head_dim = static_cast<uint32_t>(s.head_dim);
-  c.ffn_dim = static_cast<uint32_t>(s.ffn_dim);
-  c.vocab_size = static_cast<uint32_t>(s.vocab_size);
-  c.max_seq_len = static_cast<uint32_t>(s.context < (1 << 20) ? s.context : (1 << 20));
-  return c;
-}
-
-format::ModelConfig gpt2_config(const LlamaShape &s, double norm_eps) {
-  format::ModelConfig c = llama_config(s);
-  c.family = format::Family::gpt2;
-  c.norm_kind = format::NormKind::layernorm;
-  c.norm_eps = static_cast<float>(norm_eps);
-  c.position_kind = format::PositionKind::learned;
-  c.rope_theta = 0.0f;
-  c.rope_layout = format::RopeLayout::none;
-  c.activation = format::Activation::gelu;
-  c.flags = format::kFlagAttentionBias | format::kFlagFfnBias | format::kFlagFusedQkv | format::kFlagNormBias;
-  return c;
-}
-
 std::vector<uint8_t> encode_floats(const float *values, size_t n, format::DType dtype) {
   return quantize(values, n, dtype == format::DType::f16 ? format::DType::f16 : format::DType::f32);
 }

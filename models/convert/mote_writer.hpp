@@ -94,7 +94,8 @@ format::DType output_dtype(const TensorSlot &slot, uint32_t ggml_type, std::opti
 bool add_tensor(const TensorSlot &slot, const SourceTensor &source, std::optional<format::DType> requested,
                 BlockLayout layout, ModelData *model, std::string *error, Mix mix = Mix::none);
 
-// The config every Llama-family converter starts from (RMSNorm, RoPE, SwiGLU, no biases).
+// The llama row's config (families.cpp): RMSNorm (epsilon 1e-5), RoPE (base 10000, interleaved
+// pairs), SwiGLU, no biases, no sizes: llama2.c checkpoints and tests start from it.
 format::ModelConfig llama_config();
 
 // The sizes every importer reads from its source (already range-checked by it).
@@ -103,10 +104,6 @@ struct LlamaShape {
 };
 // llama_config() with these sizes; the context is capped at the format's 2^20 positions.
 format::ModelConfig llama_config(const LlamaShape &shape);
-
-// GPT-2's blocks with these sizes (n_kv_heads = n_heads, head_dim = dim / n_heads): LayerNorm
-// with bias, learned positions, GELU (tanh approximation), biases, fused QKV, pre-norm, untied.
-format::ModelConfig gpt2_config(const LlamaShape &shape, double norm_eps);
 
 // Stores floats as dtype (f32 or f16), row-major.
 std::vector<uint8_t> encode_floats(const float *values, size_t n, format::DType dtype);

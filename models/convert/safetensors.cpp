@@ -307,7 +307,7 @@ bool is_ignored(const HfNames &family, const std::string &name) {
 
 bool assign_roles(const std::string &where, const HfConfig &hf, const std::map<std::string, Located> &by_name,
                   RoleSlots *slots, std::string *error) {
-  const HfNames &family = hf_names(*hf.row);
+  const HfNames &family = *hf.names;
   const format::ModelConfig &c = hf.config;
   const uint32_t L = c.n_layers;
   for (const auto &entry : by_name) {
@@ -358,7 +358,7 @@ bool read_pooling(const fs::path &dir, format::ModelConfig *c, std::string *erro
 bool convert_hf_tensor(const std::string &where, const HfConfig &hf, const TensorSlot &w, const Located &at,
                        const posix::FileMap &content, const SafetensorsOptions &options, ModelData *m,
                        std::string *error) {
-  const HfNames &family = hf_names(*hf.row);
+  const HfNames &family = *hf.names;
   const SafetensorsTensor &t = at.tensor;
   const bool vector = w.cols == 0;
   const bool transposed = find_hf_name(family, w.role)->transposed;

@@ -58,12 +58,14 @@ struct SafetensorsOptions {
 // path: the checkpoint directory, or its config.json or a .safetensors file inside it.
 bool load_hf_checkpoint(const std::string &path, const SafetensorsOptions &options, ModelData *out, std::string *error);
 
-// Maps a GPT-2 config.json (model_type "gpt2") onto a config: LayerNorm with bias, learned
-// positions, fused QKV, biases everywhere, pre-norm, tied unless tie_word_embeddings is false;
+// Maps a GPT-2 config.json (model_type "gpt2") onto row's block (n_kv_heads = n_heads, head_dim =
+// dim / n_heads): LayerNorm with bias, learned positions, fused QKV, biases everywhere, pre-norm,
+// tied unless tie_word_embeddings is false;
 // activation_function gelu_new / gelu_pytorch_tanh -> GELU (tanh), gelu -> GELU (erf), relu.
 // Two keys of mote's own describe blocks GPT-2 has no key for (safetensors.cpp):
 // "mote_norm_placement": "post" and "mote_position_embedding": "sinusoidal" (no wpe tensor).
-bool hf_gpt2_config(const JsonValue &config, format::ModelConfig *out, bool *tied, std::string *error);
+bool hf_gpt2_config(const JsonValue &config, const FamilyRow &row, format::ModelConfig *out, bool *tied,
+                    std::string *error);
 
 // Maps a BERT config.json (model_type "bert") onto row's block: the sizes, layer_norm_eps;
 // hidden_act must be gelu (erf) and position_embedding_type absolute (hf_bert.cpp).
