@@ -1,6 +1,7 @@
 // GBNF grammars through the C API without a model: parse errors, matching, repetition bounds,
 // UTF-8 classes, and hostile grammars (each refused with one line, quickly).
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -222,6 +223,27 @@ TEST_CASE("the matcher's hash of stacks survives its stamps wrapping") {
     CHECK_FALSE(c.accepts("a,[b,[c,d],e"));
   }
   CHECK(mote::grammar::grammar_of(&c.grammar)->seen_stamp < 100);
+}
+
+TEST_CASE("thousands of stacks on one long class: the first bytes look at it once") {
+  std::string text = "root ::= b \"0\"";
+  for (int i = 1; i < 2000; ++i) text += " | b \"" + std::to_string(i) + "\"";
+  text += "\nb ::= [";
+  char range[32];
+  for (uint32_t cp = 0x10000; cp < 0x10000 + 3 * 50000; cp += 3) {  // 50,000 ranges of two characters
+    std::snprintf(range, sizeof range, "\\U%08X-\\U%08X", cp, cp + 1);
+    text += range;
+  }
+  Compiled c(text + "]\n");
+  REQUIRE(c.status == MOTE_OK);
+  const auto start = std::chrono::steady_clock::now();
+  bool allowed[256];
+  mote::grammar::first_bytes(*mote::grammar::grammar_of(&c.grammar), allowed);
+  for (int b = 0; b < 256; ++b) CHECK(allowed[b] == (b == 0xF0));  // U+10000..U+349EE
+  CHECK(c.continues("\U00010000"));
+  CHECK_FALSE(c.continues("\U00010002"));
+  CHECK(c.accepts("\U000100011999"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));  // 256 x 2,000 x 100,000 took minutes
 }
 
 TEST_CASE("a refused feed leaves the grammar as it was") {

@@ -102,8 +102,8 @@ class Stepper {
       const uint32_t depth = in.words[i];
       if (depth == 0) continue;
       const uint32_t top = in.words[i + depth];
-      if (!class_meets(e_, top, cp, cp)) continue;
       const uint32_t next = class_end(e_, top);
+      if (!spend(next - top) || !class_meets(e_, top, cp, cp)) continue;  // a class may be long
       expand(in.words + i + 1, depth - 1, ends_alternative(e_[next].op) ? kNone : next, out);
     }
   }
@@ -359,9 +359,28 @@ Check TokenChecker::check(const char *bytes, size_t n) {
 }
 
 void first_bytes(const Grammar &g, bool allowed[256]) {
+  // The code points each byte can begin (or continue), then each distinct class on top of a
+  // stack once (thousands of stacks may share one long class): g.work is free between steps and
+  // has a bit for every element.
+  static_assert(kMaxElements <= 32ull * kStackWords, "a bit per element in the work list");
+  bool valid[256];
+  uint32_t low[256], high[256];
   for (int b = 0; b < 256; ++b) {
     PartialUtf8 p = g.partial;
-    allowed[b] = add_byte(p, static_cast<uint8_t>(b)) != Utf8::kInvalid && some_class_meets(g, g.current, p);
+    valid[b] = add_byte(p, static_cast<uint8_t>(b)) != Utf8::kInvalid && reachable(p, &low[b], &high[b]);
+    allowed[b] = false;
+  }
+  uint32_t *looked_at = g.work;
+  std::memset(looked_at, 0, kStackWords * sizeof(uint32_t));
+  for (uint32_t i = 0; i < g.current.n_words; i += g.current.words[i] + 1) {
+    const uint32_t depth = g.current.words[i];
+    if (depth == 0) continue;
+    const uint32_t top = g.current.words[i + depth];
+    if ((looked_at[top / 32] >> (top % 32) & 1) != 0) continue;
+    looked_at[top / 32] |= 1u << (top % 32);
+    for (int b = 0; b < 256; ++b) {
+      allowed[b] = allowed[b] || (valid[b] && class_meets(g.elements, top, low[b], high[b]));
+    }
   }
 }
 
