@@ -27,7 +27,7 @@ template <class Block, void (*kDecode)(float *, const Block *, size_t)>
 void runtime_to_float(const uint8_t *src, size_t n, float *dst) {
   constexpr size_t kValues = kernels::sub_blocks_of<Block> * kernels::kQuantBlock, kChunk = 64;
   Block chunk[kChunk];
-  for (size_t done = 0; done < n;) {
+  for (size_t done = 0; done + kValues <= n;) {  // whole blocks only
     const size_t blocks = std::min(kChunk, (n - done) / kValues);
     std::memcpy(chunk, src + done / kValues * sizeof(Block), blocks * sizeof(Block));
     kDecode(dst + done, chunk, blocks * kValues);
