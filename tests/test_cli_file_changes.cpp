@@ -4,7 +4,9 @@
 //   printed that came from the changed file;
 // - the GGUF cache: a GGUF whose tensors change past its first MiB with its mtime restored, a
 //   truncated, replaced or damaged cache entry, an unwritable cache folder, and one GGUF named
-//   by an absolute and by a relative path.
+//   by an absolute and by a relative path;
+// - a Hugging Face folder given to -m: converted into the cache as a GGUF is, again when a file
+//   its conversion reads changes.
 // A deterministic hook puts the write where it must land: the CLI's stdout is a one-page pipe
 // already (nearly) full, so the CLI blocks in write() at a known point (the prompt's echo, before
 // the first token; or a few bytes into the reply); the test writes the model file while it waits
@@ -337,4 +339,60 @@ TEST_CASE("FileMap::change tells a write in place and a truncation from a rename
   REQUIRE(truncated.open(path, &error));
   fs::resize_file(path, 4096);
   CHECK(truncated.change() == Change::kContent);
+}
+
+namespace {
+
+// A copy of a Hugging Face folder of tests/golden in the workspace (a trailing '/' kept off).
+std::string folder_copy(const std::string &golden, const std::string &name) {
+  const std::string dir = workspace().path(name);
+  fs::remove_all(dir);
+  fs::copy(mote_test::golden_path(golden), dir, fs::copy_options::recursive);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("a Hugging Face folder runs directly for every command, converted once into the cache") {
+  if (!mote_cli_test::have_cli()) return;
+  CacheHome cache("cache_folder");
+  const std::string dir = folder_copy("tiny_hf", "tiny_hf_folder");
+  const std::string reference = reference_reply(dir);
+  // As a shell completes it: with the trailing '/'.
+  std::string err = run_gguf(dir + "/", reference);
+  CHECK(has(err, "mote: converting " + dir + "/ once into " + cache.dir + "/mote/tiny_hf_folder-"));
+  CHECK(has(run_gguf(dir, reference), "mote: using cached " + cache.entry()));
+  CHECK(run_cli("inspect " + quote(dir)).code == 0);
+  CHECK(run_cli("bench -m " + quote(dir) + " -p 4 -n 2 -r 1 -t 1").code == 0);
+
+  // Files the conversion does not read (a README) change nothing; a changed config.json converts
+  // again and the stale entry goes.
+  mote_cli_test::write_text(dir + "/README.md", "a model card\n");
+  CHECK(has(run_gguf(dir, reference), "mote: using cached"));
+  const std::string entry = cache.entry();
+  std::string config = slurp(dir + "/config.json");
+  config.insert(config.rfind('}'), " ");  // the same model, other bytes
+  mote_cli_test::write_text(dir + "/config.json", config);
+  err = run_gguf(dir, reference);
+  CHECK(has(err, "mote: converting"));
+  CHECK(cache.entry() != entry);
+  CHECK(has(run_gguf(dir, reference), "mote: using cached"));
+
+  // An embedder's folder (1_Pooling/config.json below it) embeds as its `mote convert` output does.
+  const std::string bert = folder_copy("tiny_embedders/bert/hf", "tiny_bert_folder");
+  const std::string bert_mote = workspace().path("tiny_bert_folder.mote");
+  REQUIRE(run_cli("convert " + quote(bert) + " -o " + quote(bert_mote)).code == 0);
+  const Result expected = run_cli("embed -m " + quote(bert_mote) + " -p 'the cat'");
+  REQUIRE(expected.code == 0);
+  const Result embedded = run_cli("embed -m " + quote(bert + "/") + " -p 'the cat'");
+  INFO("stderr: " << embedded.err);
+  CHECK(embedded.code == 0);
+  CHECK(embedded.out == expected.out);
+  CHECK(has(embedded.err, "mote: converting"));
+
+  // A folder that is no model is refused in one line, before anything is converted.
+  const std::string empty = workspace().path("not_a_model_folder");
+  fs::create_directories(empty);
+  mote_cli_test::expect_error("run -m " + quote(empty) + " -p hi", 1,
+                              "'" + empty + "' is a folder without config.json");
 }

@@ -87,7 +87,7 @@ bool parse_backend(const std::string &name, bool gpu, mote_backend *backend, std
 // Prints "mote COMMAND: message" on stderr and returns code.
 int report(const char *command, const std::string &message, int code);
 
-// A memory-mapped, validated model. A GGUF path is converted once into the cache first (see
+// A memory-mapped, validated model. A GGUF or a Hugging Face folder is converted once into the cache first (see
 // resolve_model_file); a file in another known format gets a message naming `mote convert`.
 // While one is alive, exit_if_model_changed() watches its file (the CLI's commands all run one
 // model at a time, so the watch list is process-wide and generate() needs no extra argument).
@@ -123,7 +123,8 @@ void exit_if_model_changed();
 // The folder mote keeps converted models in: $XDG_CACHE_HOME/mote, else ~/.cache/mote.
 std::string cache_dir();
 
-// What a model path opens as. For a GGUF file: its conversion in cache_dir(), converted now
+// What a model path opens as. For a GGUF file or a Hugging Face folder (one with config.json;
+// another folder is an error): its conversion in cache_dir(), converted now
 // unless an entry verified against the GGUF's content is there (cli_model_cache.cpp: the key,
 // the record beside the entry, what is checked), with a line on stderr saying which; when the
 // cache cannot be written, the conversion in memory (*converted) with a one-line hint. rebuild:

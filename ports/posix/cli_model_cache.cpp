@@ -1,5 +1,5 @@
-// GGUF files run directly: the CLI converts one once into the cache and opens the .mote; files
-// in other formats mote converts from get a message naming `mote convert`.
+// GGUF files and Hugging Face folders run directly: the CLI converts one once into the cache and
+// opens the .mote; files in other formats mote converts from get a message naming `mote convert`.
 //
 // A GGUF's entry is STEM-PATHKEY-CONTENTKEY-TOOLKEY.mote in cache_dir(): PATHKEY hashes the GGUF's
 // canonical path (so "m.gguf", "./m.gguf" and "/abs/m.gguf" share one entry, and two models with
@@ -24,6 +24,12 @@
 // Why a record beside the entry, not inside it: FORMAT.md's reserved header bytes are "written as
 // zero", the entry stays byte-identical to `mote convert`'s output, and after a re-hash that finds
 // the same content (a touched or copied GGUF) only the small record is rewritten.
+//
+// A folder is keyed as a GGUF is, over the files its conversion reads (source_files: its .json,
+// .safetensors and .txt files, sub-folders included, hidden ones not): its identity is the
+// folder's device, a hash of those files' names and inodes, their total size and their latest
+// mtime and ctime; its content key hashes their names and contents. A README changed beside the
+// weights converts nothing again; any of those files written, added, removed or renamed does.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -106,11 +112,15 @@ struct FileIdentity {
   }
 };
 
+FileIdentity identity_of(const struct stat &st) {
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+          nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)};
+}
+
 FileIdentity identity_of(int fd) {
   struct stat st {};
   fstat(fd, &st);
-  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
-          nanoseconds(st.st_mtim), nanoseconds(st.st_ctim)};
+  return identity_of(st);
 }
 
 // The .source record (see the top of the file).
@@ -170,6 +180,113 @@ bool hash_content(int fd, uint64_t size, uint64_t *key) {
   return true;
 }
 
+bool is_folder(const std::string &path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The files of a Hugging Face folder its conversion reads, by name relative to it, sorted: the
+// .json (config.json, the tokenizer's, 1_Pooling/config.json), .safetensors and .txt (vocab.txt)
+// files in it and its sub-folders; hidden ones (.git, huggingface-cli's .cache) left out.
+std::vector<std::string> source_files(const std::string &folder) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> names;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(folder, fs::directory_options::follow_directory_symlink, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const fs::path &path = it->path();
+    if (path.filename().string().front() == '.') {
+      it.disable_recursion_pending();
+      continue;
+    }
+    const std::string extension = path.extension().string();
+    if ((extension == ".json" || extension == ".safetensors" || extension == ".txt") && it->is_regular_file(ec))
+      names.push_back(path.lexically_relative(folder).string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A folder's identity over its source files (see the top of the file); false with a reason when
+// one cannot be read.
+bool folder_identity(const std::string &folder, const std::vector<std::string> &files, FileIdentity *id,
+                     std::string *error) {
+  struct stat st {};
+  if (stat(folder.c_str(), &st) != 0) {
+    *error = "cannot read '" + folder + "': " + std::strerror(errno);
+    return false;
+  }
+  *id = FileIdentity{};
+  id->dev = static_cast<uint64_t>(st.st_dev);
+  std::string inodes;
+  for (const std::string &name : files) {
+    const std::string path = folder + "/" + name;
+    if (stat(path.c_str(), &st) != 0) {
+      *error = "cannot read '" + path + "': " + std::strerror(errno);
+      return false;
+    }
+    const FileIdentity file = identity_of(st);
+    inodes += name + " " + std::to_string(file.dev) + " " + std::to_string(file.ino) + "\n";
+    id->size += file.size;
+    id->mtime_ns = std::max(id->mtime_ns, file.mtime_ns);
+    id->ctime_ns = std::max(id->ctime_ns, file.ctime_ns);
+  }
+  id->ino = fnv1a(inodes);
+  return true;
+}
+
+// A folder's content key: its source files' names and content keys; false when a read fails.
+bool hash_folder(const std::string &folder, const std::vector<std::string> &files, uint64_t *key) {
+  std::string keys;
+  for (const std::string &name : files) {
+    std::string ignored;
+    uint64_t size = 0, file_key = 0;
+    const int fd = posix::open_regular_file(folder + "/" + name, &size, &ignored);
+    if (fd < 0) return false;
+    const bool hashed = hash_content(fd, size, &file_key);
+    close(fd);
+    if (!hashed) return false;
+    keys += name + " " + hex(file_key, 16) + "\n";
+  }
+  *key = fnv1a(keys);
+  return true;
+}
+
+// What a model source (a GGUF file or a Hugging Face folder) is now: its identity, and its
+// content key once hashed.
+class Source {
+ public:
+  Source(const std::string &path, bool folder) : path_(path), folder_(folder) {
+    if (folder) files_ = source_files(path);
+  }
+  // The identity now; false with a reason when the source cannot be read.
+  bool identity(FileIdentity *id, std::string *error) const {
+    if (folder_) return folder_identity(path_, files_, id, error);
+    uint64_t size = 0;
+    const int fd = posix::open_regular_file(path_, &size, error);
+    if (fd < 0) return false;
+    *id = identity_of(fd);
+    close(fd);
+    return true;
+  }
+  // The content key; false when a read fails.
+  bool hash(uint64_t *key) const {
+    if (folder_) return hash_folder(path_, files_, key);
+    std::string ignored;
+    uint64_t size = 0;
+    const int fd = posix::open_regular_file(path_, &size, &ignored);
+    if (fd < 0) return false;
+    const bool hashed = hash_content(fd, size, key);
+    close(fd);
+    return hashed;
+  }
+
+ private:
+  std::string path_;
+  bool folder_;
+  std::vector<std::string> files_;
+};
+
 // The entry's size and header checksum (the .mote header: file_size at byte 8, checksum at 16).
 bool entry_identity(const std::vector<uint8_t> &bytes, uint64_t *size, uint64_t *checksum) {
   if (bytes.size() < 24) return false;
@@ -201,12 +318,12 @@ std::string entry_mismatch(const std::string &path, const Record &record) {
   return "";
 }
 
-bool convert_gguf(const std::string &gguf, std::vector<uint8_t> *bytes, std::string *error) {
+bool convert_source(const std::string &source, std::vector<uint8_t> *bytes, std::string *error) {
   convert::ConvertRequest request;  // quantized tensors kept as stored, as `mote convert` does
-  request.input = gguf;
+  request.input = source;
   convert::Converted converted;
   if (convert::convert_model(request, &converted, error) != convert::ConvertResult::ok) {
-    if (error->find(gguf) == std::string::npos) *error = "'" + gguf + "': " + *error;  // the loader's words
+    if (error->find(source) == std::string::npos) *error = "'" + source + "': " + *error;  // the loader's words
     return false;
   }
   for (const std::string &note : converted.notes) std::fprintf(stderr, "mote: note: %s\n", note.c_str());
@@ -247,11 +364,11 @@ void remove_stale_entries(const std::string &dir, const std::string &prefix, con
   }
 }
 
-// Converts gguf into entry (and its record), or into memory when the cache cannot be written.
-bool convert_into_cache(const std::string &gguf, const std::string &entry, const std::string &record_path,
+// Converts source into entry (and its record), or into memory when the cache cannot be written.
+bool convert_into_cache(const std::string &source, const std::string &entry, const std::string &record_path,
                         Record record, ModelFile *file, std::string *error) {
-  std::fprintf(stderr, "mote: converting %s once into %s\n", gguf.c_str(), entry.c_str());
-  if (!convert_gguf(gguf, &file->converted, error)) return false;
+  std::fprintf(stderr, "mote: converting %s once into %s\n", source.c_str(), entry.c_str());
+  if (!convert_source(source, &file->converted, error)) return false;
   entry_identity(file->converted, &record.entry_size, &record.entry_checksum);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(entry).parent_path(), ec);
@@ -267,7 +384,7 @@ bool convert_into_cache(const std::string &gguf, const std::string &entry, const
                "mote: cannot keep the conversion in %s (%s); using it from memory this run (set XDG_CACHE_HOME to a "
                "writable folder to keep it)\n",
                std::filesystem::path(entry).parent_path().c_str(), why.c_str());
-  file->path = gguf;
+  file->path = source;
   return true;
 }
 
@@ -277,27 +394,31 @@ bool resolve_model_file(const std::string &path, bool rebuild, ModelFile *file, 
   *file = ModelFile{};
   file->path = path;
   // The magic first: a .mote (every run of the default model) costs 4 bytes read.
-  if (first_bytes(path, 4) != "GGUF") return true;  // not GGUF: the loader says what it is
+  const bool folder = is_folder(path);
+  if (!folder && first_bytes(path, 4) != "GGUF") return true;  // not GGUF: the loader says what it is
+  if (folder && access((path + "/config.json").c_str(), F_OK) != 0) {
+    *error = "'" + path + "' is a folder without config.json: a model is a .mote or GGUF file or a Hugging Face folder";
+    return false;
+  }
   std::error_code ec;
   std::filesystem::path canonical = std::filesystem::canonical(path, ec);
   if (ec) canonical = std::filesystem::absolute(path, ec).lexically_normal();
+  const std::string stem = (folder ? canonical.filename() : std::filesystem::path(path).stem()).string();
   const std::string dir = cache_dir();
-  const std::string prefix = std::filesystem::path(path).stem().string() + "-" + hex(fnv1a(canonical.string()), 8);
+  const std::string prefix = stem + "-" + hex(fnv1a(canonical.string()), 8);
   const std::string record_path = dir + "/" + prefix + ".source";
 
-  uint64_t size = 0;
-  const int fd = posix::open_regular_file(path, &size, error);
-  if (fd < 0) return false;
+  const Source source(path, folder);
   Record record, recorded;
-  record.source = identity_of(fd);
+  if (!source.identity(&record.source, error)) return false;
   record.recorded_ns = now_ns();
   const bool have_record = read_record(record_path, &recorded);
   const bool trusted = have_record && recorded.source == record.source &&
                        recorded.recorded_ns - recorded.source.ctime_ns >= kRacySeconds * 1000000000;
-  bool hashed = trusted || hash_content(fd, size, &record.content);
+  bool hashed = trusted || source.hash(&record.content);
   if (trusted) record.content = recorded.content;
-  hashed = hashed && identity_of(fd) == record.source;  // not written while being hashed
-  close(fd);
+  FileIdentity after;
+  hashed = hashed && source.identity(&after, error) && after == record.source;  // not written while being hashed
   if (!hashed) {
     *error = "'" + path + "' changed (or could not be read) while mote hashed it; try again";
     return false;
