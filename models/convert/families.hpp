@@ -13,8 +13,8 @@
 namespace mote::convert {
 
 struct FamilyRow {
-  const char *gguf_arch;   // GGUF's general.architecture, also its key prefix ("qwen2.block_count")
-  const char *hf_type;     // config.json's model_type (null: no safetensors import)
+  const char *gguf_arch;  // GGUF's general.architecture, also its key prefix ("qwen2.block_count")
+  const char *hf_type;    // config.json's model_type (null: no safetensors import)
   format::Family family;
   format::NormKind norm;
   format::PositionKind positions;
@@ -22,8 +22,8 @@ struct FamilyRow {
   // halves do; every other family keeps the halves (NeoX style). Safetensors always hold halves.
   format::RopeLayout gguf_rope_layout;
   format::Activation activation;
-  uint32_t flags;          // the family's fixed config flags
-  const char *eps_key;     // after the prefix: "attention.layer_norm_rms_epsilon" or "attention.layer_norm_epsilon"
+  uint32_t flags;       // the family's fixed config flags
+  const char *eps_key;  // after the prefix: "attention.layer_norm_rms_epsilon" or "attention.layer_norm_epsilon"
   // A windowed family: every this-many-th layer attends globally (0: every layer is windowed when
   // the file gives a window), and the windowed layers' RoPE base (0: the file's base). llama.cpp
   // fixes both for Gemma 3 (5 local : 1 global, base 10000) instead of storing them.

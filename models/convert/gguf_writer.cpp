@@ -365,7 +365,8 @@ bool serialize_gguf(const ModelData &model, std::vector<uint8_t> *out, std::stri
       if (t.role == slots[i].role && t.layer == slots[i].layer) found = &t;
     }
     if (found == nullptr) {
-      *error = "the model has no tensor '" + gguf_tensor_name(slots[i].role, slots[i].layer, format::block_spec(model.config)) + "'";
+      *error = "the model has no tensor '" +
+               gguf_tensor_name(slots[i].role, slots[i].layer, format::block_spec(model.config)) + "'";
       return false;
     }
     if (!to_gguf_tensor(*found, model.config, *row, &tensors[i], error)) return false;

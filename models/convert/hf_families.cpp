@@ -440,7 +440,8 @@ bool decoder_config(const JsonValue &json, const FamilyRow &row, const HfFamilyK
   Config cfg{json, error};
   if (!refuse_features(json, row, keys, error) || !cfg.boolean("tie_word_embeddings", keys.tied_by_default, &out->tied))
     return false;
-  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, context = 0, head_dim = 0, bos = -1, eos = -1;
+  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, context = 0, head_dim = 0, bos = -1,
+          eos = -1;
   double eps = 0, theta = 0, local_theta = 0, query_scalar = 0;
   if (!cfg.integer("hidden_size", true, 0, 1, 65536, &dim) ||
       !cfg.integer("num_hidden_layers", true, 0, 1, 1024, &layers) ||
@@ -504,13 +505,11 @@ bool decoder_config(const JsonValue &json, const FamilyRow &row, const HfFamilyK
   return read_rope_scaling(json, c.head_dim, theta, out, error);
 }
 
-bool gpt2_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys &, HfConfig *out,
-                 std::string *error) {
+bool gpt2_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys &, HfConfig *out, std::string *error) {
   return hf_gpt2_config(json, row, &out->config, &out->tied, error);
 }
 
-bool bert_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys &, HfConfig *out,
-                 std::string *error) {
+bool bert_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys &, HfConfig *out, std::string *error) {
   return hf_bert_config(json, row, &out->config, error);
 }
 
