@@ -77,7 +77,7 @@ TEST_CASE("cli: bad model files exit 1 with one line") {
   Workspace &w = workspace();
   expect_error("run -m " + quote(w.path("does_not_exist.mote")) + " -p hi", 1, "cannot open");
   expect_error("inspect " + quote(w.path("does_not_exist.mote")), 1, "cannot open");
-  expect_error("run -m " + quote(w.dir) + " -p hi", 1, "is not a regular file");
+  expect_error("run -m " + quote(w.dir) + " -p hi", 1, "is a folder without config.json");
   write_text(w.path("empty.mote"), "");
   expect_error("inspect " + quote(w.path("empty.mote")), 1, "is empty");
 

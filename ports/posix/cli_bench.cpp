@@ -144,7 +144,7 @@ int command_bench(int argc, char **argv) {
       "-o json prints one JSON array with an object per combination.",
       {
           {"-m|--model", Option::kString, &model_path, "FILE",
-           "the model (.mote, or GGUF converted once into the cache)", nullptr,
+           "the model (.mote, or a GGUF or Hugging Face folder converted once into the cache)", nullptr,
            "SmolLM2-135M-Instruct from ~/.cache/mote"},
           {"-t|--threads", Option::kU32List, &threads, "N,...", "thread counts"},
           {"-p|--n-prompt|--prompt-tokens", Option::kU32List, &prompt_tokens, "N,...", "prompt lengths in tokens"},

@@ -399,7 +399,7 @@ void GenerationSettings::use_chat_defaults() {
 void GenerationSettings::add_options(std::vector<Option> *options) {
   const std::vector<Option> mine = {
       {"-m|--model", Option::kString, &model_path, "FILE",
-       "the model: a .mote file, or a GGUF file converted once into ~/.cache/mote", nullptr,
+       "the model: a .mote file, or a GGUF file or Hugging Face folder converted once into ~/.cache/mote", nullptr,
        "SmolLM2-135M-Instruct from ~/.cache/mote (models/fetch_smollm2.sh)"},
       {"-n|--n-predict|--tokens", Option::kCount, &n_new, "N",
        "tokens to generate; -1: until the context is full or the end of the text/turn"},

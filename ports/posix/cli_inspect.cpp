@@ -110,7 +110,7 @@ int command_inspect(int argc, char **argv) {
   CommandHelp command{"inspect",
                       "MODEL [OPTIONS]",
                       "Print what a model file holds (config, tensor table) and the arena a session needs.\n"
-                      "A GGUF model is converted once into ~/.cache/mote first.",
+                      "A GGUF model or Hugging Face folder is converted once into ~/.cache/mote first.",
                       {
                           {"-c|--ctx-size|--ctx", Option::kU32, &context, "N", "the context the arena sizes are for",
                            nullptr, "the model's maximum"},

@@ -40,7 +40,8 @@ void print_usage(FILE *out) {
       "  version    print the version and how this build was made (also --version)\n"
       "\n"
       "Without -m, run, chat and bench use SmolLM2-135M-Instruct from ~/.cache/mote (models/fetch_smollm2.sh).\n"
-      "A GGUF model is converted once into ~/.cache/mote and reused. 'mote COMMAND --help' lists its options.\n",
+      "A GGUF model or Hugging Face folder is converted once into ~/.cache/mote and reused.\n"
+      "'mote COMMAND --help' lists its options.\n",
       out);
 }
 
