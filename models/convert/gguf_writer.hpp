@@ -5,10 +5,10 @@
 // - The tensors are the blocks mote would store, byte for byte: an x8 interleaved layout
 //   (q4_0x8, ...) is de-interleaved back to its plain GGUF blocks; no value is requantized. Every
 //   dtype whose format row names a ggml type is written as that type.
-// - Names and metadata keys are llama.cpp's for the family: `llama` (RMSNorm, RoPE, SwiGLU, no
-//   biases) and `gpt2` (LayerNorm with bias, learned positions, GELU-tanh, fused QKV, biases). A
-//   config outside those two (post-norm, sinusoidal positions, exact GELU, ReLU, ...) is refused:
-//   llama.cpp would run it as something else.
+// - Names and metadata keys are llama.cpp's for the family's architecture (families.cpp's row:
+//   its block, the flags a file may add, its head shapes and keys). A config outside its row
+//   (post-norm or sinusoidal GPT-2, exact GELU, ReLU, an encoder, ...) is refused: llama.cpp
+//   would run it as something else.
 // - GGUF's llama Q/K rows are in interleaved-pair RoPE order. A split-half config (Hugging Face
 //   sources) has its attn_q / attn_k rows permuted per head (GGUF row 2i = row i, row 2i + 1 =
 //   row i + head_dim / 2): whole rows move, so the blocks stay exact.
@@ -30,7 +30,7 @@
 namespace mote::convert {
 
 // Lays out model as a complete GGUF file in *out. False with a one-line message when the model
-// cannot be expressed as llama.cpp's llama or gpt2 architecture, or a tensor's dtype has no ggml
+// cannot be expressed as llama.cpp's architecture for its family, or a tensor's dtype has no ggml
 // type.
 bool serialize_gguf(const ModelData &model, std::vector<uint8_t> *out, std::string *error);
 
