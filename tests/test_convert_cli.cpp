@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 
 #include "convert_support.hpp"
@@ -214,4 +216,78 @@ TEST_CASE("cli: what the importer ignores on purpose is one note line on stderr"
   CHECK(r.code == 0);
   CHECK(r.err.find("mote convert: note: GGUF llama.attention.sliding_window is ignored, as llama.cpp ignores it for "
                    "llama: every layer attends to the whole context\nmote convert: wrote ") == 0);
+}
+
+namespace {
+
+// llama.cpp's names of the ggml type ids (ggml.h), lower-cased as mote names its dtypes.
+const char *ggml_type_name(uint32_t id) {
+  switch (id) {
+    case 0:
+      return "f32";
+    case 1:
+      return "f16";
+    case 2:
+      return "q4_0";
+    case 3:
+      return "q4_1";
+    case 6:
+      return "q5_0";
+    case 7:
+      return "q5_1";
+    case 8:
+      return "q8_0";
+    case 10:
+      return "q2_k";
+    case 11:
+      return "q3_k";
+    case 12:
+      return "q4_k";
+    case 13:
+      return "q5_k";
+    case 14:
+      return "q6_k";
+    case 20:
+      return "iq4_nl";
+    case 23:
+      return "iq4_xs";
+    case 30:
+      return "bf16";
+    default:
+      return "?";
+  }
+}
+
+// "N type" for each type of the file's tensors, as the report's "(..., 21 tensors: 5 f32, 16 q8_0)".
+std::map<std::string, size_t> report_counts(const std::string &err) {
+  std::map<std::string, size_t> counts;
+  const size_t from = err.find("tensors: "), to = err.find(')', from);
+  REQUIRE(from != std::string::npos);
+  std::istringstream list(err.substr(from + 9, to - from - 9));
+  size_t n = 0;
+  std::string name;
+  while (list >> n >> name) counts[name.substr(0, name.find(','))] += n;
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("cli: convert to GGUF reports the types the GGUF holds (plain blocks), not mote's interleaved ones") {
+  const CliScratch scratch;
+  if (scratch.dir.empty()) return;
+  for (const char *dtype : {"q4_k_m", "q4_0", "q8_0"}) {
+    const std::string out = scratch.dir + "/tiny_" + dtype + ".gguf";
+    const CliResult r =
+        run_cli("convert '" + mote_test::golden_path("tiny_hf") + "' --dtype " + dtype + " -o '" + out + "'");
+    INFO(std::string(dtype) << ": " << r.err);
+    REQUIRE(r.code == 0);
+    const std::string bytes = slurp(out);
+    mote::convert::GgufFile file;
+    std::string error;
+    REQUIRE(mote::convert::parse_gguf(reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(), &file, &error));
+    std::map<std::string, size_t> held;
+    for (const auto &t : file.tensors) ++held[ggml_type_name(t.type)];
+    CHECK(report_counts(r.err) == held);
+    CHECK(r.err.find("x8") == std::string::npos);
+  }
 }

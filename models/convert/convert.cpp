@@ -13,6 +13,7 @@
 #include "gguf_writer.hpp"
 #include "llama2c.hpp"
 #include "llama2c_header.hpp"
+#include "repack.hpp"
 #include "safetensors.hpp"
 
 namespace mote::convert {
@@ -48,10 +49,12 @@ std::string not_a_checkpoint(const std::string &path) {
          "none of theirs)";
 }
 
-// "61 f32, 1 q8_0x8, 210 q4_1x8": how many tensors the file holds in each dtype.
-std::string dtype_counts(const ModelData &model) {
+// "61 f32, 1 q8_0x8, 210 q4_1x8": how many tensors the file holds in each dtype; a GGUF holds the
+// plain blocks of the interleaved ones ("1 q8_0, 210 q4_1"; serialize_gguf).
+std::string dtype_counts(const ModelData &model, bool gguf_output) {
   std::map<uint32_t, size_t> counts;
-  for (const TensorData &t : model.tensors) ++counts[static_cast<uint32_t>(t.dtype)];
+  for (const TensorData &t : model.tensors)
+    ++counts[static_cast<uint32_t>(gguf_output ? plain_dtype(t.dtype) : t.dtype)];
   std::string text;
   for (const auto &[dtype, count] : counts) {
     text += (text.empty() ? "" : ", ") + std::to_string(count) + " " + format::dtype_traits(dtype)->name;
@@ -150,7 +153,7 @@ ConvertResult convert_model(const ConvertRequest &request, Converted *out, std::
   }
   if (!ok) return ConvertResult::failed;
   out->n_tensors = model.tensors.size();
-  out->dtype_counts = dtype_counts(model);
+  out->dtype_counts = dtype_counts(model, request.gguf_output);
   out->notes = model.notes;
   return ConvertResult::ok;
 }

@@ -25,7 +25,7 @@ struct ConvertRequest {
 struct Converted {
   std::vector<uint8_t> bytes;  // the file, validated by mote's own loader when it is a .mote
   size_t n_tensors = 0;
-  std::string dtype_counts;  // "61 f32, 1 q8_0x8, 210 q4_1x8"
+  std::string dtype_counts;  // "61 f32, 1 q8_0x8, 210 q4_1x8" (a GGUF: the plain types it holds, "1 q8_0, 210 q4_1")
   std::vector<std::string> notes;  // what the importer left out on purpose (one line each): print them
 };
 
