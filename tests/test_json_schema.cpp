@@ -54,11 +54,11 @@ struct SchemaGrammar {
   }
 };
 
-// {"p0":1,"p3":1} for the properties in mask, in order.
+// {"p0":0,"p3":3} for the properties in mask (of the first 32), in order.
 std::string document_of(uint32_t mask, int n) {
   std::string document = "{";
   for (int k = 0; k < n; ++k) {
-    if ((mask >> k & 1) == 0) continue;
+    if (k >= 32 || (mask >> k & 1) == 0) continue;
     if (document.size() > 1) document += ",";
     document += "\"p" + std::to_string(k) + "\":" + std::to_string(k);
   }
