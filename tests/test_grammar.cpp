@@ -1,5 +1,6 @@
 // GBNF grammars through the C API without a model: parse errors, matching, repetition bounds,
 // UTF-8 classes, and hostile grammars (each refused with one line, quickly).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -594,5 +595,87 @@ TEST_CASE("past its budget of matcher steps, constrained sampling stops with one
     CHECK(mote::sample_with_grammar(options, rng, logits.data(), n, nullptr, 0, scratch.data(), grammar, 256, 100000,
                                     &token, &bad, mote::ErrorSink{error, sizeof error}) == MOTE_ERR_GRAMMAR);
     CHECK(std::string(error) == "grammar: the grammar needs more than 100000 matcher steps for one token");
+  }
+}
+
+namespace {
+
+// Whether bytes are valid UTF-8 (RFC 3629's table, written out: the oracle for the matcher's).
+bool valid_utf8(const std::string &bytes) {
+  for (size_t i = 0; i < bytes.size();) {
+    const auto at = [&](size_t k) { return i + k < bytes.size() ? static_cast<uint8_t>(bytes[i + k]) : 0x100; };
+    const unsigned b = at(0);
+    const auto in = [](unsigned v, unsigned low, unsigned high) { return v >= low && v <= high; };
+    size_t n = 0;
+    if (b <= 0x7F) {
+      n = 1;
+    } else if (in(b, 0xC2, 0xDF) && in(at(1), 0x80, 0xBF)) {
+      n = 2;
+    } else if (((b == 0xE0 && in(at(1), 0xA0, 0xBF)) || (in(b, 0xE1, 0xEC) && in(at(1), 0x80, 0xBF)) ||
+                (b == 0xED && in(at(1), 0x80, 0x9F)) || (in(b, 0xEE, 0xEF) && in(at(1), 0x80, 0xBF))) &&
+               in(at(2), 0x80, 0xBF)) {
+      n = 3;
+    } else if (((b == 0xF0 && in(at(1), 0x90, 0xBF)) || (in(b, 0xF1, 0xF3) && in(at(1), 0x80, 0xBF)) ||
+                (b == 0xF4 && in(at(1), 0x80, 0x8F))) &&
+               in(at(2), 0x80, 0xBF) && in(at(3), 0x80, 0xBF)) {
+      n = 4;
+    } else {
+      return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("a byte-level vocabulary under a JSON grammar samples only valid UTF-8, however the logits lean") {
+  LargeVocabulary &v = large_vocabulary();
+  std::vector<char> json(1 << 16);
+  size_t n_json = 0;
+  REQUIRE(mote_grammar_from_json_schema(R"({"type":"string"})", 17, json.data(), json.size(), &n_json, nullptr, 0) ==
+          MOTE_OK);
+  ModelGrammar g(v.model->model, std::string(json.data(), n_json));
+  mote::grammar::Grammar &grammar = *mote::grammar::grammar_of(&g.grammar);
+  const size_t n = grammar.vocab_size;
+  std::vector<mote::Candidate> scratch(n);
+  for (const float temperature : {0.0f, 1.0f}) {
+    CAPTURE(temperature);
+    mote_sampler_options options = mote_sampler_options_default();
+    options.temperature = temperature;
+    options.top_k = 0;  // a refused draw checks the whole vocabulary
+    mote::Rng rng;
+    mote::rng_seed(rng, 7);
+    REQUIRE(mote_grammar_reset(&g.grammar) == MOTE_OK);
+    std::string output;
+    int32_t prev = -1;
+    for (int step = 0; step < 200 && (mote_grammar_state(&g.grammar) & MOTE_GRAMMAR_COMPLETE) == 0; ++step) {
+      // The byte tokens from 0x80 up lead by far: invalid leads (C0, C1, F5-FF) and the second
+      // bytes of overlong forms, surrogates and code points above U+10FFFF most of all, then the
+      // leads those follow (E0, ED, F0, F4); after 60 steps the closing quote leads.
+      std::vector<float> logits(n, 0.0f);
+      for (int b = 0x80; b < 0x100; ++b) logits[b] = 20.0f;
+      for (const int b : {0xE0, 0xED, 0xF0, 0xF4}) logits[b] = 25.0f;
+      for (const int b : {0xC0, 0xC1, 0xF5, 0xF8, 0xFF, 0x80, 0xA0, 0x90, 0x8F}) logits[b] = 30.0f;
+      logits['"'] = step == 0 || step >= 60 ? 40.0f : 0.0f;
+      int32_t token = -1;
+      size_t bad = 0;
+      char error[256] = "";
+      REQUIRE_MESSAGE(mote::sample_with_grammar(options, rng, logits.data(), n, nullptr, 0, scratch.data(), grammar,
+                                                prev, mote::kMaxGrammarSampleSteps, &token, &bad,
+                                                mote::ErrorSink{error, sizeof error}) == MOTE_OK,
+                      error);
+      REQUIRE(mote_grammar_accept_token(&g.grammar, prev, token, nullptr, 0) == MOTE_OK);
+      char byte = 0;
+      const char *bytes = nullptr;
+      size_t length = 0;
+      mote::piece_for(grammar.tokenizer, prev, token, &byte, &bytes, &length);
+      output.append(bytes, length);
+      prev = token;
+    }
+    CAPTURE(output);
+    CHECK((mote_grammar_state(&g.grammar) & MOTE_GRAMMAR_COMPLETE) != 0);
+    CHECK(valid_utf8(output));
+    CHECK(std::count_if(output.begin(), output.end(), [](char c) { return (c & 0x80) != 0; }) > 40);
   }
 }
