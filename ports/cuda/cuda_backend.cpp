@@ -293,7 +293,7 @@ Status enqueue_forward(const Session &s, const CudaSession &c, uint32_t n_tokens
   const uint32_t dim = cfg.dim, ffn_dim = cfg.ffn_dim, head_dim = cfg.head_dim;
   const uint32_t kv_dim = cfg.n_kv_heads * head_dim;
   const float eps = s.spec.norm_eps;
-  const bool f16 = s.cache.dtype == MOTE_KV_F16;
+  const bool f16 = s.cache.type->dtype == MOTE_KV_F16;
   const size_t layer_bytes = static_cast<size_t>(s.context_length) * kv_dim * (f16 ? 2 : 4);
   const bool split_half = s.spec.rope_layout == format::RopeLayout::split_half;
 

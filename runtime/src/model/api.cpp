@@ -91,7 +91,7 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
                 static_cast<unsigned>(out->context_length), static_cast<unsigned>(max_seq_len));
   }
   const uint32_t kv_dtype = enum_value(out->kv_dtype);
-  if (kv_dtype != MOTE_KV_F32 && kv_dtype != MOTE_KV_F16 && kv_dtype != MOTE_KV_Q8_0) {
+  if (kv_type(kv_dtype) == nullptr) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown KV cache dtype %u", static_cast<unsigned>(kv_dtype));
   }
   if (out->bidirectional > 1) {

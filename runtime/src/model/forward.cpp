@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/fp16.hpp"
 #include "model/model.hpp"
 
 namespace mote {
@@ -76,37 +75,6 @@ void matmul(Session &s, float *out, const Matrix &w, const MatmulInput &x, size_
 
 void embed(float *out, const Matrix &embedding, int32_t token) {
   embedding.type->dequantize_row(out, embedding.data, static_cast<size_t>(token), embedding.cols);
-}
-
-// Copies n_tokens rows of keys or values (kv_dim each) into the cache at position pos of its
-// layer, converting to the cache's dtype: q8_0 splits each head into blocks of 32 (fewer at the
-// head's end) with scale amax / 127, rounding half to even.
-void store_kv(const KvCache &cache, void *data, float *scales, size_t layer_base, size_t scale_base, size_t pos,
-              const float *src, size_t n_tokens, size_t kv_dim, size_t head_dim) {
-  const size_t n = n_tokens * kv_dim, index = layer_base + pos * kv_dim;
-  if (cache.dtype == MOTE_KV_F32) {
-    std::memcpy(static_cast<float *>(data) + index, src, n * sizeof(float));
-  } else if (cache.dtype == MOTE_KV_F16) {
-    uint16_t *dst = static_cast<uint16_t *>(data) + index;
-    for (size_t i = 0; i < n; ++i) dst[i] = f32_to_fp16(src[i]);
-  } else {
-    int8_t *dst = static_cast<int8_t *>(data) + index;
-    float *scale = scales + scale_base + pos * (kv_dim / head_dim) * cache.blocks_per_head;
-    for (size_t head = 0; head < n / head_dim; ++head) {
-      for (size_t begin = 0; begin < head_dim; begin += kernels::kQuantBlock, ++scale) {
-        const size_t end = begin + kernels::kQuantBlock < head_dim ? begin + kernels::kQuantBlock : head_dim;
-        const float *x = src + head * head_dim;
-        float amax = 0.0f;
-        for (size_t i = begin; i < end; ++i) amax = std::fmax(amax, std::fabs(x[i]));
-        *scale = amax / 127.0f;
-        const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
-        for (size_t i = begin; i < end; ++i) {
-          dst[head * head_dim + i] =
-              static_cast<int8_t>(std::nearbyint(std::fmin(std::fmax(x[i] * inverse, -127.0f), 127.0f)));
-        }
-      }
-    }
-  }
 }
 
 // out[t] = norm(x[t]) for the batch's rows, by the spec's kind (out may alias x).
@@ -261,10 +229,10 @@ void project_qkv(Session &s, const LayerWeights &lw, const RopeTable &angles, co
     rope(st.q + t * q_dim, cos, sin, c.n_heads, head_dim);
     rope(st.k + t * kv_dim, cos, sin, c.n_kv_heads, head_dim);
   }
-  store_kv(s.cache, s.cache.keys, s.cache.key_scales, lc.base, lc.scale_base, s.position, st.k, n_tokens, kv_dim,
-           head_dim);
-  store_kv(s.cache, s.cache.values, s.cache.value_scales, lc.base, lc.scale_base, s.position, st.v, n_tokens, kv_dim,
-           head_dim);
+  const size_t index = lc.base + s.position * kv_dim, first_scale = lc.scale_base + s.position * lc.scale_stride;
+  const KvType &kv = *s.cache.type;
+  kv.store(s.cache.keys, s.cache.key_scales, index, first_scale, st.k, n_tokens * kv_dim, head_dim);
+  kv.store(s.cache.values, s.cache.value_scales, index, first_scale, st.v, n_tokens * kv_dim, head_dim);
 }
 
 // Each query head attends over positions [first, pos + t] of its key/value head (the last
@@ -292,19 +260,15 @@ void attend(Session &s, const LayerCache &lc, bool windowed, size_t n_tokens) {
       const size_t text_first = s.text_lengths != nullptr ? text.begin : 0;
       const size_t first = windowed && end > s.spec.sliding_window ? end - s.spec.sliding_window : text_first;
       const size_t n_pos = end - first;
-      const size_t kv_offset = lc.base + first * kv_dim + (h / heads_per_kv) * head_dim;
-      if (s.cache.dtype == MOTE_KV_Q8_0) {
-        const size_t scale_offset = lc.scale_base + first * lc.scale_stride + (h / heads_per_kv) * s.cache.blocks_per_head;
-        k.attention_q8(out, scores, q, static_cast<const int8_t *>(s.cache.keys) + kv_offset,
-                       s.cache.key_scales + scale_offset, static_cast<const int8_t *>(s.cache.values) + kv_offset,
-                       s.cache.value_scales + scale_offset, n_pos, head_dim, kv_dim, lc.scale_stride, scale);
-      } else if (s.cache.dtype == MOTE_KV_F16) {
-        k.attention_f16(out, scores, q, static_cast<const uint16_t *>(s.cache.keys) + kv_offset,
-                        static_cast<const uint16_t *>(s.cache.values) + kv_offset, n_pos, head_dim, kv_dim, scale);
-      } else {
-        k.attention_f32(out, scores, q, static_cast<const float *>(s.cache.keys) + kv_offset,
-                        static_cast<const float *>(s.cache.values) + kv_offset, n_pos, head_dim, kv_dim, scale);
-      }
+      const size_t kv_head = h / heads_per_kv;
+      const KvSpan span{s.cache.keys,
+                        s.cache.values,
+                        lc.base + first * kv_dim + kv_head * head_dim,
+                        s.cache.key_scales,
+                        s.cache.value_scales,
+                        lc.scale_base + first * lc.scale_stride + kv_head * s.cache.blocks_per_head,
+                        lc.scale_stride};
+      s.cache.type->attend(k, out, scores, q, span, n_pos, head_dim, kv_dim, scale);
     }
   });
 }

@@ -12,6 +12,7 @@
 #include "kernels/kernels.hpp"
 #include "model/backend.hpp"
 #include "model/parallel.hpp"
+#include "model/kv_types.hpp"
 #include "model/weight_types.hpp"
 #include "mote/mote.h"
 #include "sample/sampler.hpp"
@@ -110,7 +111,7 @@ struct KvCache {
   float *key_scales;         // q8_0 only: (n_layers, context, n_kv_heads * blocks_per_head) per 32-block
   float *value_scales;       // same
   uint32_t blocks_per_head;  // ceil(head_dim / 32)
-  mote_kv_dtype dtype;
+  const KvType *type;        // the cache type's row, bound once per session
 };
 
 struct Session {

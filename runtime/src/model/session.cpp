@@ -68,9 +68,10 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   const uint64_t q_dim = static_cast<uint64_t>(c.n_heads) * c.head_dim;
   const uint64_t kv_dim = static_cast<uint64_t>(c.n_kv_heads) * c.head_dim;
   uint64_t kv_elements = c.n_layers * context * kv_dim;
-  const uint64_t kv_element_bytes = options.kv_dtype == MOTE_KV_F32 ? 4 : options.kv_dtype == MOTE_KV_F16 ? 2 : 1;
+  const KvType &kv_type_row = *kv_type(options.kv_dtype);  // checked by the API
+  const uint64_t kv_element_bytes = kv_type_row.element_bytes;
   const uint64_t blocks_per_head = (c.head_dim + kernels::kQuantBlock - 1) / kernels::kQuantBlock;
-  uint64_t kv_scales = options.kv_dtype == MOTE_KV_Q8_0 ? c.n_layers * context * c.n_kv_heads * blocks_per_head : 0;
+  uint64_t kv_scales = kv_type_row.block_scales ? c.n_layers * context * c.n_kv_heads * blocks_per_head : 0;
 
   // Another backend keeps activations and the KV cache on its device: the host arena holds
   // the bound weights, the logits, the sampler's buffers and the backend's own state.
@@ -122,7 +123,7 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
     cache.value_scales = arena.take<float>(kv_scales);
   }
   cache.blocks_per_head = static_cast<uint32_t>(blocks_per_head);
-  cache.dtype = options.kv_dtype;
+  cache.type = &kv_type_row;
   int32_t *history = arena.take<int32_t>(context);
   Candidate *candidates = arena.take<Candidate>(c.vocab_size);
   if (s == nullptr || candidates == nullptr) return nullptr;  // planning, or the arena is short

@@ -51,10 +51,9 @@ uint64_t model_checksum(const Session &s) {
 }
 
 uint32_t kv_dim_of(const Session &s) { return s.model.view.config.n_kv_heads * s.model.view.config.head_dim; }
-uint64_t kv_element_bytes(mote_kv_dtype dtype) { return dtype == MOTE_KV_F32 ? 4 : dtype == MOTE_KV_F16 ? 2 : 1; }
-// q8_0 scales per position and layer (0 for the float caches).
+// Block scales per position and layer (0 for the float caches).
 uint64_t scales_per_position(const Session &s) {
-  return s.cache.dtype == MOTE_KV_Q8_0 ? uint64_t{s.model.view.config.n_kv_heads} * s.cache.blocks_per_head : 0;
+  return s.cache.type->block_scales ? uint64_t{s.model.view.config.n_kv_heads} * s.cache.blocks_per_head : 0;
 }
 
 // The sections after the header, in order: one (source, bytes) run each, every run padded to 8.
@@ -64,7 +63,7 @@ void for_each_section(const Session &s, uint32_t position, Visit visit) {
   const uint32_t vocab = s.model.view.config.vocab_size;
   visit(reinterpret_cast<uint8_t *>(s.history), uint64_t{position} * sizeof(int32_t));
   visit(reinterpret_cast<uint8_t *>(s.state.logits), uint64_t{vocab} * sizeof(float));
-  const uint64_t kv_dim = kv_dim_of(s), element = kv_element_bytes(s.cache.dtype);
+  const uint64_t kv_dim = kv_dim_of(s), element = s.cache.type->element_bytes;
   const uint64_t row_bytes = kv_dim * element, scale_stride = scales_per_position(s);
   for (uint32_t l = 0; l < s.model.view.config.n_layers; ++l) {
     const uint64_t layer_base = uint64_t{l} * s.context_length;  // in positions
@@ -121,7 +120,7 @@ StateHeader header_of(const Session &s) {
   h.n_layers = c.n_layers;
   h.kv_dim = kv_dim_of(s);
   h.context_length = s.context_length;
-  h.kv_dtype = s.cache.dtype;
+  h.kv_dtype = s.cache.type->dtype;
   h.backend = MOTE_BACKEND_CPU;
   h.position = s.position;
   h.vocab_size = c.vocab_size;
@@ -132,7 +131,8 @@ StateHeader header_of(const Session &s) {
 }
 
 const char *kv_name(uint32_t dtype) {
-  return dtype == MOTE_KV_F32 ? "f32" : dtype == MOTE_KV_F16 ? "f16" : dtype == MOTE_KV_Q8_0 ? "q8_0" : "unknown";
+  const KvType *type = kv_type(dtype);
+  return type != nullptr ? type->name : "unknown";
 }
 
 bool on_cpu(const Session &s) { return s.backend == find_backend(MOTE_BACKEND_CPU); }
