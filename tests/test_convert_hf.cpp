@@ -590,36 +590,46 @@ TEST_CASE("hf families: what a family's block cannot do is refused in one line")
   }
 }
 
-// Every model_type reads its own family's names; a family without Hugging Face keys (nomic-bert's
-// GGUF-only row, or a row added to families.cpp alone) is a one-line error naming it: hf_names
-// returned llama's names for both before.
+// Each model_type reads its own family's names; a family without Hugging Face keys (nomic-bert, or
+// a row added to families.cpp alone) is a one-line error naming it (hf_names gave llama's names).
 TEST_CASE("hf families: each family's own names, and a family without any is a one-line error naming it") {
-  using mote::convert::FamilyRow;
   std::string types = mote::convert::known_hf_types() + ", ", error;
   std::vector<std::string> whats;
   for (size_t at = 0, comma; (comma = types.find(", ", at)) != std::string::npos; at = comma + 2) {
     const std::string type = types.substr(at, comma - at);
     INFO(type);
-    const FamilyRow *row = mote::convert::family_by_hf_type(type);
-    REQUIRE(row != nullptr);
-    const mote::convert::HfNames *names = mote::convert::hf_names(*row, &error);
+    const mote::convert::FamilyRow *row = mote::convert::family_by_hf_type(type);
+    const mote::convert::HfNames *names = row != nullptr ? mote::convert::hf_names(*row, &error) : nullptr;
     REQUIRE(names != nullptr);
-    CHECK(std::find(whats.begin(), whats.end(), names->what) == whats.end());
+    CHECK(std::count(whats.begin(), whats.end(), names->what) == 0);
     whats.push_back(names->what);
-    if (row->family != fmt::Family::gpt2 && row->family != fmt::Family::bert)  // their own keys
+    if (row->family != fmt::Family::gpt2 && row->family != fmt::Family::bert)  // (their own keys)
       CHECK(config_of(family_json(type)).names == names);
   }
   CHECK(whats.size() == 7);
-  FamilyRow stray = *mote::convert::family_by_gguf_arch("llama");
+  mote::convert::FamilyRow stray = *mote::convert::family_by_gguf_arch("llama");
   stray.gguf_arch = stray.hf_type = "mamba";
-  const FamilyRow *nomic = mote::convert::family_by_gguf_arch("nomic-bert");
-  for (const FamilyRow *row : {nomic, static_cast<const FamilyRow *>(&stray)}) {
-    REQUIRE(row != nullptr);
-    error.clear();
-    CHECK(mote::convert::hf_names(*row, &error) == nullptr);
-    CHECK(error == "mote has no Hugging Face keys for the " + std::string(row->gguf_arch) +
+  for (const mote::convert::FamilyRow &row : {*mote::convert::family_by_gguf_arch("nomic-bert"), stray}) {
+    CHECK(mote::convert::hf_names(row, &error) == nullptr);
+    CHECK(error == "mote has no Hugging Face keys for the " + std::string(row.gguf_arch) +
                        " family (it imports llama, gpt2, qwen2, qwen3, gemma3_text, phi3, bert)");
   }
+}
+
+// A config.json without model_type: its architectures class picks the family (was: llama, always).
+TEST_CASE("hf families: without model_type, the architectures class names the family") {
+  std::string sized = family_json("x");
+  sized = sized.substr(sized.find(", ") + 2);  // the sizes, without model_type
+  CHECK(config_of("{" + sized).row->family == fmt::Family::llama);
+  CHECK(config_of("{\"architectures\": [], " + sized).row->family == fmt::Family::llama);
+  CHECK(config_of("{\"architectures\": [\"Qwen3ForCausalLM\"], " + sized).row->family == fmt::Family::qwen3);
+  HfConfig c;
+  CHECK(read_config("{\"architectures\": [\"MistralForCausalLM\"], " + sized, &c) ==
+        "config.json has no model_type and its architectures class 'MistralForCausalLM' is not supported (mote knows "
+        "LlamaForCausalLM, GPT2LMHeadModel, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM, "
+        "BertModel)");
+  CHECK(read_config("{\"architectures\": \"LlamaForCausalLM\", " + sized, &c) ==
+        "config.json 'architectures' is a string, expected a list of class names");
 }
 
 TEST_CASE("hf families: Llama 3's rope_scaling gives the published formula's divisors") {

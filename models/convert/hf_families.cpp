@@ -118,6 +118,7 @@ bool bert_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys
 // One row per family families.cpp gives a model_type: the Hugging Face facts its row lacks.
 struct HfFamilyKeys {
   const char *hf_type;
+  const char *hf_class;  // transformers' model class, config.json's architectures (read when model_type is absent)
   HfConfigReader read_config;  // the decoders share one reader; GPT-2's and BERT's keys are their own
   HfNames names;
   bool tied_by_default;  // tie_word_embeddings' default in the family's transformers config class
@@ -138,10 +139,11 @@ constexpr HfNames decoder_names(const char *what, const HfName *own = nullptr, s
 }
 
 const HfFamilyKeys kHfFamilies[] = {
-    // hf_type, read_config, names, tied_by_default, fixed_bias, window
-    {"llama", decoder_config, decoder_names("a Llama model"), false, false, HfWindow::none},
+    // hf_type, hf_class, read_config, names, tied_by_default, fixed_bias, window
+    {"llama", "LlamaForCausalLM", decoder_config, decoder_names("a Llama model"), false, false, HfWindow::none},
     // attn.bias / attn.masked_bias: the causal mask buffers older GPT-2 checkpoints saved.
     {"gpt2",
+     "GPT2LMHeadModel",
      gpt2_config,
      {"a GPT-2 model",
       nullptr,
@@ -154,14 +156,15 @@ const HfFamilyKeys kHfFamilies[] = {
      true,
      false,
      HfWindow::none},
-    {"qwen2", decoder_config, decoder_names("a Qwen2 model"), false, true, HfWindow::opt_in},
-    {"qwen3", decoder_config, decoder_names("a Qwen3 model"), false, false, HfWindow::opt_in},
-    {"gemma3_text", decoder_config, decoder_names("a Gemma 3 model", kGemmaNames, count(kGemmaNames)), true, false,
-     HfWindow::pattern},
-    {"phi3", decoder_config, decoder_names("a Phi-3 model"), false, false, HfWindow::every_layer},
+    {"qwen2", "Qwen2ForCausalLM", decoder_config, decoder_names("a Qwen2 model"), false, true, HfWindow::opt_in},
+    {"qwen3", "Qwen3ForCausalLM", decoder_config, decoder_names("a Qwen3 model"), false, false, HfWindow::opt_in},
+    {"gemma3_text", "Gemma3ForCausalLM", decoder_config,
+     decoder_names("a Gemma 3 model", kGemmaNames, count(kGemmaNames)), true, false, HfWindow::pattern},
+    {"phi3", "Phi3ForCausalLM", decoder_config, decoder_names("a Phi-3 model"), false, false, HfWindow::every_layer},
     // The pooler (a classification head over [CLS]) and BertForMaskedLM's head (cls.*) are not
     // part of the embedding.
     {"bert",
+     "BertModel",
      bert_config,
      {"a BERT model",
       nullptr,
@@ -513,6 +516,34 @@ bool bert_config(const JsonValue &json, const FamilyRow &row, const HfFamilyKeys
   return hf_bert_config(json, row, &out->config, error);
 }
 
+// config.json's model_type; a hand-written config without one names its family by the first of
+// its architectures classes, and with neither it is llama's.
+bool model_type(const JsonValue &json, std::string *type, std::string *error) {
+  Config cfg{json, error};
+  *type = "llama";
+  if (const JsonValue *v = json.get("model_type"); v != nullptr && !v->is_null()) {
+    if (!v->is_string()) return cfg.wrong("model_type", *v, "a string");
+    *type = v->text;
+    return true;
+  }
+  const JsonValue *classes = json.get("architectures");
+  if (classes == nullptr || classes->is_null() || (classes->kind == JsonValue::Kind::array && classes->items.empty()))
+    return true;
+  if (classes->kind != JsonValue::Kind::array || !classes->items[0].is_string())
+    return cfg.wrong("architectures", *classes, "a list of class names");
+  std::string known;
+  for (const HfFamilyKeys &keys : kHfFamilies) {
+    if (classes->items[0].text == keys.hf_class) {
+      *type = keys.hf_type;
+      return true;
+    }
+    known += (known.empty() ? "" : ", ") + std::string(keys.hf_class);
+  }
+  *error = "config.json has no model_type and its architectures class '" + printable(classes->items[0].text) +
+           "' is not supported (mote knows " + known + ")";
+  return false;
+}
+
 }  // namespace
 
 bool hf_config(const JsonValue &json, HfConfig *out, std::string *error) {
@@ -521,11 +552,8 @@ bool hf_config(const JsonValue &json, HfConfig *out, std::string *error) {
     *error = "config.json is not a JSON object";
     return false;
   }
-  std::string type = "llama";
-  if (const JsonValue *v = json.get("model_type"); v != nullptr && !v->is_null()) {
-    if (!v->is_string()) return Config{json, error}.wrong("model_type", *v, "a string");
-    type = v->text;
-  }
+  std::string type;
+  if (!model_type(json, &type, error)) return false;
   out->row = family_by_hf_type(type);
   if (out->row == nullptr) {
     *error = "config.json model_type '" + printable(type) + "' is not supported (mote knows " + known_hf_types() + ")";

@@ -47,7 +47,7 @@ bool parse_hf_tensor_name(const HfNames &names, const std::string &full_name, fo
 bool is_norm_weight(format::Role role);
 
 // config.json as a .mote config, for every family families.hpp knows (model_type picks the row;
-// a config without model_type is llama's).
+// without model_type, the first architectures class; with neither, llama's).
 struct HfConfig {
   const FamilyRow *row = nullptr;
   const HfNames *names = nullptr;  // the row's checkpoint names
