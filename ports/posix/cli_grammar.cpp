@@ -1,9 +1,11 @@
 // --grammar, --grammar-file, --json-schema and --json: the grammar that constrains generation,
 // compiled through mote.h into an arena of its own.
+#include "cli_grammar.hpp"
+
 #include <cstdlib>
 #include <cstring>
 
-#include "cli_common.hpp"
+#include "file_map.hpp"
 
 namespace mote::cli {
 namespace {

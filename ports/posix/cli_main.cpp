@@ -2,7 +2,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "cli_common.hpp"
+#include "cli_options.hpp"
+#include "commands/commands.hpp"
 #include "mote_version.h"
 
 namespace {

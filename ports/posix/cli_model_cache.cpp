@@ -42,7 +42,7 @@
 #include <ctime>
 #include <filesystem>
 
-#include "cli_common.hpp"
+#include "cli_model.hpp"
 #include "convert.hpp"
 #include "llama2c_header.hpp"
 #include "mote_version.h"

@@ -6,6 +6,9 @@
 
 #include <cstdio>
 
+#include "cli_terminal.hpp"
+#include "file_map.hpp"
+
 namespace mote::cli {
 namespace {
 

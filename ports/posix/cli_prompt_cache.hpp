@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "cli_common.hpp"
+#include "cli_options.hpp"
+#include "mote/mote.h"
 
 namespace mote::cli {
 

@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "cli_common.hpp"
+#include "cli_model.hpp"
+#include "cli_options.hpp"
+#include "cli_terminal.hpp"
+#include "commands.hpp"
 
 namespace mote::cli {
 namespace {

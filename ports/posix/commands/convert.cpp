@@ -2,12 +2,14 @@
 // (+ tokenizer.bin) into one .mote file, through the converter's front door (convert.hpp). The
 // importer is chosen by content: the GGUF magic, a directory / config.json / *.safetensors path,
 // else a llama2.c checkpoint.
+#include "convert.hpp"
+
 #include <unistd.h>
 
 #include <cctype>
 
-#include "cli_common.hpp"
-#include "convert.hpp"
+#include "cli_options.hpp"
+#include "commands.hpp"
 
 namespace mote::cli {
 namespace {

@@ -2,7 +2,9 @@
 #include <cstdio>
 #include <cstring>
 
-#include "cli_common.hpp"
+#include "cli_model.hpp"
+#include "cli_options.hpp"
+#include "commands.hpp"
 
 namespace mote::cli {
 namespace {

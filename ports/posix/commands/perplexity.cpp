@@ -24,7 +24,12 @@
 #include <string>
 #include <vector>
 
-#include "cli_common.hpp"
+#include "cli_input.hpp"
+#include "cli_model.hpp"
+#include "cli_options.hpp"
+#include "cli_terminal.hpp"
+#include "commands.hpp"
+#include "file_map.hpp"
 #include "kld_file.hpp"
 
 namespace mote::cli {

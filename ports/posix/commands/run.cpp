@@ -5,8 +5,13 @@
 #include <cstdio>
 #include <cstring>
 
-#include "cli_common.hpp"
+#include "cli_generate.hpp"
+#include "cli_input.hpp"
+#include "cli_model.hpp"
+#include "cli_options.hpp"
 #include "cli_prompt_cache.hpp"
+#include "cli_terminal.hpp"
+#include "commands.hpp"
 
 namespace mote::cli {
 namespace {
