@@ -6,10 +6,11 @@
 
 namespace mote {
 
-// The matcher steps (stack words moved) that checking tokens may take for one sampled token, about
-// a second's work: a grammar that needs more gets an error, not a generation that seems to hang.
-// Checking a whole 40,000-token vocabulary inside a JSON string takes 4.3 million
-// (tests/test_grammar.cpp).
+// The matcher steps (stack words moved) that checking tokens may take for one sampled token, a
+// second or two of work: a grammar that needs more gets an error, not a generation that seems to
+// hang. Checking the whole vocabulary inside a JSON string takes 4.8 million on SmolLM2's 49,152
+// tokens and 13.2 million on Qwen2.5's 151,936 (0.04 and 0.2 s); the grammar of 299
+// overlapping lengths needs more than this bound for Qwen2.5 at its first token.
 constexpr uint64_t kMaxGrammarSampleSteps = 1ull << 27;
 
 // Masks the tokens that cannot continue g after prev_token (logit -inf; a token that ends
