@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "cli_support.hpp"
 #include "grammar/grammar.hpp"
 #include "mote/mote.h"
 #include "sample/grammar_sample.hpp"
@@ -476,6 +477,21 @@ void generate_overlapping_lengths(mote_session &session, const mote_model &model
 TEST_CASE("constrained sampling bounds its work per token: a 40,000-token vocabulary") {
   LargeVocabulary &v = large_vocabulary();
   generate_overlapping_lengths(v.session->session, v.model->model, 256, {{1.0f, 0}, {0.0f, 40}});
+}
+
+TEST_CASE("mote run: past the budget of matcher steps, one line and a non-zero exit") {
+  if (!mote_cli_test::have_cli()) return;
+  LargeVocabulary &v = large_vocabulary();
+  const std::string model = mote_cli_test::workspace().path("large_vocabulary.mote");
+  const std::string grammar = mote_cli_test::workspace().path("overlapping.gbnf");
+  std::ofstream(model, std::ios::binary)
+      .write(reinterpret_cast<const char *>(v.model->bytes.data.get()),
+             static_cast<std::streamsize>(v.model->bytes.size));
+  mote_cli_test::write_text(grammar, overlapping_lengths_grammar());
+  // Seed 2's first draw is refused: the whole vocabulary is checked, past the budget.
+  mote_cli_test::expect_error("run -m " + mote_cli_test::quote(model) + " -p x --temp 1 --top-k 0 --seed 2 -n 8 " +
+                                  "--grammar-file " + mote_cli_test::quote(grammar),
+                              1, "grammar: the grammar needs more than 134217728 matcher steps for one token");
 }
 
 TEST_CASE("constrained sampling bounds its work per token: aidreams260K") {
