@@ -160,7 +160,8 @@ bool can_continue(const Grammar &g);
 // Checks byte strings (a vocabulary's tokens) against g's state without changing it. A string
 // shares the matcher work of its common prefix with the string checked before (so a vocabulary
 // in byte order costs about its trie, not its bytes), and every check counts its matcher steps
-// (stack words moved) against one budget. g must not change while a checker is in use.
+// (stack words moved) against one budget. g must not change while a checker is in use, and one
+// checker at a time uses g's prefix buffer.
 enum class Check { kAllowed, kRefused, kTooDeep, kOverBudget };  // kTooDeep: past kStackWords or kMaxExpansions
 class TokenChecker {
  public:
@@ -189,7 +190,7 @@ class TokenChecker {
 
 // Marks in allowed[0..256) the bytes that may start the next token: bytes of valid UTF-8 only (a
 // superset: a lead or continuation byte is allowed when some class holds a code point it can
-// become).
+// become). Uses g's work list as scratch.
 void first_bytes(const Grammar &g, bool allowed[256]);
 
 }  // namespace mote::grammar
