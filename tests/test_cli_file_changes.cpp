@@ -23,7 +23,7 @@
 
 #include "cli_support.hpp"
 #include "convert_support.hpp"
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 
 namespace fs = std::filesystem;
 using mote_cli_test::quote;

@@ -12,7 +12,7 @@
 #include <filesystem>
 
 #include "cli_support.hpp"
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 
 using namespace mote_cli_test;
 

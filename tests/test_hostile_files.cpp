@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "cli_support.hpp"
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 
 namespace {
 

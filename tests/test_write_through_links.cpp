@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cli_support.hpp"
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 
 namespace fs = std::filesystem;
 using mote_cli_test::slurp;

@@ -8,7 +8,7 @@
 #include <map>
 #include <optional>
 
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 #include "gguf.hpp"
 #include "gguf_writer.hpp"
 #include "llama2c.hpp"

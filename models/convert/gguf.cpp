@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "dequant.hpp"
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 #include "message_text.hpp"
 
 namespace mote::convert {

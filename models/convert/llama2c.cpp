@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "dequant.hpp"
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 #include "text/tokenizer.hpp"
 
 namespace mote::convert {

@@ -11,7 +11,7 @@
 #include "core/fp16.hpp"
 #include "core/status.hpp"
 #include "dequant.hpp"
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 #include "format/reader.hpp"
 #include "host_types.hpp"
 #include "mote/mote.h"

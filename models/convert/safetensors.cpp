@@ -11,7 +11,7 @@
 
 #include "byte_level_vocab.hpp"
 #include "dequant.hpp"
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 #include "hf_config.hpp"
 #include "hf_families.hpp"
 #include "message_text.hpp"

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 
 namespace mote::cli {
 namespace {

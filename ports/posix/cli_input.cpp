@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 
 namespace mote::cli {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 #include "mote/mote.h"
 
 namespace mote::cli {

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "cli_terminal.hpp"
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 
 namespace mote::cli {
 namespace {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 
 namespace mote::cli {
 

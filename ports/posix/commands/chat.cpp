@@ -15,7 +15,7 @@
 #include "cli_prompt_cache.hpp"
 #include "cli_terminal.hpp"
 #include "commands.hpp"
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 
 namespace mote::cli {
 namespace {

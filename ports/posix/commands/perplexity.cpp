@@ -29,7 +29,7 @@
 #include "cli_options.hpp"
 #include "cli_terminal.hpp"
 #include "commands.hpp"
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 #include "kld_file.hpp"
 
 namespace mote::cli {

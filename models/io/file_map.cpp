@@ -1,4 +1,4 @@
-#include "file_map.hpp"
+#include "io/file_map.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
