@@ -25,6 +25,7 @@
 #include "dequant.hpp"
 #include "format/format.hpp"
 #include "gguf.hpp"
+#include "host_types.hpp"
 #include "kernels/quant.hpp"
 #include "llama2c.hpp"
 #include "mote/mote.h"

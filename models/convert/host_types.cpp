@@ -53,4 +53,18 @@ std::string host_type_list() {
   return or_list(names, sizeof names / sizeof names[0]);
 }
 
+bool is_quantized(format::DType dtype) {
+  return host_type(dtype) != nullptr && format::traits_of(dtype).block_elements > 1;
+}
+
+std::vector<uint8_t> quantize(const float *values, size_t n, format::DType dtype) {
+  const HostType *row = host_type(dtype);
+  if (row == nullptr) return {};
+  const format::DTypeTraits &traits = format::traits_of(dtype);
+  const size_t n_blocks = n / traits.block_elements;
+  std::vector<uint8_t> out(n_blocks * traits.block_bytes);
+  row->quantize_ref(values, n_blocks, out.data());
+  return out;
+}
+
 }  // namespace mote::convert

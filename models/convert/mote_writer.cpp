@@ -15,7 +15,6 @@
 #include "format/reader.hpp"
 #include "host_types.hpp"
 #include "mote/mote.h"
-#include "quantize.hpp"
 #include "quantize_recipe.hpp"
 #include "repack.hpp"
 #include "value_checks.hpp"

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "core/fp16.hpp"
-#include "host_types.hpp"
 #include "kernels/quant.hpp"
 
 // Each rounding step below is the reference's own (float32 unless it says double), so the
@@ -100,20 +99,6 @@ void quantize_q4_1(const float *src, size_t n_blocks, uint8_t *dst) {
     }
     pack_nibbles(q, dst + offsetof(kernels::BlockQ4_1, qs));
   }
-}
-
-bool is_quantized(format::DType dtype) {
-  return host_type(dtype) != nullptr && format::traits_of(dtype).block_elements > 1;
-}
-
-std::vector<uint8_t> quantize(const float *values, size_t n, format::DType dtype) {
-  const HostType *row = host_type(dtype);
-  if (row == nullptr) return {};
-  const format::DTypeTraits &traits = format::traits_of(dtype);
-  const size_t n_blocks = n / traits.block_elements;
-  std::vector<uint8_t> out(n_blocks * traits.block_bytes);
-  row->quantize_ref(values, n_blocks, out.data());
-  return out;
 }
 
 }  // namespace mote::convert

@@ -9,7 +9,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "format/format.hpp"
 
@@ -42,12 +41,5 @@ void quantize_q3_k(const float *src, size_t n_blocks, uint8_t *dst);
 void quantize_q4_k(const float *src, size_t n_blocks, uint8_t *dst);
 void quantize_q5_k(const float *src, size_t n_blocks, uint8_t *dst);
 void quantize_q6_k(const float *src, size_t n_blocks, uint8_t *dst);
-
-// True for the block-quantized dtypes the converter writes (its host rows with blocks of values).
-bool is_quantized(format::DType dtype);
-
-// n values (a whole number of the dtype's blocks) as dtype, by its host row's quantize_ref;
-// empty for a dtype the converter does not write.
-std::vector<uint8_t> quantize(const float *values, size_t n, format::DType dtype);
 
 }  // namespace mote::convert
