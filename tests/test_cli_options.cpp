@@ -177,6 +177,32 @@ TEST_CASE("cli: bench takes comma lists and prints md, csv or one JSON array") {
   expect_error(bench + "-t 1,x", 2, "invalid value '1,x' for --threads");
 }
 
+TEST_CASE("cli: bench -d fills the KV cache to a depth before each test, as llama-bench's -d") {
+  if (!have_cli()) return;
+  const std::string bench = "bench -m " + quote(tiny_model()) + " -r 1 -t 1 ";
+  CHECK(run_cli("bench --help").out.find("-d, --n-depth") != std::string::npos);
+  const Result md = run_cli(bench + "-p 4 -n 2 -d 0,3");
+  INFO("stderr: " << md.err);
+  CHECK(md.code == 0);
+  for (const char *test : {"| pp4 |", "| tg2 |", "| pp4 @ d3 |", "| tg2 @ d3 |"}) {
+    CHECK_MESSAGE(md.out.find(test) != std::string::npos, test);
+  }
+  const Result json = run_cli(bench + "-p 4 -n 2 --n-depth 3 -o json");
+  CHECK(json.out.find("\"depth\": 3,") != std::string::npos);
+  // -p 0 times decode alone (at the depth), as llama-bench -p 0 -n N -d D.
+  const Result decode_only = run_cli(bench + "-p 0 -n 2 -d 5 -o csv");
+  CHECK(decode_only.code == 0);
+  CHECK(decode_only.out.find(",tg2 @ d5,") != std::string::npos);
+  CHECK(decode_only.out.find(",pp") == std::string::npos);
+  expect_error(bench + "-p 0 -n 0", 2, "prompt or generated tokens must be at least 1");
+  // The depth and the timed tokens together must fit the context.
+  const uint32_t context = 32;  // tiny_mha.bin's (mote inspect: max context)
+  expect_error(bench + "-p 4 -n 2 -d " + std::to_string(context - 5), 2,
+               "depth " + std::to_string(context - 5) + " + 4 + 2 tokens exceed the model's context of " +
+                   std::to_string(context));
+  CHECK(run_cli(bench + "-p 4 -n 2 -d " + std::to_string(context - 6)).code == 0);
+}
+
 TEST_CASE("cli: a GGUF model runs directly, converted once into the cache") {
   if (!have_cli()) return;
   Workspace &w = workspace();

@@ -1,5 +1,5 @@
 // `mote bench`: prompt and decode throughput, mean ± standard deviation over repetitions, for
-// every combination of the comma lists given (llama-bench's -t 1,2 -p 128,512 -n 128).
+// every combination of the comma lists given (llama-bench's -t 1,2 -p 128,512 -n 128 -d 0,4096).
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +20,7 @@ struct Spread {
 
 Spread spread(const std::vector<double> &values) {
   Spread s;
+  if (values.empty()) return s;
   for (double v : values) s.mean += v / static_cast<double>(values.size());
   double squares = 0;
   for (double v : values) squares += (v - s.mean) * (v - s.mean);
@@ -28,7 +29,7 @@ Spread spread(const std::vector<double> &values) {
 }
 
 struct BenchResult {
-  uint32_t threads = 0, prompt_tokens = 0, gen_tokens = 0, batch = 0;
+  uint32_t threads = 0, prompt_tokens = 0, gen_tokens = 0, depth = 0, batch = 0;
   Spread prompt_rate, decode_rate;
   double first_token_s = 0;
   size_t arena_bytes = 0;
@@ -47,41 +48,54 @@ std::vector<int32_t> bench_prompt(const mote_model_info &info, uint32_t n) {
   return prompt;
 }
 
-// One combination (t threads, a p-token prompt, n decoded tokens), reps times: its rates.
+// One combination (t threads, d tokens already in the KV cache, a p-token prompt, n decoded
+// tokens), reps times: its rates. The depth is filled once, untimed, and each repetition truncates
+// back to it (llama-bench's -d).
 bool measure(const mote_model &model, const mote_model_info &info, const mote_session_options &options, uint32_t reps,
              double open_start, BenchResult *result, std::string *error) {
   auto holder = open_session(model, options, error);
   if (!holder) return false;
   mote_session *session = &holder->session;
-  const uint32_t p = result->prompt_tokens, n = result->gen_tokens;
-  const std::vector<int32_t> prompt = bench_prompt(info, p);
+  const uint32_t p = result->prompt_tokens, n = result->gen_tokens, d = result->depth;
+  const std::vector<int32_t> filler = bench_prompt(info, d + p);
+  const std::vector<int32_t> prompt(filler.begin() + d, filler.end());
   result->arena_bytes = holder->arena_bytes;
+  const auto failed = [&] {
+    *error = mote_session_error(session);
+    return false;
+  };
+  if (d > 0 && mote_prefill(session, filler.data(), d) != MOTE_OK) return failed();
   std::vector<double> prompt_rates, decode_rates;
   for (uint32_t r = 0; r < reps; ++r) {
-    mote_session_reset(session);
+    mote_session_truncate(session, d);
     const double t0 = now_seconds();
-    if (mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK) {
-      *error = mote_session_error(session);
-      return false;
-    }
+    if (p > 0 && mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK) return failed();
     const double t1 = now_seconds();
     if (r == 0) result->first_token_s = t1 - open_start;
-    const float *logits = mote_logits(session);
+    const float *logits = p > 0 ? mote_logits(session) : nullptr;
     for (uint32_t i = 0; i < n; ++i) {
-      // Greedy without the sampler, so decode time is the forward pass alone.
-      const int32_t next = static_cast<int32_t>(std::max_element(logits, logits + info.vocab_size) - logits);
+      // Greedy without the sampler, so decode time is the forward pass alone (with no timed
+      // prompt, the first decoded token is the filler's first).
+      const int32_t next = logits ? static_cast<int32_t>(std::max_element(logits, logits + info.vocab_size) - logits)
+                                  : bench_prompt(info, 1)[0];
       if (mote_decode(session, next, &logits) != MOTE_OK) {
         *error = mote_session_error(session);
         return false;
       }
     }
     const double t2 = now_seconds();
-    prompt_rates.push_back(p / (t1 - t0));
-    decode_rates.push_back(n / (t2 - t1));
+    if (p > 0) prompt_rates.push_back(p / (t1 - t0));
+    if (n > 0) decode_rates.push_back(n / (t2 - t1));
   }
   result->prompt_rate = spread(prompt_rates);
   result->decode_rate = spread(decode_rates);
   return true;
+}
+
+// llama-bench's test names: pp512, tg64, and "tg64 @ d4096" at a depth.
+std::string test_name(const char *kind, uint32_t tokens, uint32_t depth) {
+  std::string name = kind + std::to_string(tokens);
+  return depth > 0 ? name + " @ d" + std::to_string(depth) : name;
 }
 
 const char *kv_name(mote_kv_dtype kv) { return kv == MOTE_KV_F32 ? "f32" : kv == MOTE_KV_F16 ? "f16" : "q8_0"; }
@@ -98,12 +112,13 @@ void print_results(const std::string &output, const std::string &model_path, mot
       const BenchResult &r = results[i];
       std::printf(
           "  {\"model\": \"%s\", \"backend\": \"%s\", \"isa\": \"%s\", \"threads\": %u, \"prompt_tokens\": %u, "
-          "\"gen_tokens\": %u, \"reps\": %u, \"batch_size\": %u, \"kv\": \"%s\", \"prompt_tokens_per_s\": %.3f, "
+          "\"gen_tokens\": %u, \"depth\": %u, \"reps\": %u, \"batch_size\": %u, \"kv\": \"%s\", "
+          "\"prompt_tokens_per_s\": %.3f, "
           "\"prompt_tokens_per_s_stddev\": %.3f, \"decode_tokens_per_s\": %.3f, \"decode_tokens_per_s_stddev\": %.3f, "
           "\"weight_bytes\": %llu, \"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f, "
           "\"open_to_first_token_s\": %.4f}%s\n",
-          model_path.c_str(), backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.gen_tokens, reps, r.batch,
-          kv_name(kv), r.prompt_rate.mean, r.prompt_rate.stddev, r.decode_rate.mean, r.decode_rate.stddev,
+          model_path.c_str(), backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.gen_tokens, r.depth, reps,
+          r.batch, kv_name(kv), r.prompt_rate.mean, r.prompt_rate.stddev, r.decode_rate.mean, r.decode_rate.stddev,
           static_cast<unsigned long long>(info.weight_bytes), r.arena_bytes,
           r.decode_rate.mean * static_cast<double>(info.weight_bytes) / 1e9, r.first_token_s,
           i + 1 < results.size() ? "," : "");
@@ -112,19 +127,26 @@ void print_results(const std::string &output, const std::string &model_path, mot
   } else if (output == "csv") {
     std::printf("model,backend,isa,threads,test,tokens_per_s,stddev\n");
     for (const BenchResult &r : results) {
-      std::printf("%s,%s,%s,%u,pp%u,%.3f,%.3f\n", model_path.c_str(), backend_label, mote_isa_name(), r.threads,
-                  r.prompt_tokens, r.prompt_rate.mean, r.prompt_rate.stddev);
-      std::printf("%s,%s,%s,%u,tg%u,%.3f,%.3f\n", model_path.c_str(), backend_label, mote_isa_name(), r.threads,
-                  r.gen_tokens, r.decode_rate.mean, r.decode_rate.stddev);
+      const auto row = [&](const char *kind, uint32_t tokens, const Spread &rate) {
+        if (tokens == 0) return;
+        std::printf("%s,%s,%s,%u,%s,%.3f,%.3f\n", model_path.c_str(), backend_label, mote_isa_name(), r.threads,
+                    test_name(kind, tokens, r.depth).c_str(), rate.mean, rate.stddev);
+      };
+      row("pp", r.prompt_tokens, r.prompt_rate);
+      row("tg", r.gen_tokens, r.decode_rate);
     }
   } else {
     std::printf("| model | weights | backend | isa | threads | test | t/s |\n");
     std::printf("| --- | ---: | --- | --- | ---: | ---: | ---: |\n");
     for (const BenchResult &r : results) {
-      std::printf("| %s | %.1f MB | %s | %s | %u | pp%u | %.1f ± %.1f |\n", model_path.c_str(), weight_mb,
-                  backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.prompt_rate.mean, r.prompt_rate.stddev);
-      std::printf("| %s | %.1f MB | %s | %s | %u | tg%u | %.1f ± %.1f |\n", model_path.c_str(), weight_mb,
-                  backend_label, mote_isa_name(), r.threads, r.gen_tokens, r.decode_rate.mean, r.decode_rate.stddev);
+      const auto row = [&](const char *kind, uint32_t tokens, const Spread &rate) {
+        if (tokens == 0) return;
+        std::printf("| %s | %.1f MB | %s | %s | %u | %s | %.1f ± %.1f |\n", model_path.c_str(), weight_mb,
+                    backend_label, mote_isa_name(), r.threads, test_name(kind, tokens, r.depth).c_str(), rate.mean,
+                    rate.stddev);
+      };
+      row("pp", r.prompt_tokens, r.prompt_rate);
+      row("tg", r.gen_tokens, r.decode_rate);
     }
     std::printf("\nmodel open to first token: %.3f s; decode reads %.2f GB/s of weights (first row)\n",
                 results.front().first_token_s, results.front().decode_rate.mean * info.weight_bytes / 1e9);
@@ -137,13 +159,14 @@ int command_bench(int argc, char **argv) {
   std::string model_path, backend_name = "cpu", output = "md";
   KvCacheOptions kv;
   bool gpu = false, json = false;
-  std::vector<uint32_t> threads = {available_cpus()}, prompt_tokens = {128}, gen_tokens = {64};
+  std::vector<uint32_t> threads = {available_cpus()}, prompt_tokens = {128}, gen_tokens = {64}, depths = {0};
   uint32_t reps = 3, batch = mote_session_options_default().batch_size;
   CommandHelp command{
       "bench",
-      "[-m MODEL] [-t N[,N...]] [-p N[,N...]] [-n N[,N...]] [OPTIONS]",
+      "[-m MODEL] [-t N[,N...]] [-p N[,N...]] [-n N[,N...]] [-d N[,N...]] [OPTIONS]",
       "Measure prompt (prefill) and decode tokens per second, mean ± standard deviation over the\n"
-      "repetitions, for every combination of the lists (decode is greedy, after the prompt).\n"
+      "repetitions, for every combination of the lists (decode is greedy, after the prompt; -p 0 or\n"
+      "-n 0 leaves that test out). At a depth d the KV cache already holds d tokens (filled untimed).\n"
       "-o json prints one JSON array with an object per combination.",
       {
           {"-m|--model", Option::kString, &model_path, "FILE",
@@ -152,6 +175,7 @@ int command_bench(int argc, char **argv) {
           {"-t|--threads", Option::kU32List, &threads, "N,...", "thread counts"},
           {"-p|--n-prompt|--prompt-tokens", Option::kU32List, &prompt_tokens, "N,...", "prompt lengths in tokens"},
           {"-n|--n-gen|--gen-tokens", Option::kU32List, &gen_tokens, "N,...", "generated tokens"},
+          {"-d|--n-depth", Option::kU32List, &depths, "N,...", "tokens already in the KV cache before each test"},
           {"-r|--repetitions|--reps", Option::kU32, &reps, "N", "repetitions of each combination"},
           {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
           {"-o|--output", Option::kString, &output, "FORMAT", "md (a markdown table), csv or json"},
@@ -172,12 +196,15 @@ int command_bench(int argc, char **argv) {
     return std::all_of(v.begin(), v.end(), [](uint32_t x) { return x > 0; });
   };
   const bool threads_ok = std::all_of(threads.begin(), threads.end(), [](uint32_t t) { return t <= kMaxThreads; });
-  if (!threads_ok || !all_positive(threads) || reps == 0 || !all_positive(prompt_tokens) || !all_positive(gen_tokens)) {
-    return report(
-        "bench",
-        "threads (at most " + std::to_string(kMaxThreads) + "), reps, prompt and generated tokens must be at least 1",
-        kExitUsage);
+  if (!threads_ok || !all_positive(threads) || reps == 0) {
+    return report("bench", "threads (at most " + std::to_string(kMaxThreads) + ") and reps must be at least 1",
+                  kExitUsage);
   }
+  const auto all_zero = [](const std::vector<uint32_t> &v) {
+    return std::all_of(v.begin(), v.end(), [](uint32_t x) { return x == 0; });
+  };
+  if (all_zero(prompt_tokens) && all_zero(gen_tokens))
+    return report("bench", "prompt or generated tokens must be at least 1", kExitUsage);
   if (!kv.finish(&error)) return report("bench", error, kExitUsage);
   mote_backend backend = MOTE_BACKEND_CPU;
   if (!parse_backend(backend_name, gpu, &backend, &error)) return report("bench", error, kExitUsage);
@@ -200,26 +227,30 @@ int command_bench(int argc, char **argv) {
   for (uint32_t t : threads) {
     for (uint32_t p : prompt_tokens) {
       for (uint32_t n : gen_tokens) {
-        if (static_cast<uint64_t>(p) + n > info.max_seq_len) {
-          return report("bench",
-                        std::to_string(p) + " + " + std::to_string(n) + " tokens exceed the model's context of " +
-                            std::to_string(info.max_seq_len),
-                        kExitUsage);
+        for (uint32_t d : depths) {
+          if (p + n == 0) continue;
+          if (static_cast<uint64_t>(d) + p + n > info.max_seq_len) {
+            return report("bench",
+                          "depth " + std::to_string(d) + " + " + std::to_string(p) + " + " + std::to_string(n) +
+                              " tokens exceed the model's context of " + std::to_string(info.max_seq_len),
+                          kExitUsage);
+          }
+          mote_session_options session_options = mote_session_options_default();
+          session_options.context_length = d + p + n;
+          session_options.n_threads = t;
+          session_options.batch_size = batch;
+          session_options.kv_dtype = kv.dtype;
+          session_options.backend = backend;
+          BenchResult result;
+          result.threads = t;
+          result.prompt_tokens = p;
+          result.gen_tokens = n;
+          result.depth = d;
+          result.batch = batch;
+          if (!measure(loaded->model, info, session_options, reps, open_start, &result, &error))
+            return report("bench", error, kExitError);
+          results.push_back(result);
         }
-        mote_session_options session_options = mote_session_options_default();
-        session_options.context_length = p + n;
-        session_options.n_threads = t;
-        session_options.batch_size = batch;
-        session_options.kv_dtype = kv.dtype;
-        session_options.backend = backend;
-        BenchResult result;
-        result.threads = t;
-        result.prompt_tokens = p;
-        result.gen_tokens = n;
-        result.batch = batch;
-        if (!measure(loaded->model, info, session_options, reps, open_start, &result, &error))
-          return report("bench", error, kExitError);
-        results.push_back(result);
       }
     }
   }
