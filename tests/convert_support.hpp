@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "core/fp16.hpp"
-#include "dequant.hpp"
 #include "format/format.hpp"
-#include "gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "mote/mote.h"
 #include "mote_writer.hpp"
+#include "quant/dequant.hpp"
 #include "test_support.hpp"
 
 namespace mote_convert_test {

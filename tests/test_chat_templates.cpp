@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "byte_level_vocab.hpp"
 #include "test_support.hpp"
 #include "text/tokenizer.hpp"
 #include "tokenizer_support.hpp"
+#include "vocab/byte_level_vocab.hpp"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include "convert_support.hpp"
 #include "families.hpp"
 #include "format/format.hpp"
-#include "gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "mote/mote.h"
 #include "mote_writer.hpp"
 #include "test_support.hpp"

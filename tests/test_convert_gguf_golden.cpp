@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "convert_support.hpp"
-#include "dequant.hpp"
 #include "format/format.hpp"
-#include "gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "mote_writer.hpp"
+#include "quant/dequant.hpp"
 #include "test_support.hpp"
 #include "text/tokenizer.hpp"
 

@@ -16,10 +16,11 @@
 
 #include "convert_support.hpp"
 #include "format/format.hpp"
-#include "hf_families.hpp"
-#include "json.hpp"
+#include "hf/hf.hpp"
+#include "hf/hf_families.hpp"
+#include "hf/json.hpp"
+#include "hf/safetensors.hpp"
 #include "mote_writer.hpp"
-#include "safetensors.hpp"
 #include "test_support.hpp"
 #include "text/tokenizer.hpp"
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "llama2c.hpp"
+#include "llama2c/llama2c.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -11,9 +11,9 @@
 #include <random>
 #include <vector>
 
-#include "dequant.hpp"
 #include "loader_support.hpp"
 #include "model/parallel.hpp"
+#include "quant/dequant.hpp"
 #include "test_support.hpp"
 
 namespace {

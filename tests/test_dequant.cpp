@@ -20,11 +20,11 @@
 #include "cli_support.hpp"
 #include "convert_support.hpp"
 #include "core/fp16.hpp"
-#include "dequant.hpp"
 #include "format/format.hpp"
-#include "gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "mote_writer.hpp"
-#include "repack.hpp"
+#include "quant/dequant.hpp"
+#include "quant/repack.hpp"
 #include "test_support.hpp"
 
 using namespace mote_convert_test;

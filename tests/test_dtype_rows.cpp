@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "core/fp16.hpp"
-#include "dequant.hpp"
-#include "host_types.hpp"
 #include "kernels/quant.hpp"
 #include "model/weight_types.hpp"
 #include "mote_writer.hpp"
-#include "quantize.hpp"
-#include "repack.hpp"
+#include "quant/dequant.hpp"
+#include "quant/host_types.hpp"
+#include "quant/quantize.hpp"
+#include "quant/repack.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "cli_support.hpp"
-#include "llama2c.hpp"
+#include "hf/hf_family_configs.hpp"
+#include "llama2c/llama2c.hpp"
 #include "mote_writer.hpp"
-#include "safetensors.hpp"
 #include "test_support.hpp"
 
 using mote_cli_test::quote;

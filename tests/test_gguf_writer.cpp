@@ -15,12 +15,12 @@
 #include "cli_support.hpp"
 #include "convert_support.hpp"
 #include "core/fp16.hpp"
-#include "gguf_writer.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "hf/hf.hpp"
 #include "kernels/quant.hpp"
-#include "llama2c.hpp"
-#include "quantize_recipe.hpp"
-#include "repack.hpp"
-#include "safetensors.hpp"
+#include "llama2c/llama2c.hpp"
+#include "quant/quantize_recipe.hpp"
+#include "quant/repack.hpp"
 
 using namespace mote_convert_test;
 using mote::format::RopeLayout;

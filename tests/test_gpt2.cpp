@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "cli_support.hpp"
-#include "gguf.hpp"
+#include "gguf/gguf.hpp"
+#include "hf/hf.hpp"
 #include "model/model.hpp"
-#include "safetensors.hpp"
 #include "test_support.hpp"
 
 using mote_test::AlignedBuffer;

@@ -6,8 +6,8 @@
 #include <set>
 #include <string>
 
-#include "json.hpp"
-#include "safetensors.hpp"
+#include "hf/hf.hpp"
+#include "hf/json.hpp"
 #include "test_support.hpp"
 
 namespace {

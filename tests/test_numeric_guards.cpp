@@ -8,9 +8,9 @@
 
 #include "cli_support.hpp"
 #include "convert_support.hpp"
-#include "dequant.hpp"
 #include "mote_writer.hpp"
-#include "quantize.hpp"
+#include "quant/dequant.hpp"
+#include "quant/quantize.hpp"
 
 namespace {
 

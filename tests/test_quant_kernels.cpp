@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "core/fp16.hpp"
-#include "dequant.hpp"
 #include "kernel_support.hpp"
 #include "kernels/kernels.hpp"
 #include "model/weight_types.hpp"
-#include "repack.hpp"
+#include "quant/dequant.hpp"
+#include "quant/repack.hpp"
 
 using namespace mote_kernel_test;
 

@@ -22,17 +22,17 @@
 #include <utility>
 #include <vector>
 
-#include "dequant.hpp"
 #include "format/format.hpp"
-#include "gguf.hpp"
-#include "host_types.hpp"
+#include "gguf/gguf.hpp"
+#include "hf/hf.hpp"
 #include "kernels/quant.hpp"
-#include "llama2c.hpp"
+#include "llama2c/llama2c.hpp"
 #include "mote/mote.h"
 #include "mote_writer.hpp"
-#include "quantize.hpp"
-#include "repack.hpp"
-#include "safetensors.hpp"
+#include "quant/dequant.hpp"
+#include "quant/host_types.hpp"
+#include "quant/quantize.hpp"
+#include "quant/repack.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -18,7 +18,7 @@
 #include "convert_support.hpp"
 #include "format/format.hpp"
 #include "mote_writer.hpp"
-#include "quantize_recipe.hpp"
+#include "quant/quantize_recipe.hpp"
 #include "test_support.hpp"
 
 namespace {

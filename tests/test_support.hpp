@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -128,8 +128,8 @@ inline std::string python_with(const std::string &modules) {
 #include <memory>
 #include <optional>
 
-#include "gguf.hpp"
-#include "llama2c.hpp"
+#include "gguf/gguf.hpp"
+#include "llama2c/llama2c.hpp"
 #include "mote/mote.h"
 
 namespace mote_test {

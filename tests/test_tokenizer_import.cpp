@@ -3,8 +3,8 @@
 // are refused at convert time naming them, and tokenizer.ggml.eot_token_id ends generation.
 #include <string>
 
-#include "byte_level_vocab.hpp"
 #include "convert_support.hpp"
+#include "vocab/byte_level_vocab.hpp"
 
 namespace {
 

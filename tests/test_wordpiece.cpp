@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "gguf.hpp"
-#include "gguf_writer.hpp"
-#include "safetensors.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "hf/hf_tokenizer.hpp"
 #include "test_support.hpp"
 #include "tokenizer_support.hpp"
-#include "wordpiece_vocab.hpp"
+#include "vocab/wordpiece_vocab.hpp"
 
 namespace {
 

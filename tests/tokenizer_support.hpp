@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "format/reader.hpp"
-#include "gguf_meta.hpp"
+#include "gguf/gguf_meta.hpp"
 #include "mote/mote.h"
 #include "mote_writer.hpp"
 #include "test_support.hpp"

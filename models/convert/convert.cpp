@@ -8,13 +8,13 @@
 #include <map>
 #include <optional>
 
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_writer.hpp"
+#include "hf/hf.hpp"
 #include "io/file_map.hpp"
-#include "gguf.hpp"
-#include "gguf_writer.hpp"
-#include "llama2c.hpp"
-#include "llama2c_header.hpp"
-#include "repack.hpp"
-#include "safetensors.hpp"
+#include "llama2c/llama2c.hpp"
+#include "llama2c/llama2c_header.hpp"
+#include "quant/repack.hpp"
 
 namespace mote::convert {
 namespace {

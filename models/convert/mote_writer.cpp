@@ -10,14 +10,14 @@
 
 #include "core/fp16.hpp"
 #include "core/status.hpp"
-#include "dequant.hpp"
-#include "io/file_map.hpp"
 #include "format/reader.hpp"
-#include "host_types.hpp"
+#include "io/file_map.hpp"
 #include "mote/mote.h"
-#include "quantize_recipe.hpp"
-#include "repack.hpp"
-#include "value_checks.hpp"
+#include "quant/dequant.hpp"
+#include "quant/host_types.hpp"
+#include "quant/quantize_recipe.hpp"
+#include "quant/repack.hpp"
+#include "quant/value_checks.hpp"
 
 namespace mote::convert {
 namespace {

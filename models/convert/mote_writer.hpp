@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "format/format.hpp"
-#include "quantize_recipe.hpp"
+#include "quant/quantize_recipe.hpp"
 
 namespace mote::convert {
 

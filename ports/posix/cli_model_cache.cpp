@@ -44,7 +44,7 @@
 
 #include "cli_model.hpp"
 #include "convert.hpp"
-#include "llama2c_header.hpp"
+#include "llama2c/llama2c_header.hpp"
 #include "mote_version.h"
 
 namespace mote::cli {

@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "cuda_test_support.hpp"
-#include "gguf.hpp"
-#include "llama2c.hpp"
+#include "gguf/gguf.hpp"
+#include "llama2c/llama2c.hpp"
 #include "model/weight_types.hpp"
 
 using mote::format::DType;

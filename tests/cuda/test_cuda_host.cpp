@@ -6,7 +6,7 @@
 
 #include "cuda_kernels.hpp"
 #include "cuda_test_support.hpp"
-#include "safetensors.hpp"
+#include "hf/hf.hpp"
 
 using namespace mote_test;
 using namespace mote_cuda_test;

@@ -1,6 +1,6 @@
 // GGUF import -> write -> open -> generate, in memory.
 #include "fuzz_support.hpp"
-#include "gguf.hpp"
+#include "gguf/gguf.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mote::convert::GgufFile file;

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "fuzz_support.hpp"
-#include "safetensors.hpp"
+#include "hf/hf.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::vector<std::string> parts = mote_fuzz::split_parts(data, size, 3);

@@ -1,6 +1,6 @@
 // llama2.c import: a checkpoint and a tokenizer.bin (two parts of the input, see split_parts).
 #include "fuzz_support.hpp"
-#include "llama2c.hpp"
+#include "llama2c/llama2c.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::vector<std::string> parts = mote_fuzz::split_parts(data, size, 2);

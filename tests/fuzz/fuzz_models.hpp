@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "fuzz_support.hpp"
-#include "gguf.hpp"
-#include "llama2c.hpp"
+#include "gguf/gguf.hpp"
+#include "llama2c/llama2c.hpp"
 
 namespace mote_fuzz {
 

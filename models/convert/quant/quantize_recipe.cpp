@@ -1,6 +1,6 @@
-#include "quantize_recipe.hpp"
+#include "quant/quantize_recipe.hpp"
 
-#include "host_types.hpp"
+#include "quant/host_types.hpp"
 
 namespace mote::convert {
 namespace {

@@ -1,14 +1,14 @@
 // The GGUF container parser (versions 2 and 3): every key, array and tensor of a hostile file
 // is validated before use; also the file-level entry points (magic check, load_gguf).
-#include "gguf.hpp"
+#include "gguf/gguf.hpp"
 
 #include <unistd.h>
 
 #include <cstring>
 
-#include "dequant.hpp"
 #include "io/file_map.hpp"
 #include "message_text.hpp"
+#include "quant/dequant.hpp"
 
 namespace mote::convert {
 namespace {

@@ -1,4 +1,4 @@
-#include "llama2c.hpp"
+#include "llama2c/llama2c.hpp"
 
 #include <cctype>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "dequant.hpp"
 #include "io/file_map.hpp"
+#include "quant/dequant.hpp"
 #include "text/tokenizer.hpp"
 
 namespace mote::convert {
@@ -139,7 +139,8 @@ bool load_llama2c(const std::string &checkpoint_path, const std::string &tokeniz
     const uint64_t count = per_layer ? L : 1;
     for (uint64_t l = 0; l < count && ok; ++l) {
       const TensorSlot slot = {role, per_layer ? static_cast<uint32_t>(l) : format::kNoLayer, rows, cols};
-      ok = add_tensor(slot, {cursor, static_cast<uint32_t>(GgmlType::f32)}, options.dtype, options.layout, &m, error, options.mix);
+      ok = add_tensor(slot, {cursor, static_cast<uint32_t>(GgmlType::f32)}, options.dtype, options.layout, &m, error,
+                      options.mix);
       cursor += rows * (cols == 0 ? 1 : cols) * 4;
     }
   };

@@ -1,13 +1,13 @@
 // The Hugging Face side of the model families: each family's config.json keys and tensor names as
 // data over families.cpp's rows (hf_families.hpp).
-#include "hf_families.hpp"
+#include "hf/hf_families.hpp"
 
 #include <cmath>
 
-#include "hf_config.hpp"
+#include "hf/hf_config.hpp"
+#include "hf/hf_family_configs.hpp"
 #include "layer_names.hpp"
 #include "message_text.hpp"
-#include "safetensors.hpp"
 
 namespace mote::convert {
 namespace {

@@ -1,5 +1,5 @@
 // WordPiece (BERT) vocabularies -> a .mote WordPiece tokenizer (host side).
-#include "wordpiece_vocab.hpp"
+#include "vocab/wordpiece_vocab.hpp"
 
 #include "message_text.hpp"
 

@@ -1,13 +1,15 @@
 // Hugging Face tokenizer.json + tokenizer_config.json -> a .mote tokenizer (host side).
+#include "hf/hf_tokenizer.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 
-#include "byte_level_vocab.hpp"
+#include "hf/json.hpp"
 #include "message_text.hpp"
-#include "safetensors.hpp"
 #include "text/tokenizer.hpp"
-#include "wordpiece_vocab.hpp"
+#include "vocab/byte_level_vocab.hpp"
+#include "vocab/wordpiece_vocab.hpp"
 
 namespace mote::convert {
 namespace {

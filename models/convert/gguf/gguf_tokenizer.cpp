@@ -3,10 +3,10 @@
 #include <string>
 #include <vector>
 
-#include "byte_level_vocab.hpp"
-#include "gguf_meta.hpp"
+#include "gguf/gguf_meta.hpp"
 #include "text/tokenizer.hpp"
-#include "wordpiece_vocab.hpp"
+#include "vocab/byte_level_vocab.hpp"
+#include "vocab/wordpiece_vocab.hpp"
 
 namespace mote::convert {
 

@@ -1,8 +1,8 @@
-// GPT-2's config.json (model_type "gpt2") as a .mote config; see safetensors.hpp.
+// GPT-2's config.json (model_type "gpt2") as a .mote config; see hf_family_configs.hpp.
 #include "families.hpp"
-#include "hf_config.hpp"
+#include "hf/hf_config.hpp"
+#include "hf/hf_family_configs.hpp"
 #include "message_text.hpp"
-#include "safetensors.hpp"
 
 namespace mote::convert {
 

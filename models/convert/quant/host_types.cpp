@@ -1,6 +1,6 @@
-#include "host_types.hpp"
+#include "quant/host_types.hpp"
 
-#include "quantize.hpp"
+#include "quant/quantize.hpp"
 
 namespace mote::convert {
 namespace {

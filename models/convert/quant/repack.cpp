@@ -1,4 +1,4 @@
-#include "repack.hpp"
+#include "quant/repack.hpp"
 
 #include <cstring>
 

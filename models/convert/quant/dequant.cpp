@@ -1,4 +1,4 @@
-#include "dequant.hpp"
+#include "quant/dequant.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,6 @@
 // GPT-2 byte-level BPE vocabularies (shared by the GGUF and Hugging Face importers): the
 // byte-to-unicode mapping undone, merges resolved to ids, the chat template recognised.
-#include "byte_level_vocab.hpp"
+#include "vocab/byte_level_vocab.hpp"
 
 #include <unordered_map>
 #include <unordered_set>

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "message_text.hpp"
 
 namespace mote::convert {

@@ -1,6 +1,6 @@
 // The Hugging Face side of the model families (host side): how each family's checkpoint names its
 // tensors, and config.json read for any family (families.hpp's row gives the block; these are
-// the keys and names). See safetensors.hpp for the importer's decisions.
+// the keys and names). See hf.hpp for the importer's decisions.
 #pragma once
 
 #include <cstddef>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "families.hpp"
-#include "json.hpp"
+#include "hf/json.hpp"
 
 namespace mote::convert {
 

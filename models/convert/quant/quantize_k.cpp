@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "kernels/quant.hpp"
-#include "quantize.hpp"
-#include "quantize_rounding.hpp"
+#include "quant/quantize.hpp"
+#include "quant/quantize_rounding.hpp"
 
 namespace mote::convert {
 namespace {

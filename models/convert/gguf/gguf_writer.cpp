@@ -1,16 +1,16 @@
 // The GGUF writer: header, metadata (llama.cpp's keys for each family's architecture),
 // tensor infos and 32-byte aligned data (gguf_writer.hpp lists the decisions).
-#include "gguf_writer.hpp"
+#include "gguf/gguf_writer.hpp"
 
 #include <cstring>
 #include <map>
 
-#include "byte_level_vocab.hpp"
 #include "families.hpp"
-#include "gguf.hpp"
+#include "gguf/gguf.hpp"
 #include "message_text.hpp"
-#include "repack.hpp"
-#include "wordpiece_vocab.hpp"
+#include "quant/repack.hpp"
+#include "vocab/byte_level_vocab.hpp"
+#include "vocab/wordpiece_vocab.hpp"
 
 namespace mote::convert {
 namespace {

@@ -1,4 +1,4 @@
-#include "quantize.hpp"
+#include "quant/quantize.hpp"
 
 #include <cmath>
 #include <cstddef>

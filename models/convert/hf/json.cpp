@@ -1,4 +1,4 @@
-#include "json.hpp"
+#include "hf/json.hpp"
 
 #include <cerrno>
 #include <cmath>

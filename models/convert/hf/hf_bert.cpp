@@ -3,8 +3,8 @@
 // GELU (erf) FFN; families.cpp's "bert" row gives the block, this file the sizes.
 #include <cmath>
 
-#include "hf_config.hpp"
-#include "safetensors.hpp"
+#include "hf/hf_config.hpp"
+#include "hf/hf_family_configs.hpp"
 
 namespace mote::convert {
 

@@ -1,4 +1,4 @@
-#include "value_checks.hpp"
+#include "quant/value_checks.hpp"
 
 #include <cmath>
 #include <cstring>

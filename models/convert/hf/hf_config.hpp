@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "json.hpp"
+#include "hf/json.hpp"
 #include "message_text.hpp"
 
 namespace mote::convert {

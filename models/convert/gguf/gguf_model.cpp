@@ -3,14 +3,14 @@
 #include <cmath>
 #include <cstring>
 
-#include "byte_level_vocab.hpp"
-#include "dequant.hpp"
 #include "families.hpp"
-#include "gguf.hpp"
-#include "gguf_meta.hpp"
+#include "gguf/gguf.hpp"
+#include "gguf/gguf_meta.hpp"
 #include "layer_names.hpp"
 #include "message_text.hpp"
+#include "quant/dequant.hpp"
 #include "text/tokenizer.hpp"
+#include "vocab/byte_level_vocab.hpp"
 
 namespace mote::convert {
 
