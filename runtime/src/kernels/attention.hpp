@@ -1,5 +1,6 @@
 // Single-head attention over xsimd batches: scores by the same row dot products as matvec,
-// softmax, then the value rows added up weighted by their probabilities.
+// softmax, then the value rows added up weighted by their probabilities; one body for f32, f16 and
+// int8 (q8_0) elements, the last with a scale per position and block of 32.
 #pragma once
 
 #include "kernels/matvec.hpp"
@@ -9,60 +10,82 @@
 
 namespace mote::kernels::simd {
 
-// out += a * v over n elements (v in f32, f16 or int8).
-template <class Arch, class Element>
-inline void axpy(float *out, float a, const Element *v, size_t n) {
-  using Batch = Floats<Arch>;
-  constexpr size_t width = Batch::size;
-  const size_t simd_end = n - n % width;
-  const Batch a_batch(a);
-  for (size_t i = 0; i < simd_end; i += width) {
-    xsimd::fma(a_batch, load_floats<Arch>(v + i), Batch::load_unaligned(out + i)).store_unaligned(out + i);
-  }
-  for (size_t i = simd_end; i < n; ++i) out[i] += a * to_float<Arch>(v[i]);
-}
+// The keys' and values' scales: none for f32 and f16 elements (scale 1 over one block as long as
+// any head, which leaves every product exact), one per position and block of kQuantBlock for int8.
+struct Unscaled {
+  static constexpr bool kScaled = false;
+  static constexpr size_t kBlock = size_t{1} << 40;  // longer than any head
+  float operator()(size_t, size_t) const { return 1.0f; }
+};
+struct BlockScales {
+  static constexpr bool kScaled = true;
+  static constexpr size_t kBlock = kQuantBlock;
+  const float *scales;
+  size_t stride;  // between positions
+  float operator()(size_t t, size_t block) const { return scales[t * stride + block]; }
+};
 
-// scores[t] = scale * dot(k_t, q) for t < n_pos, one batch width W of keys at a time: their W
-// partial-sum batches go through one transposing reduction (sum_rows: a few instructions a key,
-// where a horizontal sum per key dominated 64-wide heads). A short last group repeats its last key in
-// the unused slots (computed, then dropped), so every key takes the same path.
-template <class Arch, class Element>
-inline void attention_scores(float *scores, const float *q, const Element *k, size_t n_pos, size_t head_dim,
-                             size_t kv_stride, float scale) {
+// scores[t] = scale * dot(k_t, q) for t < n_pos (with k_t's block scales applied), one batch width
+// W of keys at a time: their W partial-sum batches go through one transposing reduction (sum_rows:
+// a few instructions a key, where a horizontal sum per key dominated 64-wide heads). Scaled keys
+// scale each block's partial sums by a broadcast of its scale before that one reduction. A short
+// last group repeats its last key in the unused slots (computed, then dropped), so every key takes
+// the same path. A block is a whole number of batches; the columns past the last whole batch are
+// added one by one.
+template <class Arch, class Element, class Scales>
+inline void attention_scores(float *scores, const float *q, const Element *k, const Scales &key_scales, size_t n_pos,
+                             size_t head_dim, size_t kv_stride, float scale) {
   using Batch = Floats<Arch>;
-  constexpr size_t W = Batch::size;
+  constexpr size_t W = Batch::size, kBlock = Scales::kBlock;
+  static_assert(kBlock % W == 0, "a block is a whole number of batches");
   const size_t simd_end = head_dim - head_dim % W;
   for (size_t t0 = 0; t0 < n_pos; t0 += W) {
     const size_t n = n_pos - t0 < W ? n_pos - t0 : W;
+    const size_t last = t0 + n - 1;
     const Element *rows[W];
 #pragma GCC unroll 16
-    for (size_t j = 0; j < W; ++j) rows[j] = k + (t0 + (j < n ? j : n - 1)) * kv_stride;
-    Batch acc[W];
+    for (size_t j = 0; j < W; ++j) rows[j] = k + (t0 + j < last ? t0 + j : last) * kv_stride;
+    Batch total[W];
 #pragma GCC unroll 16
-    for (size_t j = 0; j < W; ++j) acc[j] = Batch(0.0f);
-    for (size_t c = 0; c < simd_end; c += W) {
-      const Batch qc = Batch::load_unaligned(q + c);
+    for (size_t j = 0; j < W; ++j) total[j] = Batch(0.0f);
+    for (size_t begin = 0; begin < simd_end; begin += kBlock) {
+      const size_t end = simd_end - begin < kBlock ? simd_end : begin + kBlock;
+      Batch acc[W];
 #pragma GCC unroll 16
-      for (size_t j = 0; j < W; ++j) acc[j] = xsimd::fma(load_floats<Arch>(rows[j] + c), qc, acc[j]);
+      for (size_t j = 0; j < W; ++j) acc[j] = Batch(0.0f);
+      for (size_t c = begin; c < end; c += W) {
+        const Batch qc = Batch::load_unaligned(q + c);
+#pragma GCC unroll 16
+        for (size_t j = 0; j < W; ++j) acc[j] = xsimd::fma(load_floats<Arch>(rows[j] + c), qc, acc[j]);
+      }
+#pragma GCC unroll 16
+      for (size_t j = 0; j < W; ++j) {
+        const size_t t = t0 + j < last ? t0 + j : last;
+        total[j] = Scales::kScaled ? xsimd::fma(acc[j], Batch(key_scales(t, begin / kBlock)), total[j]) : acc[j];
+      }
     }
     float sums[W];
-    sum_rows<Arch>(acc, sums);
+    sum_rows<Arch>(total, sums);
     for (size_t j = 0; j < n; ++j) {
       float dot = sums[j];
-      for (size_t c = simd_end; c < head_dim; ++c) dot = __builtin_fmaf(to_float<Arch>(rows[j][c]), q[c], dot);
+      for (size_t c = simd_end; c < head_dim; ++c) {
+        dot = __builtin_fmaf(to_float<Arch>(rows[j][c]) * key_scales(t0 + j, c / kBlock), q[c], dot);
+      }
       scores[t0 + j] = scale * dot;
     }
   }
 }
 
-// out = sum_t p_t v_t, element by element in position order (fused steps), with up to kPanel
-// batches of out held in registers across all positions (an axpy per position stored and
-// reloaded out each time: a store-to-load chain per position).
-template <class Arch, class Element>
-inline void attention_values(float *out, const float *p, const Element *v, size_t n_pos, size_t head_dim,
-                             size_t kv_stride) {
+// out = sum_t p_t v_t (each v_t's block scales applied), element by element in position order
+// (fused steps), with up to kPanel batches of out held in registers across all positions (an axpy
+// per position stored and reloaded out each time: a store-to-load chain per position); one
+// broadcast weight per position and block.
+template <class Arch, class Element, class Scales>
+inline void attention_values(float *out, const float *p, const Element *v, const Scales &value_scales, size_t n_pos,
+                             size_t head_dim, size_t kv_stride) {
   using Batch = Floats<Arch>;
-  constexpr size_t W = Batch::size, kPanel = 8;
+  constexpr size_t W = Batch::size, kPanel = 8, kBlock = Scales::kBlock;
+  static_assert(kBlock % W == 0 && (kBlock >= kPanel * W || (kPanel * W) % kBlock == 0), "panels hold whole blocks");
   const size_t simd_end = head_dim - head_dim % W;
   for (size_t c0 = 0; c0 < simd_end; c0 += kPanel * W) {
     const size_t n_batches = (simd_end - c0) / W < kPanel ? (simd_end - c0) / W : kPanel;
@@ -70,10 +93,13 @@ inline void attention_values(float *out, const float *p, const Element *v, size_
 #pragma GCC unroll 8
     for (size_t b = 0; b < kPanel; ++b) acc[b] = Batch(0.0f);
     for (size_t t = 0; t < n_pos; ++t) {
-      const Batch weight(p[t]);
       const Element *row = v + t * kv_stride + c0;
+      Batch weight(p[t]);
 #pragma GCC unroll 8
       for (size_t b = 0; b < kPanel; ++b) {
+        if (Scales::kScaled && (b * W) % kBlock == 0 && b < n_batches) {
+          weight = Batch(p[t] * value_scales(t, (c0 + b * W) / kBlock));
+        }
         if (b < n_batches) acc[b] = xsimd::fma(weight, load_floats<Arch>(row + b * W), acc[b]);
       }
     }
@@ -84,17 +110,20 @@ inline void attention_values(float *out, const float *p, const Element *v, size_
   }
   for (size_t c = simd_end; c < head_dim; ++c) {
     float sum = 0.0f;
-    for (size_t t = 0; t < n_pos; ++t) sum = __builtin_fmaf(p[t], to_float<Arch>(v[t * kv_stride + c]), sum);
+    for (size_t t = 0; t < n_pos; ++t) {
+      sum = __builtin_fmaf(p[t] * value_scales(t, c / Scales::kBlock), to_float<Arch>(v[t * kv_stride + c]), sum);
+    }
     out[c] = sum;
   }
 }
 
-template <class Arch, class Element>
-inline void attention(float *out, float *scores, const float *q, const Element *k, const Element *v, size_t n_pos,
-                      size_t head_dim, size_t kv_stride, float scale) {
-  attention_scores<Arch>(scores, q, k, n_pos, head_dim, kv_stride, scale);
+template <class Arch, class Element, class Scales>
+inline void attention(float *out, float *scores, const float *q, const Element *k, const Scales &key_scales,
+                      const Element *v, const Scales &value_scales, size_t n_pos, size_t head_dim, size_t kv_stride,
+                      float scale) {
+  attention_scores<Arch>(scores, q, k, key_scales, n_pos, head_dim, kv_stride, scale);
   softmax<Arch>(scores, n_pos);
-  attention_values<Arch>(out, scores, v, n_pos, head_dim, kv_stride);
+  attention_values<Arch>(out, scores, v, value_scales, n_pos, head_dim, kv_stride);
 }
 
 // attention_q8: each block of 32 (or fewer, at a head's end) keys and values carries a scale.
@@ -102,35 +131,20 @@ template <class Arch>
 void attention_q8(float *out, float *scores, const float *q, const int8_t *k, const float *k_scale, const int8_t *v,
                   const float *v_scale, size_t n_pos, size_t head_dim, size_t kv_stride, size_t scale_stride,
                   float scale) {
-  const size_t n_blocks = (head_dim + kQuantBlock - 1) / kQuantBlock;
-  for (size_t t = 0; t < n_pos; ++t) {
-    float dot = 0.0f;
-    for (size_t b = 0; b < n_blocks; ++b) {
-      const size_t begin = b * kQuantBlock, n = head_dim - begin < kQuantBlock ? head_dim - begin : kQuantBlock;
-      dot += k_scale[t * scale_stride + b] * dot_row<Arch>(k + t * kv_stride + begin, q + begin, n);
-    }
-    scores[t] = scale * dot;
-  }
-  softmax<Arch>(scores, n_pos);
-  for (size_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
-  for (size_t t = 0; t < n_pos; ++t) {
-    for (size_t b = 0; b < n_blocks; ++b) {
-      const size_t begin = b * kQuantBlock, n = head_dim - begin < kQuantBlock ? head_dim - begin : kQuantBlock;
-      axpy<Arch>(out + begin, scores[t] * v_scale[t * scale_stride + b], v + t * kv_stride + begin, n);
-    }
-  }
+  attention<Arch>(out, scores, q, k, BlockScales{k_scale, scale_stride}, v, BlockScales{v_scale, scale_stride}, n_pos,
+                  head_dim, kv_stride, scale);
 }
 
 template <class Arch>
 void attention_f32(float *out, float *scores, const float *q, const float *k, const float *v, size_t n_pos,
                    size_t head_dim, size_t kv_stride, float scale) {
-  attention<Arch>(out, scores, q, k, v, n_pos, head_dim, kv_stride, scale);
+  attention<Arch>(out, scores, q, k, Unscaled{}, v, Unscaled{}, n_pos, head_dim, kv_stride, scale);
 }
 
 template <class Arch>
 void attention_f16(float *out, float *scores, const float *q, const uint16_t *k, const uint16_t *v, size_t n_pos,
                    size_t head_dim, size_t kv_stride, float scale) {
-  attention<Arch>(out, scores, q, k, v, n_pos, head_dim, kv_stride, scale);
+  attention<Arch>(out, scores, q, k, Unscaled{}, v, Unscaled{}, n_pos, head_dim, kv_stride, scale);
 }
 
 }  // namespace mote::kernels::simd
