@@ -67,7 +67,7 @@ bool measure(const mote_model &model, const mote_model_info &info, const mote_se
   if (d > 0 && mote_prefill(session, filler.data(), d) != MOTE_OK) return failed();
   std::vector<double> prompt_rates, decode_rates;
   for (uint32_t r = 0; r < reps; ++r) {
-    mote_session_truncate(session, d);
+    if (mote_session_truncate(session, d) != MOTE_OK) return failed();
     const double t0 = now_seconds();
     if (p > 0 && mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK) return failed();
     const double t1 = now_seconds();
