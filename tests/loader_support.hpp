@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "dtype_policy.hpp"
+#include "families.hpp"
 #include "format/format.hpp"
 #include "mote/mote.h"
 #include "mote_writer.hpp"

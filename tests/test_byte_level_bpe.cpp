@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "format/reader.hpp"
-#include "mote_writer.hpp"
+#include "model_data.hpp"
 #include "test_support.hpp"
 #include "text/byte_level_bpe.hpp"
 #include "text/unicode_classes.hpp"

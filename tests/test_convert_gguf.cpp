@@ -17,8 +17,8 @@
 #include "families.hpp"
 #include "format/format.hpp"
 #include "gguf/gguf.hpp"
+#include "model_data.hpp"
 #include "mote/mote.h"
-#include "mote_writer.hpp"
 #include "test_support.hpp"
 
 using namespace mote_convert_test;

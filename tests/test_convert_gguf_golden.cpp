@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "convert_support.hpp"
+#include "dtype_policy.hpp"
 #include "format/format.hpp"
 #include "gguf/gguf.hpp"
-#include "mote_writer.hpp"
 #include "quant/dequant.hpp"
 #include "test_support.hpp"
 #include "text/tokenizer.hpp"

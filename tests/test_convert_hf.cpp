@@ -20,7 +20,7 @@
 #include "hf/hf_families.hpp"
 #include "hf/json.hpp"
 #include "hf/safetensors.hpp"
-#include "mote_writer.hpp"
+#include "model_data.hpp"
 #include "test_support.hpp"
 #include "text/tokenizer.hpp"
 

@@ -22,7 +22,7 @@
 #include "core/fp16.hpp"
 #include "format/format.hpp"
 #include "gguf/gguf.hpp"
-#include "mote_writer.hpp"
+#include "model_data.hpp"
 #include "quant/dequant.hpp"
 #include "quant/repack.hpp"
 #include "test_support.hpp"

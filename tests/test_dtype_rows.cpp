@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "core/fp16.hpp"
+#include "dtype_policy.hpp"
 #include "kernels/quant.hpp"
 #include "model/weight_types.hpp"
-#include "mote_writer.hpp"
 #include "quant/dequant.hpp"
 #include "quant/host_types.hpp"
 #include "quant/quantize.hpp"

@@ -8,6 +8,7 @@
 
 #include "cli_support.hpp"
 #include "convert_support.hpp"
+#include "dtype_policy.hpp"
 #include "mote_writer.hpp"
 #include "quant/dequant.hpp"
 #include "quant/quantize.hpp"

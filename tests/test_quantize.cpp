@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "dtype_policy.hpp"
 #include "format/format.hpp"
 #include "gguf/gguf.hpp"
 #include "hf/hf.hpp"

@@ -16,8 +16,9 @@
 #include <vector>
 
 #include "convert_support.hpp"
+#include "dtype_policy.hpp"
+#include "families.hpp"
 #include "format/format.hpp"
-#include "mote_writer.hpp"
 #include "quant/quantize_recipe.hpp"
 #include "test_support.hpp"
 

@@ -131,6 +131,7 @@ inline std::string python_with(const std::string &modules) {
 #include "gguf/gguf.hpp"
 #include "llama2c/llama2c.hpp"
 #include "mote/mote.h"
+#include "mote_writer.hpp"
 
 namespace mote_test {
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "dtype_policy.hpp"
+#include "families.hpp"
 #include "format/reader.hpp"
 #include "gguf/gguf_meta.hpp"
 #include "mote/mote.h"

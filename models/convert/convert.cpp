@@ -14,6 +14,7 @@
 #include "io/file_map.hpp"
 #include "llama2c/llama2c.hpp"
 #include "llama2c/llama2c_header.hpp"
+#include "mote_writer.hpp"
 #include "quant/repack.hpp"
 
 namespace mote::convert {

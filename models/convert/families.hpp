@@ -8,9 +8,19 @@
 #include <string>
 
 #include "format/format.hpp"
-#include "mote_writer.hpp"
 
 namespace mote::convert {
+
+// The llama row's config: RMSNorm (epsilon 1e-5), RoPE (base 10000, interleaved pairs), SwiGLU,
+// no biases, no sizes: llama2.c checkpoints and tests start from it.
+format::ModelConfig llama_config();
+
+// The sizes every importer reads from its source (already range-checked by it).
+struct LlamaShape {
+  int64_t dim, n_layers, n_heads, n_kv_heads, head_dim, ffn_dim, vocab_size, context;
+};
+// llama_config() with these sizes; the context is capped at the format's 2^20 positions.
+format::ModelConfig llama_config(const LlamaShape &shape);
 
 struct FamilyRow {
   const char *gguf_arch;  // GGUF's general.architecture, also its key prefix ("qwen2.block_count")
@@ -59,7 +69,6 @@ std::string known_hf_types();
 // The config of row's block with these sizes; norm_eps and rope_theta as given (rope_theta
 // ignored without RoPE); a sliding window of window positions (0: none; a window as wide as the
 // context is no window); the context capped at the format's 2^20 positions; no BOS or EOS id.
-// (mote_writer.hpp's llama_config() is the llama row's, defined in families.cpp.)
 format::ModelConfig family_config(const FamilyRow &row, const LlamaShape &shape, double norm_eps, double rope_theta,
                                   uint32_t window);
 

@@ -45,7 +45,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "mote_writer.hpp"
+#include "dtype_policy.hpp"
 
 namespace mote::convert {
 

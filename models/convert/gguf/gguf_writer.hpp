@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "mote_writer.hpp"
+#include "model_data.hpp"
 
 namespace mote::convert {
 

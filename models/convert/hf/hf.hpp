@@ -26,7 +26,7 @@
 #include <functional>
 #include <string>
 
-#include "mote_writer.hpp"
+#include "dtype_policy.hpp"
 
 namespace mote::convert {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "mote_writer.hpp"
+#include "model_data.hpp"
 
 namespace mote::convert {
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "families.hpp"
 #include "io/file_map.hpp"
 #include "quant/dequant.hpp"
 #include "text/tokenizer.hpp"

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "mote_writer.hpp"
+#include "dtype_policy.hpp"
 
 namespace mote::convert {
 

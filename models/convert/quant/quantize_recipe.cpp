@@ -9,7 +9,7 @@ using format::DType;
 using format::Role;
 
 constexpr DTypeChoice kChoices[] = {
-    // mote's own rule (mote_writer.hpp output_dtype)
+    // mote's own rule (dtype_policy.hpp output_dtype)
     {"f32", DType::f32, Mix::none},
     {"f16", DType::f16, Mix::none},
     {"q8_0", DType::q8_0, Mix::none},

@@ -6,7 +6,7 @@
 // tensors come out byte-identical to llama-quantize's on the same float weights
 // (tests/golden/kquant_*, written by gen_kquant_goldens.py). q3_k, q4_k and q5_k are one type
 // throughout, as `llama-quantize --pure`. f32, f16, q8_0, q4_0 and q4_1 keep mote's own rule
-// (mote_writer.hpp's output_dtype), as before the recipes existed.
+// (dtype_policy.hpp's output_dtype), as before the recipes existed.
 #pragma once
 
 #include <cstddef>

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "mote_writer.hpp"
+#include "model_data.hpp"
 
 namespace mote::convert {
 
