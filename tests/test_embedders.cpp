@@ -536,8 +536,11 @@ TEST_CASE("embed -f: every text that fits embeds, whatever the texts hold togeth
   // 12: one text per step): twelve lines of a few words each hold more than any of them, each
   // line far less. An empty line (and -p "") is a text: [BOS], or [CLS] [SEP]; the Phi-3 adds no
   // BOS, so there an empty text is refused, saying so.
-  for (const auto &[model, with_empty] :
+  // No structured binding: doctest's capturing macros below cannot name one in C++17.
+  for (const auto &model_case :
        {std::pair{mote_cli_test::tiny_model(), true}, {bert->path, true}, {phi3->path, false}}) {
+    const std::string model = model_case.first;
+    const bool with_empty = model_case.second;
     INFO(model);
     std::vector<std::string> lines;
     std::string file_text;

@@ -442,7 +442,9 @@ struct SamplerSetting {
 void generate_overlapping_lengths(mote_session &session, const mote_model &model, int32_t bos,
                                   std::initializer_list<SamplerSetting> settings) {
   ModelGrammar g(model, overlapping_lengths_grammar());
-  for (const auto [temperature, top_k] : settings) {
+  for (const SamplerSetting setting : settings) {
+    const float temperature = setting.temperature;  // not a structured binding: CAPTURE names it (C++17)
+    const int top_k = setting.top_k;
     {
       CAPTURE(temperature);
       CAPTURE(top_k);
