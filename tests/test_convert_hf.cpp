@@ -1,4 +1,4 @@
-// The Hugging Face importer (models/convert/safetensors, json): tests/golden/tiny_hf against
+// The Hugging Face importer (models/convert/hf/: safetensors, json): tests/golden/tiny_hf against
 // transformers and tokenizers, malformed checkpoints and safetensors headers, the JSON parser,
 // and the extreme-value property (convert ok means open ok).
 #include <cmath>

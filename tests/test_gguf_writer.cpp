@@ -1,4 +1,4 @@
-// `mote convert SRC -o X.gguf` (models/convert/gguf_writer.*): the tiny models of every importer
+// `mote convert SRC -o X.gguf` (models/convert/gguf/gguf_writer.*): the tiny models of every importer
 // written as GGUF, then (1) read back by the `gguf` PyPI package (tests/gguf_writer_check.py: every
 // tensor's bytes are mote's plain blocks, q/k rows of a split-half source permuted there with
 // numpy as llama.cpp's converter does, every required key present with its value); (2) imported

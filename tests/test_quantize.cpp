@@ -1,4 +1,4 @@
-// Block quantization on the converter side (models/convert/quantize, mote_writer's add_tensor):
+// Block quantization on the converter side (models/convert/quant/quantize, dtype_policy's add_tensor):
 // - mote's q8_0/q4_0/q4_1/q5_0/q5_1 quantizers against the gguf Python package, bit for bit
 //   (tests/golden/quant_rows.*, written by gen_quant_goldens.py), and mote's dequantizer
 //   against gguf.quants.dequantize on those bytes;

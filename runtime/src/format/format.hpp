@@ -341,7 +341,7 @@ bool is_global_role(Role role);
 
 // One row per dtype, indexed by its on-disk value: how a tensor of it lays out its bytes. Adding
 // a weight type is a row here, one in model/weight_types.cpp (its kernels) and one host row for
-// the converter (models/convert/host_types.cpp); the reader, the value checks, the converter and
+// the converter (models/convert/quant/host_types.cpp); the reader, the value checks, the converter and
 // its messages read the rows instead of naming dtypes.
 struct DTypeTraits {
   const char *name;

@@ -114,7 +114,7 @@ void matmul_k_interleaved(float *out, size_t out_stride, const Group *w, const Q
 // ggml's dequantize_row_*: q4_k, q5_k and q2_k x = (d·sc)·q − dmin·mn; q6_k and q3_k
 // x = (d·sc)·(q − offset), each product rounded as ggml rounds it (no fused multiply-adds:
 // CMakeLists.txt builds this file with -ffp-contract=off). The converter's GGUF import decodes
-// through these too (models/convert/dequant.cpp).
+// through these too (models/convert/quant/dequant.cpp).
 template <class Block>
 void dequantize_super_blocks(float *out, const Block *blocks, size_t n) {
   for (size_t sb = 0; sb < n / kSuperBlock; ++sb) {
