@@ -14,7 +14,7 @@ namespace mote::kernels::simd {
 // any head, which leaves every product exact), one per position and block of kQuantBlock for int8.
 struct Unscaled {
   static constexpr bool kScaled = false;
-  static constexpr size_t kBlock = size_t{1} << 40;  // longer than any head
+  static constexpr size_t kBlock = size_t{1} << 30;  // longer than any head (fits a 32-bit size_t)
   float operator()(size_t, size_t) const { return 1.0f; }
 };
 struct BlockScales {
