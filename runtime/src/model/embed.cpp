@@ -60,8 +60,9 @@ Status embed_texts(Session &s, const int32_t *tokens, const uint32_t *lengths, s
   for (size_t i = 0; i < n_texts * c.dim; ++i) {
     if (std::isfinite(out[i])) continue;
     char number[32];
-    return fail(err, MOTE_ERR_NUMERIC, "embedding %zu of %zu is %s at index %u: the model computed a non-finite number",
-                i / c.dim, n_texts, float_text(out[i], number, sizeof number), static_cast<unsigned>(i % c.dim));
+    return fail(err, MOTE_ERR_NUMERIC, "embedding %u of %u is %s at index %u: the model computed a non-finite number",
+                static_cast<unsigned>(i / c.dim), static_cast<unsigned>(n_texts), float_text(out[i], number, sizeof number),
+                static_cast<unsigned>(i % c.dim));
   }
   for (size_t i = 0; normalize != 0 && i < n_texts; ++i) {
     float *v = out + i * c.dim;
