@@ -12,40 +12,14 @@
 #include "grammar/grammar.hpp"
 #include "mote/mote.h"
 #include "sample/grammar_sample.hpp"
+#include "grammar_support.hpp"
 #include "test_support.hpp"
 #include "text/tokenizer.hpp"
 #include "tokenizer_support.hpp"
 
 namespace {
 
-// A compiled grammar in its own 64-byte aligned arena.
-struct Compiled {
-  mote_grammar grammar{};
-  void *arena = nullptr;
-  mote_status status = MOTE_OK;
-  char error[256] = "";
-
-  explicit Compiled(const std::string &text) {
-    size_t bytes = 0;
-    status = mote_grammar_arena_size(text.data(), text.size(), &bytes, error, sizeof error);
-    if (status != MOTE_OK) return;
-    arena = std::aligned_alloc(MOTE_ARENA_ALIGNMENT, (bytes + 63) / 64 * 64);
-    status = mote_grammar_init(&grammar, nullptr, text.data(), text.size(), arena, bytes, error, sizeof error);
-  }
-  ~Compiled() { std::free(arena); }
-
-  // Whether the whole text is a sentence of the grammar (from the start).
-  bool accepts(const std::string &text) {
-    mote_grammar_reset(&grammar);
-    if (mote_grammar_accept_bytes(&grammar, text.data(), text.size(), nullptr, 0) != MOTE_OK) return false;
-    return (mote_grammar_state(&grammar) & MOTE_GRAMMAR_COMPLETE) != 0;
-  }
-  // Whether the text can begin a sentence.
-  bool continues(const std::string &text) {
-    mote_grammar_reset(&grammar);
-    return mote_grammar_accept_bytes(&grammar, text.data(), text.size(), nullptr, 0) == MOTE_OK;
-  }
-};
+using mote_test::Compiled;
 
 std::string error_of(const std::string &text) {
   Compiled c(text);
