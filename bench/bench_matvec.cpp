@@ -28,9 +28,10 @@ struct Shape {
   size_t cols;
 };
 // stories15M attention and FFN, SmolLM2-135M attention and FFN (down), llama2.c 32k
-// classifier, SmolLM2-135M classifier, Qwen2.5-1.5B attention (rows of whole 256-value blocks).
-constexpr Shape kMatvecShapes[] = {{288, 288},   {768, 288},   {576, 576},  {576, 1536},
-                                   {32000, 288}, {49152, 576}, {1536, 1536}};
+// classifier, SmolLM2-135M classifier, Qwen2.5-1.5B attention (rows of whole 256-value blocks),
+// FFN up/gate, FFN down and classifier (the shapes bench/kernel_compare.py puts next to ggml's).
+constexpr Shape kMatvecShapes[] = {{288, 288},   {768, 288},   {576, 576},   {576, 1536},  {32000, 288},
+                                   {49152, 576}, {1536, 1536}, {8960, 1536}, {1536, 8960}, {151936, 1536}};
 // Prefill's batched products.
 constexpr Shape kMatmulShapes[] = {{288, 288}, {576, 576}, {1536, 576}, {576, 1536}, {1536, 1536}};
 constexpr size_t kMatmulTokens[] = {4, 16, 64};
@@ -85,12 +86,20 @@ void bench_product(benchmark::State &state, const KernelTable *table, DType dtyp
   for (size_t i = 0; i < n_tokens * cols; ++i) x.data[i] = dist(rng);
   mote::MatmulInput input{x.data, {}};
   if (type.activation == mote::ActivationFormat::q8) {
+    // Each array in turn, 4-byte elements after the quants (q8_activation_bytes covers them).
     uint8_t *p = q8.data;
-    input.q8.q = reinterpret_cast<int8_t *>(p);
-    input.q8.scale = reinterpret_cast<float *>(p += n_tokens * cols);
-    input.q8.lane_offset = reinterpret_cast<int32_t *>(p += n_tokens * cols / 32 * 4);
-    input.q8.lane_sum_scaled = reinterpret_cast<float *>(p += n_tokens * cols);
-    input.q8.block_sum = reinterpret_cast<int32_t *>(p + n_tokens * cols);
+    const auto take = [&](size_t values_per_element, size_t element_bytes) {
+      uint8_t *at = p;
+      p += n_tokens * cols / values_per_element * element_bytes;
+      return at;
+    };
+    input.q8.q = reinterpret_cast<int8_t *>(take(1, 1));
+    input.q8.scale = reinterpret_cast<float *>(take(mote::kernels::kQuantBlock, 4));
+    input.q8.lane_offset = reinterpret_cast<int32_t *>(take(mote::kernels::kLaneElements, 4));
+    input.q8.lane_sum_scaled = reinterpret_cast<float *>(take(mote::kernels::kLaneElements, 4));
+    input.q8.block_sum = reinterpret_cast<int32_t *>(take(mote::kernels::kQuantBlock, 4));
+    input.q8.half_sum = reinterpret_cast<int32_t *>(take(mote::kernels::kHalfBlock, 4));
+    input.q8.scaled_sum = reinterpret_cast<float *>(take(mote::kernels::kQuantBlock, 4));
   }
 
   for (auto _ : state) {

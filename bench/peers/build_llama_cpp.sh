@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's llama-bench, llama-quantize and llama-embedding (CPU only, native) as a
-# benchmark peer for bench/compare.py and bench/embed_compare.py. The source is llama.cpp as vendored in the PyPI source distribution of
+# Builds llama.cpp's llama-bench, llama-quantize, llama-embedding and test-backend-ops (CPU only,
+# native) as a benchmark peer for bench/compare.py, bench/embed_compare.py and
+# bench/kernel_compare.py, plus llama-speculative-simple, llama-lookup and llama-cli where the
+# pinned tree has those targets (for speculative-decoding comparisons), and mote-ggml-matvec
+# (bench/peers/ggml_matvec.cpp: one ggml_mul_mat timed on the CPU backend) against that build's
+# ggml. The source is llama.cpp as vendored in the PyPI source distribution of
 # llama-cpp-python (PyPI is reachable where GitHub may not be), pinned so that every run
 # compares against the same llama.cpp (0c1e57098bba, ggml 0.25.3).
 #
 # Everything lives outside the repository, in $XDG_CACHE_HOME/mote/peers (default
 # ~/.cache/mote/peers): the sdist, the unpacked tree and the build. A second run reuses the
-# build. The last line of output is the folder holding the binaries.
+# build when every binary this script now asks for is there (mote-ggml-matvec is recompiled
+# alone when its source is newer). The last line of output is the folder holding the binaries.
 # Never used by CI.
 #
 # Usage: bench/peers/build_llama_cpp.sh [--jobs N]   (default 2; this machine is shared)
@@ -17,7 +22,7 @@ jobs=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs|-j) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "build_llama_cpp: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -30,8 +35,34 @@ bin="$build/bin"
 
 say() { echo "build_llama_cpp: $*" >&2; }
 
-if [ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ] && [ -x "$bin/llama-embedding" ]; then
+# Always built; a missing one fails the script.
+required=(llama-bench llama-quantize llama-embedding test-backend-ops)
+# Built when the pinned tree defines the target (names move between llama.cpp versions).
+optional=(llama-speculative-simple llama-lookup llama-cli)
+# Records which optional targets the last configure found, so that the fast path knows what
+# to expect without configuring again; its first line is the optional list it was made for.
+stamp="$build/mote-optional-targets"
+here=$(cd "$(dirname "$0")" && pwd)
+matvec_src="$here/ggml_matvec.cpp"
+
+# mote-ggml-matvec: our own timing program, compiled outside any CMake project against the
+# build's ggml (its shared libraries sit in $bin; the rpath finds them there).
+build_matvec() {
+  say "compiling $bin/mote-ggml-matvec"
+  "${CXX:-c++}" -O2 -std=c++17 -I"$tree/ggml/include" "$matvec_src" -o "$bin/mote-ggml-matvec" \
+    -L"$bin" -lggml-cpu -lggml-base -lggml -Wl,-rpath,"$bin" -pthread
+}
+
+have_all() {
+  local t
+  for t in "${required[@]}"; do [ -x "$bin/$t" ] || return 1; done
+  [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" = "${optional[*]}" ] || return 1
+  for t in $(tail -n +2 "$stamp"); do [ -x "$bin/$t" ] || return 1; done
+}
+
+if have_all; then
   say "reusing the build in $build"
+  if [ ! -x "$bin/mote-ggml-matvec" ] || [ "$matvec_src" -nt "$bin/mote-ggml-matvec" ]; then build_matvec; fi
   echo "$bin"
   exit 0
 fi
@@ -63,9 +94,18 @@ say "configuring $tree"
 cmake -S "$tree" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   -DGGML_NATIVE=ON -DCMAKE_C_FLAGS="$no_amx" -DCMAKE_CXX_FLAGS="$no_amx" \
   -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-  -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON >&2
-say "building llama-bench, llama-quantize and llama-embedding with -j$jobs (a few minutes)"
-cmake --build "$build" --target llama-bench llama-quantize llama-embedding -j "$jobs" >&2
-[ -x "$bin/llama-bench" ] && [ -x "$bin/llama-quantize" ] && [ -x "$bin/llama-embedding" ] ||
-  { say "the build finished but $bin lacks the binaries"; exit 1; }
+  -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=ON >&2
+# `--target help` lists every target, as "... name" (Makefiles) or "name: phony" (Ninja).
+targets=$(cmake --build "$build" --target help 2>/dev/null)
+found=()
+for t in "${optional[@]}"; do
+  if grep -Eq "(^|[ .])$t(:| |\$)" <<<"$targets"; then found+=("$t"); fi
+done
+say "building ${required[*]} ${found[*]} with -j$jobs (a while on 2 cores)"
+cmake --build "$build" --target "${required[@]}" "${found[@]}" -j "$jobs" >&2
+for t in "${required[@]}" "${found[@]}"; do
+  [ -x "$bin/$t" ] || { say "the build finished but $bin lacks $t"; exit 1; }
+done
+printf '%s\n' "${optional[*]}" "${found[@]}" >"$stamp"
+build_matvec
 echo "$bin"
