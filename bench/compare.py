@@ -20,6 +20,16 @@ repetition, since a shared machine's bandwidth drifts), twice: against a 1 GiB b
 a buffer of the model's own decode bytes (on a host whose last-level cache holds part of a small
 model, decoding beats the 1 GiB figure, and so does a pure read loop over the model's size).
 
+Depth and KV cache (llama-bench's -d/--n-depth and -ctk/-ctv): --depth 0,1024,4096 runs every pp and
+tg test of both runtimes with the KV cache already holding that many tokens (filled untimed: `mote
+bench -d`, `llama-bench -d`), one table row per depth; --kv f32,f16,q8_0 picks the cache type of both
+(`mote bench --kv`, `llama-bench -ctk T -ctv T`, plus `-fa on` for q8_0: llama.cpp quantizes the V
+cache only with flash attention), one row per type. Defaults: depth 0, KV f16 (llama-bench's
+default and mote's), passed explicitly to both so a changed default in either cannot skew a
+comparison. At depth d, llama-bench's tg test decodes from d tokens and mote's from d + the
+prompt (it decodes after its timed prompt); the roofline counts weight bytes only, so at depth,
+where every decode step also reads the cache, it understates the bytes read.
+
 Modes (combinable): the default comparison; --contention (thread scaling next to one busy
 process); --tiny (mote on the 260K-parameter llama2.c models); --rss (peak resident memory).
 --quick: one repetition, one thread, short prompts.
@@ -54,6 +64,7 @@ LLAMA_QUANT_NAMES = {"f32": "F32", "f16": "F16", "q8_0": "Q8_0", "q4_0": "Q4_0",
 ALL_TYPES = list(LLAMA_QUANT_NAMES)
 DEFAULT_TYPES = ["f32", "f16", "q8_0", "q4_0", "q4_1"]
 RUNTIMES = ["mote", "llama.cpp"]
+KV_TYPES = ["f32", "f16", "q8_0"]  # the cache types both runtimes share
 BUSY_CORES_WARN = 0.5  # other processes' CPU use (in cores) above which a figure is suspect
 LOAD_SAMPLE_S = 0.5
 RUN_TIMEOUT_S = 900
@@ -224,16 +235,21 @@ def decode_bytes_per_token(tools, mote_model, gguf):
 # One benchmark run per runtime
 
 
-def bench_mote(tools, model, threads, prompt, gen):
+def bench_mote(tools, model, threads, prompt, gen, depth, kv):
     out = run_command([str(tools.mote), "bench", "-m", str(model), "-t", str(threads), "-p", str(prompt),
-                       "-n", str(gen), "-r", "1", "--json"])
+                       "-n", str(gen), "-d", str(depth), "--kv", kv, "-r", "1", "--json"])
     raw = json.loads(out)[0]  # one array of results, one per combination: here just one
     return {"pp": raw["prompt_tokens_per_s"], "tg": raw["decode_tokens_per_s"], "raw": raw}
 
 
-def bench_llama(tools, model, threads, prompt, gen):
+def llama_kv_args(kv):
+    """llama-bench's cache type options; a quantized V cache needs flash attention in llama.cpp."""
+    return ["-ctk", kv, "-ctv", kv] + (["-fa", "on"] if kv not in ("f32", "f16") else [])
+
+
+def bench_llama(tools, model, threads, prompt, gen, depth, kv):
     out = run_command([str(tools.llama("llama-bench")), "-m", str(model), "-t", str(threads), "-p", str(prompt),
-                       "-n", str(gen), "-r", "1", "-o", "json"])
+                       "-n", str(gen), "-d", str(depth), *llama_kv_args(kv), "-r", "1", "-o", "json"])
     raw = json.loads(out)
     result = {"pp": None, "tg": None, "raw": raw}
     for test in raw:
@@ -244,19 +260,20 @@ def bench_llama(tools, model, threads, prompt, gen):
 BENCH = {"mote": bench_mote, "llama.cpp": bench_llama}
 
 
-def measure(args, tools, record, runtime, model, threads, prompt, gen):
+def measure(args, tools, record, runtime, model, threads, prompt, gen, depth=0, kv=None):
     """One run of one runtime, with the load before it; failures become the record's error."""
-    entry = dict(record, runtime=runtime, threads=threads, prompt=prompt, gen=gen)
-    entry["load"] = check_load(args, f"{runtime} {record.get('type', '')} -t {threads} -p {prompt}")
+    kv = kv or args.kv[0]
+    entry = dict(record, runtime=runtime, threads=threads, prompt=prompt, gen=gen, depth=depth, kv=kv)
+    entry["load"] = check_load(args, f"{runtime} {record.get('type', '')} -t {threads} -p {prompt} -d {depth} kv {kv}")
     try:
         if isinstance(model, Failure):
             raise model
-        result = BENCH[runtime](tools, model, threads, prompt, gen)
+        result = BENCH[runtime](tools, model, threads, prompt, gen, depth, kv)
         entry.update(pp=result["pp"], tg=result["tg"], raw=result["raw"])
     except Failure as e:
         entry["error"] = str(e)
     status = entry.get("error") or f"pp {entry.get('pp') or 0:.1f} tg {entry.get('tg') or 0:.1f} tok/s"
-    log(f"{runtime:9} {record.get('type', ''):5} -t {threads} -p {prompt:4} -n {gen}: {status}"
+    log(f"{runtime:9} {record.get('type', ''):5} -t {threads} -p {prompt:4} -n {gen} -d {depth} kv {kv}: {status}"
         f"  [load {entry['load']['loadavg'][0]}, {entry['load']['busy_cores']} cores busy]")
     return entry
 
@@ -339,35 +356,34 @@ def load_summary(entries):
             f"of {os.cpu_count()}")
 
 
-def comparison_table(runs, labels, threads, prompts, gen, bandwidth, bandwidth_at_size, decode_bytes):
-    """Rows weights (type or model) x threads; per prompt length and for decode: mote, llama.cpp, ratio; then the
-    roofline fractions of both decode figures: against the 1 GiB read bandwidth / against a buffer of the model's
-    decode bytes."""
-    header = ["weights", "threads"]
+def comparison_table(runs, labels, threads, kvs, depths, prompts, gen, bandwidth, bandwidth_at_size, decode_bytes):
+    """Rows weights (type or model) x threads x KV type x depth; per prompt length and for decode: mote, llama.cpp,
+    ratio; then the roofline fractions of both decode figures: against the 1 GiB read bandwidth / against a buffer
+    of the model's decode bytes."""
+    header = ["weights", "threads", "KV", "depth"]
     for p in prompts:
         header += [f"pp{p} mote", f"pp{p} llama.cpp", f"pp{p} ratio"]
     header += [f"tg{gen} mote", f"tg{gen} llama.cpp", f"tg{gen} ratio", "tg roofline mote (1 GiB / model size)",
                "tg roofline llama.cpp (1 GiB / model size)"]
     rows = []
-    for dtype in labels:
-        for t in threads:
-            def pick(runtime, prompt):
-                return [r for r in runs if r["type"] == dtype and r["threads"] == t and r["runtime"] == runtime
-                        and r["prompt"] == prompt]
-            row = [dtype, t]
-            for p in prompts:
-                m, l = pick("mote", p), pick("llama.cpp", p)
-                row += [cell(m, "pp"), cell(l, "pp"), ratio(median_of(m, "pp"), median_of(l, "pp"))]
-            # Decode is read from the shortest-prompt runs: mote decodes after that prompt,
-            # llama-bench's tg test from an empty context.
-            m, l = pick("mote", prompts[0]), pick("llama.cpp", prompts[0])
-            row += [cell(m, "tg"), cell(l, "tg"), ratio(median_of(m, "tg"), median_of(l, "tg"))]
-            for runtime_runs, runtime in ((m, "mote"), (l, "llama.cpp")):
-                tg, (nbytes, _) = median_of(runtime_runs, "tg"), decode_bytes.get((dtype, runtime), (None, None))
-                fractions = [f"{tg * nbytes / (bw * 1e9):.0%}" if tg and nbytes and bw else "-"
-                             for bw in (bandwidth.get(t), bandwidth_at_size.get((mib_of(nbytes), t)) if nbytes else None)]
-                row.append(" / ".join(fractions))
-            rows.append(row)
+    for dtype, t, kv, d in ((x, t, kv, d) for x in labels for t in threads for kv in kvs for d in depths):
+        def pick(runtime, prompt):
+            return [r for r in runs if r["type"] == dtype and r["threads"] == t and r["runtime"] == runtime
+                    and r["prompt"] == prompt and r["kv"] == kv and r["depth"] == d]
+        row = [dtype, t, kv, d]
+        for p in prompts:
+            m, l = pick("mote", p), pick("llama.cpp", p)
+            row += [cell(m, "pp"), cell(l, "pp"), ratio(median_of(m, "pp"), median_of(l, "pp"))]
+        # Decode is read from the shortest-prompt runs: mote decodes after that prompt,
+        # llama-bench's tg test from the depth alone.
+        m, l = pick("mote", prompts[0]), pick("llama.cpp", prompts[0])
+        row += [cell(m, "tg"), cell(l, "tg"), ratio(median_of(m, "tg"), median_of(l, "tg"))]
+        for runtime_runs, runtime in ((m, "mote"), (l, "llama.cpp")):
+            tg, (nbytes, _) = median_of(runtime_runs, "tg"), decode_bytes.get((dtype, runtime), (None, None))
+            fractions = [f"{tg * nbytes / (bw * 1e9):.0%}" if tg and nbytes and bw else "-"
+                         for bw in (bandwidth.get(t), bandwidth_at_size.get((mib_of(nbytes), t)) if nbytes else None)]
+            row.append(" / ".join(fractions))
+        rows.append(row)
     return markdown_table(header, rows)
 
 
@@ -417,11 +433,13 @@ def run_comparison(args, tools, report):
         bw_loads.append(load)
         for dtype, (gguf, mote_model) in models.items():
             for t in args.threads:
-                for p in prompts:
-                    for runtime in RUNTIMES:  # interleaved: mote, llama.cpp, mote, llama.cpp, ...
-                        model = mote_model if runtime == "mote" else gguf
-                        runs.append(measure(args, tools, {"mode": "compare", "type": dtype, "rep": rep}, runtime,
-                                            model, t, p, gen))
+                for kv in args.kv:
+                    for depth in args.depth:
+                        for p in prompts:
+                            for runtime in RUNTIMES:  # interleaved: mote, llama.cpp, mote, llama.cpp, ...
+                                model = mote_model if runtime == "mote" else gguf
+                                runs.append(measure(args, tools, {"mode": "compare", "type": dtype, "rep": rep},
+                                                    runtime, model, t, p, gen, depth, kv))
     bandwidth = {t: statistics.median(v) for t, v in bw_samples.items()}
     bandwidth_at_size = {k: statistics.median(v) for k, v in bw_size_samples.items()}
     bw_text = ", ".join(f"{t} thread(s) {bandwidth[t]:.1f} GB/s (samples {min(v):.1f}-{max(v):.1f})"
@@ -430,18 +448,22 @@ def run_comparison(args, tools, report):
         bw_text += "; a buffer of the model's size: " + ", ".join(
             f"{mib} MiB at {t} thread(s) {gb_s:.1f} GB/s" for (mib, t), gb_s in sorted(bandwidth_at_size.items()))
     report.section("Comparison: tokens per second, medians of %d run(s)" % args.reps, [
-        comparison_table(runs, list(models), args.threads, prompts, gen, bandwidth, bandwidth_at_size, decode_bytes),
-        "ratio = mote / llama.cpp (above 1: mote is faster). Decode (tg) comes from the "
-        f"-p {prompts[0]} runs; mote decodes after that prompt, llama-bench's tg test from an empty context.",
+        comparison_table(runs, list(models), args.threads, args.kv, args.depth, prompts, gen, bandwidth,
+                         bandwidth_at_size, decode_bytes),
+        "ratio = mote / llama.cpp (above 1: mote is faster). KV: the cache type of both runtimes (mote --kv; "
+        "llama-bench -ctk/-ctv, with -fa on for q8_0); depth: tokens in the KV cache before each timed test "
+        "(mote bench -d, llama-bench -d). Decode (tg) comes from the "
+        f"-p {prompts[0]} runs; mote decodes after depth + that prompt, llama-bench's tg test after the depth alone.",
         "Roofline = weight bytes read per decode token x tok/s / measured read bandwidth at that "
         "thread count, of a 1 GiB buffer / of a buffer of the model's decode bytes (what a last-level cache "
         "that holds part of the model gives a pure read loop too). Read bandwidth, the median of one sample before each repetition: " + (bw_text or "not measured")
         + ". Bytes per token: " + "; ".join(
             f"{d} {b / 1e6:.1f} MB ({src})" for (d, rt), (b, src) in decode_bytes.items() if rt == "llama.cpp" and b)
-        + " (both runtimes read the same tensors in the same types).",
+        + " (both runtimes read the same tensors in the same types; weights only: at depth each decode step "
+        "also reads the KV cache, which the roofline leaves out).",
         load_summary(runs),
     ])
-    report.data["compare"] = {"runs": runs, "bandwidth_gb_s": bandwidth, "bandwidth_samples_gb_s": bw_samples,
+    report.data["compare"] = {"runs": runs, "depths": args.depth, "kv": args.kv, "bandwidth_gb_s": bandwidth, "bandwidth_samples_gb_s": bw_samples,
                               "bandwidth_at_size_gb_s": {f"{m}MiB/{t}": v for (m, t), v in bandwidth_at_size.items()},
                               "bandwidth_load": bw_loads,
                               "decode_bytes": {f"{d}/{rt}": v for (d, rt), v in decode_bytes.items()}}
@@ -637,6 +659,12 @@ def parse_args(argv):
                                          f"{','.join(DEFAULT_TYPES)}, or none when --model is given)")
     parser.add_argument("--model", action="append", default=[], metavar="FILE.gguf",
                         help="a GGUF to compare as stored, labelled by its stem (repeatable or comma-separated)")
+    parser.add_argument("--depth", default="0", metavar="N[,N...]",
+                        help="tokens already in the KV cache before every pp/tg test, a row per depth "
+                             "(mote bench -d, llama-bench -d; default 0)")
+    parser.add_argument("--kv", default="f16", metavar="TYPE[,TYPE...]",
+                        help=f"KV cache type(s) of both runtimes, a row per type: {','.join(KV_TYPES)} (mote --kv, "
+                             "llama-bench -ctk/-ctv, plus -fa on for q8_0; default f16)")
     parser.add_argument("--reps", type=int, default=3, help="repetitions of every run (default 3)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 rep, 1 thread, a 64-token prompt, "
                                                              "32 decoded tokens")
@@ -674,6 +702,15 @@ def parse_args(argv):
         args.threads, args.prompts, args.gen = [1, 2], [128, 512], 128
     if args.reps < 1:
         parser.error("--reps must be at least 1")
+    try:
+        args.depth = [int(d) for d in args.depth.split(",") if d.strip()]
+    except ValueError:
+        parser.error(f"--depth {args.depth}: not a comma-separated list of token counts")
+    if not args.depth or min(args.depth) < 0:
+        parser.error("--depth needs token counts of 0 or more")
+    args.kv = [k.strip() for k in args.kv.split(",") if k.strip()]
+    if not args.kv or any(k not in KV_TYPES for k in args.kv):
+        parser.error(f"--kv: choose from {','.join(KV_TYPES)}")
     return args
 
 
