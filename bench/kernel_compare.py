@@ -13,10 +13,14 @@ weights (so the smaller shapes run from cache, for both).
 
 bench_matvec's products run on one thread, so the comparison is at one thread (ggml too).
 Also prints bench_bandwidth's one-thread read bandwidth (read_bandwidth/1, a 1 GiB buffer).
+With --avx2, a second ggml built for AVX2 alone (build_llama_cpp.sh --avx2) runs in the same
+interleave, and a second table puts mote's avx2 and avx2_vnni tables next to it (the native
+ggml uses AVX-512 on a CPU that has it).
 Standard library only; never run by CI.
 
   bench/kernel_compare.py                         # every type and shape, --reps 3 (~10-15 min)
   bench/kernel_compare.py --types q4_K --shapes 1536x1536 --reps 1   # smoke run
+  bench/kernel_compare.py --avx2 --out /tmp/kernels.json            # with the AVX2 ggml too
 """
 import argparse
 import json
@@ -37,6 +41,7 @@ MOTE_LAYOUT = {
 }
 # Qwen2.5-1.5B: attention (q and o), FFN up/gate, FFN down, classifier; rows x cols.
 SHAPES = ["1536x1536", "8960x1536", "1536x8960", "151936x1536"]
+# mote's x86 tables in the order to print them (others bench_matvec lists follow).
 TABLES = ["avx2", "avx2_vnni", "avx512", "avx512_vnni"]
 
 
@@ -88,25 +93,46 @@ def ggml_run(binary, gtype, rows, cols, threads, repack, min_time):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def locate_peer(args):
-    if args.peer_bin:
-        return Path(args.peer_bin)
-    log("locating the peer (bench/peers/build_llama_cpp.sh; builds it once, a while)")
-    out = subprocess.run([str(REPO / "bench" / "peers" / "build_llama_cpp.sh")], stdout=subprocess.PIPE,
+def locate_peer(given, *flags):
+    if given:
+        return Path(given) / "mote-ggml-matvec"
+    log(f"locating the peer (bench/peers/build_llama_cpp.sh {' '.join(flags)}; builds it once, a while)")
+    out = subprocess.run([str(REPO / "bench" / "peers" / "build_llama_cpp.sh"), *flags], stdout=subprocess.PIPE,
                          text=True, check=True).stdout
-    return Path(out.strip().splitlines()[-1])
+    return Path(out.strip().splitlines()[-1]) / "mote-ggml-matvec"
+
+
+def ggml_side(peer, gtype, rows, cols, min_time, figures, state):
+    """One repetition of ggml: plain, then CPU_REPACK while ggml has that layout for the type."""
+    r = ggml_run(peer, gtype, rows, cols, 1, False, min_time)
+    figures["plain"].append(r["GBps"])
+    if state["repack"]:
+        r = ggml_run(peer, gtype, rows, cols, 1, True, min_time)
+        if r["layout"] == "repack":
+            figures["repack"].append(r["GBps"])
+        else:
+            state["repack"] = False  # no interleaved kernel for this type on this CPU or build
+    return r["weight_bytes"]
+
+
+def best_ggml(figures):
+    med = [statistics.median(v) for v in (figures["plain"], figures["repack"]) if v]
+    return max(med)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--types", default=",".join(MOTE_LAYOUT), help="ggml type names, comma-separated")
     p.add_argument("--shapes", default=",".join(SHAPES), help="ROWSxCOLS, comma-separated")
-    p.add_argument("--tables", default=",".join(TABLES), help="mote kernel tables (those this CPU lacks are left out)")
+    p.add_argument("--tables", default="", help="mote kernel tables, comma-separated (default: every vector table "
+                                                 "bench_matvec has on this CPU)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--min-time", type=float, default=0.3, help="seconds each side times one product per repetition")
     p.add_argument("--build", default=str(REPO / "build" / "default"), help="mote build tree (MOTE_BUILD_BENCH=ON)")
     p.add_argument("--peer-bin", help="folder with mote-ggml-matvec (default: what build_llama_cpp.sh prints)")
     p.add_argument("--no-repack", action="store_true", help="ggml's plain layout only")
+    p.add_argument("--avx2", action="store_true", help="also ggml built for AVX2 (build_llama_cpp.sh --avx2)")
+    p.add_argument("--peer-bin-avx2", help="folder with that build's mote-ggml-matvec")
     p.add_argument("--out", help="write every raw figure here as JSON")
     args = p.parse_args()
 
@@ -119,15 +145,19 @@ def main():
     bandwidth = Path(args.build) / "bench" / "bench_bandwidth"
     if not matvec.exists():
         sys.exit(f"kernel_compare: no {matvec} (build the bench_matvec target; MOTE_BUILD_BENCH=ON)")
-    peer = locate_peer(args) / "mote-ggml-matvec"
-    if not peer.exists():
-        sys.exit(f"kernel_compare: no {peer} (run bench/peers/build_llama_cpp.sh)")
+    peer = locate_peer(args.peer_bin)
+    peer_avx2 = locate_peer(args.peer_bin_avx2, "--avx2") if args.avx2 or args.peer_bin_avx2 else None
+    for binary in (peer, peer_avx2):
+        if binary is not None and not binary.exists():
+            sys.exit(f"kernel_compare: no {binary} (run bench/peers/build_llama_cpp.sh)")
 
     # The tables this build and CPU have: bench_matvec registers only those.
     listed = subprocess.run([str(matvec), "--benchmark_list_tests"], stdout=subprocess.PIPE, text=True,
                             check=True).stdout.split()
     have = {name.split("/")[1] for name in listed if name.startswith("matvec_")}
-    tables = [t for t in args.tables.split(",") if t in have]
+    # scalar is every build's portable twin, not a table a CPU with vectors decodes on.
+    order = [t for t in TABLES if t in have] + sorted(have - set(TABLES) - {"scalar"})
+    tables = [t for t in args.tables.split(",") if t in have] if args.tables else order
     log(f"{cpu_name()}; mote tables {', '.join(tables)}; one thread; {args.reps} reps")
 
     raw = {"cpu": cpu_name(), "tables": tables, "reps": args.reps, "cells": [], "bandwidth_GBps": None}
@@ -137,26 +167,22 @@ def main():
             mote_type = MOTE_LAYOUT[gtype]
             cell = {"type": gtype, "rows": rows, "cols": cols, "ggml": {"plain": [], "repack": []},
                     "mote": {t: [] for t in tables}, "weight_bytes": None, "load": []}
-            repack = not args.no_repack
+            if peer_avx2 is not None:
+                cell["ggml_avx2"] = {"plain": [], "repack": []}
+            state = {"repack": not args.no_repack}
+            state_avx2 = {"repack": not args.no_repack}
             for rep in range(args.reps):
                 cell["load"].append(loadavg())
-                r = ggml_run(peer, gtype, rows, cols, 1, False, args.min_time)
-                cell["ggml"]["plain"].append(r["GBps"])
-                cell["weight_bytes"] = r["weight_bytes"]
-                if repack:
-                    r = ggml_run(peer, gtype, rows, cols, 1, True, args.min_time)
-                    if r["layout"] == "repack":
-                        cell["ggml"]["repack"].append(r["GBps"])
-                    else:
-                        repack = False  # ggml has no interleaved kernel for this type here
+                cell["weight_bytes"] = ggml_side(peer, gtype, rows, cols, args.min_time, cell["ggml"], state)
+                if peer_avx2 is not None:
+                    ggml_side(peer_avx2, gtype, rows, cols, args.min_time, cell["ggml_avx2"], state_avx2)
                 filt = f"^matvec_{mote_type}/{table_re}/{rows}x{cols}$"
                 for b in gbench(matvec, filt, args.min_time):
                     table = b["name"].split("/")[1]
                     cell["mote"][table].append(b["weights_MB"] * 1e6 / to_seconds(b) / 1e9)
             raw["cells"].append(cell)
-            med = lambda v: statistics.median(v) if v else None
-            g = max(x for x in (med(cell["ggml"]["plain"]), med(cell["ggml"]["repack"])) if x is not None)
-            best = max((med(v) for v in cell["mote"].values() if v), default=float("nan"))
+            g = best_ggml(cell["ggml"])
+            best = max((statistics.median(v) for v in cell["mote"].values() if v), default=float("nan"))
             log(f"{gtype:6s} {rows}x{cols}: ggml {g:.1f} GB/s, best mote {best:.1f} GB/s ({best / g:.2f}x)")
 
     if bandwidth.exists():
@@ -167,6 +193,8 @@ def main():
         raw["bandwidth_GBps"] = statistics.median(figs)
 
     print_table(raw, tables)
+    if peer_avx2 is not None:
+        print_avx2_table(raw, [t for t in tables if t.startswith("avx2")])
     if args.out:
         Path(args.out).write_text(json.dumps(raw, indent=1))
         log(f"raw figures in {args.out}")
@@ -209,6 +237,34 @@ def print_table(raw, tables):
     if loads:
         print(f"loadavg before runs: median {statistics.median(loads):.2f}, max {max(loads):.2f}")
     print("mote slower than ggml (bold): " + (", ".join(slower) if slower else "none"))
+
+
+def print_avx2_table(raw, tables):
+    print()
+    print("mote's AVX2 tables next to ggml built for AVX2+FMA+F16C+BMI2 (no AVX-VNNI, no AVX-512); "
+          "weight GB/s, mote/ggml in parentheses")
+    print()
+    head = ["type", "shape", "ggml-avx2 plain", "ggml-avx2 repack"] + [f"mote {t}" for t in tables]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" for _ in head) + "|")
+    slower = []
+    for c in raw["cells"]:
+        figs = c["ggml_avx2"]
+        g = best_ggml(figs)
+        row = [c["type"], f"{c['rows']}x{c['cols']}", f"{statistics.median(figs['plain']):.1f}",
+               f"{statistics.median(figs['repack']):.1f}" if figs["repack"] else "-"]
+        for t in tables:
+            if not c["mote"][t]:
+                row.append("-")
+                continue
+            m = statistics.median(c["mote"][t])
+            ratio = m / g
+            if ratio < 1.0:
+                slower.append(f"{c['type']} {c['rows']}x{c['cols']} {t}")
+            row.append(f"{m:.1f} ({'**' if ratio < 1 else ''}{ratio:.2f}{'**' if ratio < 1 else ''})")
+        print("| " + " | ".join(row) + " |")
+    print()
+    print("mote slower than ggml-avx2 (bold): " + (", ".join(slower) if slower else "none"))
 
 
 if __name__ == "__main__":

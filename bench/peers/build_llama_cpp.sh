@@ -14,15 +14,21 @@
 # alone when its source is newer). The last line of output is the folder holding the binaries.
 # Never used by CI.
 #
-# Usage: bench/peers/build_llama_cpp.sh [--jobs N]   (default 2; this machine is shared)
+# --avx2 builds, in a folder of its own, only ggml and mote-ggml-matvec for AVX2+FMA+F16C+BMI2
+# (GGML_NATIVE=OFF, AVX-VNNI and AVX-512 off): the ggml to put next to mote's avx2 kernel table,
+# where the native build would use AVX-512.
+#
+# Usage: bench/peers/build_llama_cpp.sh [--jobs N] [--avx2]   (default 2; this machine is shared)
 set -euo pipefail
 
 version=0.3.36
 jobs=2
+flavour=native
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs|-j) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --avx2) flavour=avx2; shift ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "build_llama_cpp: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -31,6 +37,7 @@ cache="${XDG_CACHE_HOME:-$HOME/.cache}/mote/peers"
 src="$cache/llama-cpp-python-$version"
 tree="$src/vendor/llama.cpp"
 build="$cache/llama.cpp-build-$version"
+[ "$flavour" = native ] || build="$build-$flavour"
 bin="$build/bin"
 
 say() { echo "build_llama_cpp: $*" >&2; }
@@ -39,6 +46,13 @@ say() { echo "build_llama_cpp: $*" >&2; }
 required=(llama-bench llama-quantize llama-embedding test-backend-ops)
 # Built when the pinned tree defines the target (names move between llama.cpp versions).
 optional=(llama-speculative-simple llama-lookup llama-cli)
+isa=(-DGGML_NATIVE=ON)
+if [ "$flavour" = avx2 ]; then
+  # ggml's libraries alone (the ggml target pulls in ggml-base and ggml-cpu).
+  required=() optional=()
+  isa=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+    -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF)
+fi
 # Records which optional targets the last configure found, so that the fast path knows what
 # to expect without configuring again; its first line is the optional list it was made for.
 stamp="$build/mote-optional-targets"
@@ -56,6 +70,7 @@ build_matvec() {
 have_all() {
   local t
   for t in "${required[@]}"; do [ -x "$bin/$t" ] || return 1; done
+  [ -e "$bin/libggml-cpu.so" ] || return 1
   [ -f "$stamp" ] && [ "$(head -n1 "$stamp")" = "${optional[*]}" ] || return 1
   for t in $(tail -n +2 "$stamp"); do [ -x "$bin/$t" ] || return 1; done
 }
@@ -92,7 +107,7 @@ fi
 no_amx="-U__AMX_TILE__ -U__AMX_INT8__ -U__AMX_BF16__"
 say "configuring $tree"
 cmake -S "$tree" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-  -DGGML_NATIVE=ON -DCMAKE_C_FLAGS="$no_amx" -DCMAKE_CXX_FLAGS="$no_amx" \
+  "${isa[@]}" -DCMAKE_C_FLAGS="$no_amx" -DCMAKE_CXX_FLAGS="$no_amx" \
   -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=ON >&2
 # `--target help` lists every target, as "... name" (Makefiles) or "name: phony" (Ninja).
@@ -101,8 +116,8 @@ found=()
 for t in "${optional[@]}"; do
   if grep -Eq "(^|[ .])$t(:| |\$)" <<<"$targets"; then found+=("$t"); fi
 done
-say "building ${required[*]} ${found[*]} with -j$jobs (a while on 2 cores)"
-cmake --build "$build" --target "${required[@]}" "${found[@]}" -j "$jobs" >&2
+say "building ggml ${required[*]} ${found[*]} with -j$jobs (a while on 2 cores)"
+cmake --build "$build" --target ggml "${required[@]}" "${found[@]}" -j "$jobs" >&2
 for t in "${required[@]}" "${found[@]}"; do
   [ -x "$bin/$t" ] || { say "the build finished but $bin lacks $t"; exit 1; }
 done
