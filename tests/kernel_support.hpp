@@ -93,4 +93,32 @@ inline std::string label(const KernelTable &t, const char *kernel, size_t a, siz
   return std::string(t.isa_name) + " " + kernel + " " + std::to_string(a) + "x" + std::to_string(b);
 }
 
+// Owns the arrays of one Q8Activations for n_tokens vectors of cols values (the only owner the
+// kernel tests use, so a new array is allocated everywhere at once).
+struct OwnedQ8 {
+  std::vector<int8_t> q;
+  std::vector<float> scale, lane_sum_scaled, scaled_sum;
+  std::vector<int32_t> lane_offset, block_sum, half_sum;
+  size_t cols;
+  OwnedQ8(size_t cols_, size_t n_tokens)
+      : q(cols_ * n_tokens),
+        scale(cols_ * n_tokens / 32),
+        lane_sum_scaled(cols_ * n_tokens / 4),
+        scaled_sum(cols_ * n_tokens / 32),
+        lane_offset(cols_ * n_tokens / 4),
+        block_sum(cols_ * n_tokens / 32),
+        half_sum(cols_ * n_tokens / 16),
+        cols(cols_) {}
+  // Token `first` onwards.
+  mote::kernels::Q8Activations view(size_t first = 0) {
+    return {q.data() + first * cols,
+            scale.data() + first * cols / 32,
+            lane_offset.data() + first * cols / 4,
+            lane_sum_scaled.data() + first * cols / 4,
+            block_sum.data() + first * cols / 32,
+            half_sum.data() + first * cols / 16,
+            scaled_sum.data() + first * cols / 32};
+  }
+};
+
 }  // namespace mote_kernel_test

@@ -59,29 +59,9 @@ const char *name_of() {
 }
 
 // One buffer per Q8Activations array, for n_tokens vectors of cols values.
-struct OwnedActivations {
-  std::vector<int8_t> q;
-  std::vector<float> scale, lane_sum_scaled;
-  std::vector<int32_t> lane_offset, block_sum;
-  OwnedActivations(const std::vector<float> &x, size_t cols, size_t n_tokens)
-      : q(cols * n_tokens),
-        scale(cols * n_tokens / 32),
-        lane_sum_scaled(cols * n_tokens / 4),
-        lane_offset(cols * n_tokens / 4),
-        block_sum(cols * n_tokens / 32) {
+struct OwnedActivations : mote_kernel_test::OwnedQ8 {
+  OwnedActivations(const std::vector<float> &x, size_t cols_, size_t n_tokens) : OwnedQ8(cols_, n_tokens) {
     mote::kernels::scalar_kernels().quantize_q8(view(), x.data(), cols, n_tokens);
-  }
-  Q8Activations view() {
-    return {q.data(), scale.data(), lane_offset.data(), lane_sum_scaled.data(), block_sum.data()};
-  }
-  Q8Activations token(size_t t, size_t cols) {
-    Q8Activations v = view();
-    v.q += t * cols;
-    v.scale += t * cols / 32;
-    v.lane_offset += t * cols / 4;
-    v.lane_sum_scaled += t * cols / 4;
-    v.block_sum += t * cols / 32;
-    return v;
   }
 };
 
@@ -192,9 +172,8 @@ void check_simd_against_scalar() {
           const size_t split = rows / 2;
           for (size_t tok = 0; tok < n_tokens; ++tok) {
             float *row_out = pieces.data() + tok * rows;
-            (t->*kernel)(row_out, rows, w.data(), xq.token(tok, cols), split, cols, 1);
-            (t->*kernel)(row_out + split, rows, w.data() + split * row_blocks, xq.token(tok, cols), rows - split, cols,
-                         1);
+            (t->*kernel)(row_out, rows, w.data(), xq.view(tok), split, cols, 1);
+            (t->*kernel)(row_out + split, rows, w.data() + split * row_blocks, xq.view(tok), rows - split, cols, 1);
           }
           CHECK_MESSAGE(same_bits(pieces, expected), what << " split");
         }

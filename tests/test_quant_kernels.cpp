@@ -33,23 +33,7 @@ using mote::kernels::kHasMinimum;
 using mote::kernels::kQuantBlock;
 using mote::kernels::Q8Activations;
 
-// Owns the arrays of one Q8Activations.
-struct Activations {
-  std::vector<int8_t> q;
-  std::vector<float> scale;
-  std::vector<int32_t> lane_offset;
-  std::vector<float> lane_sum_scaled;
-  std::vector<int32_t> block_sum;
-  Activations(size_t cols, size_t n_tokens)
-      : q(cols * n_tokens),
-        scale(cols * n_tokens / 32),
-        lane_offset(cols * n_tokens / 4),
-        lane_sum_scaled(cols * n_tokens / 4),
-        block_sum(cols * n_tokens / 32) {}
-  Q8Activations view() {
-    return {q.data(), scale.data(), lane_offset.data(), lane_sum_scaled.data(), block_sum.data()};
-  }
-};
+using Activations = mote_kernel_test::OwnedQ8;
 
 // Random blocks as a converter would write them: any nibbles or int8 values, scales of real
 // models' size (and some negative), q4_1 and q5_1 mins of either sign.
@@ -185,12 +169,7 @@ void check_simd_quant_matmul() {
           std::vector<float> pieces(rows * n_tokens, -1.0f);
           const size_t split = rows / 2;
           for (size_t tok = 0; tok < n_tokens; ++tok) {
-            Q8Activations one = xq.view();
-            one.q += tok * cols;
-            one.scale += tok * n_blocks;
-            one.lane_offset += tok * cols / 4;
-            one.lane_sum_scaled += tok * cols / 4;
-            one.block_sum += tok * n_blocks;
+            const Q8Activations one = xq.view(tok);
             float *row_out = pieces.data() + tok * rows;
             quant_matmul<Block> (*t)(row_out, rows, w.data(), one, split, cols, 1);
             quant_matmul<Block> (*t)(row_out + split, rows, w.data() + split * n_blocks, one, rows - split, cols, 1);
@@ -253,6 +232,8 @@ TEST_CASE("simd quantize_q8 matches the scalar twin bit for bit") {
       CHECK_MESSAGE(actual.lane_offset == expected.lane_offset, what);
       CHECK_MESSAGE(actual.lane_sum_scaled == expected.lane_sum_scaled, what);
       CHECK_MESSAGE(actual.block_sum == expected.block_sum, what);
+      CHECK_MESSAGE(actual.half_sum == expected.half_sum, what);
+      CHECK_MESSAGE(same_bits(actual.scaled_sum, expected.scaled_sum), what);
     }
   }
 }
@@ -351,10 +332,7 @@ void check_interleaved_matmul(const char *name) {
           CHECK_MESSAGE(same_bits(actual, expected), table->isa_name << " " << what);
           const size_t split = rows / 16 * 8;  // a group boundary (0 for one group)
           for (size_t tok = 0; tok < n_tokens; ++tok) {
-            Q8Activations one = xq.view();
-            one.q += tok * cols;
-            one.scale += tok * n_blocks;
-            one.block_sum += tok * n_blocks;
+            const Q8Activations one = xq.view(tok);
             float *row_out = pieces.data() + tok * rows;
             quant_matmul<Interleaved> (*table)(row_out, rows, w.data(), one, split, cols, 1);
             quant_matmul<Interleaved> (*table)(row_out + split, rows, w.data() + split / 8 * n_blocks, one,

@@ -26,33 +26,20 @@ using mote::ActivationFormat;
 using mote::MatmulInput;
 using mote::WeightType;
 using mote::format::DTypeTraits;
-using mote::kernels::Q8Activations;
 
 // Owns the arrays of one Q8Activations and the floats they quantize.
 struct Input {
   std::vector<float> values;
-  std::vector<int8_t> q;
-  std::vector<float> scale, lane_sum_scaled;
-  std::vector<int32_t> lane_offset, block_sum;
+  mote_kernel_test::OwnedQ8 quantized;
   size_t cols;
 
   Input(size_t cols_, size_t n_tokens, std::mt19937 &rng)
-      : values(random_floats(cols_ * n_tokens, rng, -2.0f, 2.0f)),
-        q(cols_ * n_tokens),
-        scale(cols_ * n_tokens / 32),
-        lane_sum_scaled(cols_ * n_tokens / 4),
-        lane_offset(cols_ * n_tokens / 4),
-        block_sum(cols_ * n_tokens / 32),
-        cols(cols_) {
+      : values(random_floats(cols_ * n_tokens, rng, -2.0f, 2.0f)), quantized(cols_, n_tokens), cols(cols_) {
     for (size_t i = 0; i < values.size(); i += 97) values[i] *= 40.0f;  // outliers, as real activations have
-    mote::kernels::scalar_kernels().quantize_q8(q8(0), values.data(), cols, n_tokens);
+    mote::kernels::scalar_kernels().quantize_q8(quantized.view(), values.data(), cols, n_tokens);
   }
   // Token `first` onwards.
-  Q8Activations q8(size_t first) {
-    return {q.data() + first * cols, scale.data() + first * cols / 32, lane_offset.data() + first * cols / 4,
-            lane_sum_scaled.data() + first * cols / 4, block_sum.data() + first * cols / 32};
-  }
-  MatmulInput input(size_t first) { return {values.data() + first * cols, q8(first)}; }
+  MatmulInput input(size_t first) { return {values.data() + first * cols, quantized.view(first)}; }
 };
 
 // A matrix of the row's dtype from random bytes: every quant bit pattern is a valid value, so
@@ -121,8 +108,8 @@ TEST_CASE("weight types: the scalar twin is the exact product of the row reader'
         for (size_t t = 0; t < n_tokens; ++t) {
           double exact = 0.0, magnitude = 0.0;
           for (size_t c = 0; c < cols; ++c) {
-            const double term =
-                double{weights[c]} * x.scale[(t * cols + c) / 32] * static_cast<double>(x.q[t * cols + c]);
+            const double term = double{weights[c]} * x.quantized.scale[(t * cols + c) / 32] *
+                                static_cast<double>(x.quantized.q[t * cols + c]);
             exact += term;
             magnitude += std::fabs(term);
           }

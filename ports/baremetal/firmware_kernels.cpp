@@ -36,7 +36,8 @@ BlockQ8_0 g_q8[kMaxRows * kMaxCols / 32];
 BlockQ8_0x8 g_q8x8[kMaxRows / 8 * kMaxCols / 32];
 int8_t g_xq[kMaxTokens * kMaxCols];
 float g_xscale[kMaxBlocks], g_lane_sum_scaled[kMaxTokens * kMaxCols / 4];
-int32_t g_lane_offset[kMaxTokens * kMaxCols / 4], g_block_sum[kMaxBlocks];
+int32_t g_lane_offset[kMaxTokens * kMaxCols / 4], g_block_sum[kMaxBlocks], g_half_sum[2 * kMaxBlocks];
+float g_scaled_sum[kMaxBlocks];
 
 unsigned g_cases = 0, g_failures = 0;
 
@@ -79,7 +80,7 @@ void test_f32(const KernelTable &mve, const KernelTable &ref) {
 
 Q8Activations quantized_activations(const KernelTable &ref, size_t cols, size_t tokens) {
   for (size_t i = 0; i < tokens * cols; ++i) g_x[i] = random_float() * 3.0f;
-  const Q8Activations x{g_xq, g_xscale, g_lane_offset, g_lane_sum_scaled, g_block_sum};
+  const Q8Activations x{g_xq, g_xscale, g_lane_offset, g_lane_sum_scaled, g_block_sum, g_half_sum, g_scaled_sum};
   ref.quantize_q8(x, g_x, cols, tokens);
   return x;
 }

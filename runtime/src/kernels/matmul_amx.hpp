@@ -223,8 +223,9 @@ inline void amx_block_tile(float *out, size_t out_stride, const Block *group, si
       typename W::Sums s = sums[t];
       const size_t xb = (token0 + t) * n_blocks + b0;
       for (size_t j = 0; j < span; ++j) {
-        Ops::add_dot(s, prepared[j], _mm512_load_si512(scratch.dots[j][t]),
-                     TokenBlock{x.q + (xb + j) * kQuantBlock, x.scale + xb + j, x.block_sum + xb + j});
+        Ops::add_dot(
+            s, prepared[j], _mm512_load_si512(scratch.dots[j][t]),
+            TokenBlock{x.q + (xb + j) * kQuantBlock, x.scale + xb + j, x.block_sum + xb + j, x.scaled_sum + xb + j});
       }
       sums[t] = s;
     }

@@ -30,7 +30,7 @@ inline void interleaved_step(typename W::Sums *sums, const Block *group, size_t 
 #pragma GCC unroll 8
   for (size_t t = 0; t < K; ++t) {
     const size_t xb = (token0 + t) * n_blocks + b;
-    Ops::accumulate(sums[t], w, TokenBlock{x.q + xb * kQuantBlock, x.scale + xb, x.block_sum + xb});
+    Ops::accumulate(sums[t], w, TokenBlock{x.q + xb * kQuantBlock, x.scale + xb, x.block_sum + xb, x.scaled_sum + xb});
   }
 }
 

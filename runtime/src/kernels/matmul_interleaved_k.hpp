@@ -22,13 +22,16 @@ namespace mote::kernels::simd {
 template <class Arch, class Group, class W>
 struct KGroupOps;
 
-// kTimes * the sum of 16 activations (exact: lane_offset holds 8 * each 4-value lane's sum).
-template <int kTimes>
-inline int32_t times_half_sum(const int32_t *lane_offset) {
-  return kTimes * (lane_offset[0] + lane_offset[1] + lane_offset[2] + lane_offset[3]) / 8;
-}
+// log2 of a power of two (the code offsets of the types scaled per 16 values).
+constexpr int log2_exact(int n) { return n <= 1 ? 0 : 1 + log2_exact(n / 2); }
 
 #if defined(__AVX2__)
+#if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
+constexpr bool kVnniDots = true;  // vpdpbusd: 4-byte dots into int32, no int16 pair sums
+#else
+constexpr bool kVnniDots = false;
+#endif
+
 // Per row lane: sum over quads k < N of the 4-byte dot of u[k] (unsigned codes <= kMaxCode) with
 // activation bytes x[4k .. 4k + 3], exact. W: Rows8 or Rows16 (matmul_interleaved_lanes.hpp).
 template <class W, int kMaxCode, size_t N>
@@ -36,10 +39,12 @@ inline typename W::Ints row_dots(const typename W::Ints *u, const int8_t *x) {
   using Ints = typename W::Ints;
   const typename W::Quads xs = W::quads(x);
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
-  Ints chains[2] = {W::zero(), W::zero()};  // two chains hide vpdpbusd's latency
+  // One chain: the callers' sub-blocks (and tokens) are independent chains enough to hide
+  // vpdpbusd's latency, and a second would cost a zeroing and an add per sub-block.
+  Ints sum = W::zero();
 #pragma GCC unroll 8
-  for (size_t k = 0; k < N; ++k) chains[k % 2] = W::dot_add(chains[k % 2], u[k], W::quad(xs, k));
-  return W::add32(chains[0], chains[1]);
+  for (size_t k = 0; k < N; ++k) sum = W::dot_add(sum, u[k], W::quad(xs, k));
+  return sum;
 #else
   // vpmaddubsw pair sums (<= 2 * kMaxCode * 127) added in int16 as far as they cannot overflow.
   constexpr size_t kPerInt16 = 32767 / (2 * kMaxCode * 127);
@@ -59,7 +64,7 @@ inline typename W::Ints row_dots(const typename W::Ints *u, const int8_t *x) {
 // Byte j (0..3) of every row's 32-bit word, unsigned, as int32 lanes and as floats.
 template <class W>
 inline typename W::Ints word_byte_ints(typename W::Ints words, size_t j) {
-  return W::and_(W::shift_right32(words, static_cast<int>(8 * j)), W::words(0xFF));
+  return W::unsigned_byte(words, j);
 }
 template <class W>
 inline typename W::Floats word_byte(typename W::Ints words, size_t j) {
@@ -90,9 +95,11 @@ inline void fold_sixteen(typename W::Floats *acc, const typename W::Ints *codes,
     const int8_t *xq = x.q + xb * kQuantBlock;
     Ints h0 = row_dots<W, kMaxCode, 4>(codes, xq), h1 = row_dots<W, kMaxCode, 4>(codes + 4, xq + 16);
     if constexpr (kOffset != 0) {
-      const int32_t *offsets = x.lane_offset + xb * kQuantLanes;
-      h0 = W::sub32(h0, W::words(times_half_sum<kOffset>(offsets)));
-      h1 = W::sub32(h1, W::words(times_half_sum<kOffset>(offsets + 4)));
+      // kOffset * each half's activation sum: a broadcast load and a shift.
+      static_assert((kOffset & (kOffset - 1)) == 0, "the offset is a power of two");
+      constexpr int kShift = log2_exact(kOffset);
+      h0 = W::sub32(h0, W::shift_left32(W::words(x.half_sum[2 * xb]), kShift));
+      h1 = W::sub32(h1, W::shift_left32(W::words(x.half_sum[2 * xb + 1]), kShift));
     }
     acc[t] = add_halves<W>(acc[t], h0, h1, sc0, sc1, d, x, xb);
   }
@@ -107,19 +114,26 @@ struct KMinGroupOps {
   static constexpr size_t kRest = offsetof(Group, rest);
   static constexpr size_t kQsAt = kRest + (kFifthBit ? 12 * 8 + 32 * 8 : 12 * 8);
   static constexpr int kMaxCode = kFifthBit ? 31 : 15;
+  // With int32 dots, q4's high nibbles enter where they lie (code * 16: <= 240 * 127 * 32, exact
+  // in int32 and in float), one shift fewer per 32 bytes, and those sub-blocks take d / 16:
+  // float(16 S) * (d / 16 * sc * d_x) is float(S) * (d * sc * d_x) to the bit, as scaling by a
+  // power of two is exact in every rounding (products of real models' scales stay normal).
+  static constexpr bool kHighNibblesInPlace = kVnniDots && !kFifthBit;
 
   // A super-block's factors for every row: d, dmin and k_scales_mins on 8 rows' words at once
   // (a, b, c are bytes 0-3, 4-7, 8-11 of each row).
+  // -dmin * m is -(dmin * m) to the bit (rounding is symmetric), so dmin is negated once.
   struct Factors {
-    Floats d, dmin;
+    Floats d, d_high, negative_dmin;  // d_high: the odd (high-nibble) sub-blocks' d
     Ints scales[2], mins[2];
-    Floats d_sub(size_t s) const { return W::mul(d, word_byte<W>(scales[s / 4], s % 4)); }
-    Floats m_sub(size_t s) const { return W::negate(W::mul(dmin, word_byte<W>(mins[s / 4], s % 4))); }
+    Floats d_sub(size_t s) const { return W::mul(s % 2 == 0 ? d : d_high, word_byte<W>(scales[s / 4], s % 4)); }
+    Floats m_sub(size_t s) const { return W::mul(negative_dmin, word_byte<W>(mins[s / 4], s % 4)); }
   };
   static Factors factors(const Group &g, size_t next) {
     Factors f;
     f.d = W::halves(g.fields, next);
-    f.dmin = W::halves(g.fields + 8, next);
+    f.d_high = kHighNibblesInPlace ? W::mul(f.d, W::splat(1.0f / 16.0f)) : f.d;
+    f.negative_dmin = W::negate(W::halves(g.fields + 8, next));
     const Ints a = W::load(&g, next, kRest), b = W::load(&g, next, kRest + 32), c = W::load(&g, next, kRest + 64);
     const Ints six = W::bytes(0x3F), four = W::bytes(0x0F), top = W::bytes(0x30);
     f.scales[0] = W::and_(a, six);
@@ -136,7 +150,11 @@ struct KMinGroupOps {
 #pragma GCC unroll 8
     for (size_t k = 0; k < 8; ++k) {
       const Ints v = W::load(&g, next, kQsAt + 256 * (s / 2) + 32 * k);
-      codes[k] = W::and_(s % 2 == 0 ? v : W::shift_right16(v, 4), four);
+      if constexpr (kHighNibblesInPlace) {
+        codes[k] = W::and_(v, s % 2 == 0 ? four : W::bytes(0xF0));
+      } else {
+        codes[k] = W::and_(s % 2 == 0 ? v : W::shift_right16(v, 4), four);
+      }
       if constexpr (kFifthBit) {  // bit s of qh[l]: qh quad k holds elements 4k .. 4k + 3
         // Bit s moved straight to bit 4 (16-bit shifts: what crosses a byte is masked off).
         const Ints qh = W::load(&g, next, kRest + 96 + 32 * k);
@@ -152,7 +170,7 @@ struct KMinGroupOps {
   static void add_sub_block(Floats &acc, Floats &acc_min, Ints sums, Floats d_sub, Floats m_sub, const Q8Activations &x,
                             size_t xb) {
     acc = W::fma(W::to_float(sums), W::mul(d_sub, W::splat(x.scale[xb])), acc);
-    acc_min = W::fma(m_sub, W::splat(x.scale[xb] * static_cast<float>(x.block_sum[xb])), acc_min);
+    acc_min = W::fma(m_sub, W::splat(x.scaled_sum[xb]), acc_min);
   }
 
   template <size_t K>
@@ -294,9 +312,8 @@ struct KGroupOps<Arch, BlockQ2_Kx8, W> {
 #pragma GCC unroll 8
       for (size_t t = 0; t < K; ++t) {
         const size_t xb = xb0[t] + s;
-        const int32_t *offsets = x.lane_offset + xb * kQuantLanes;
-        const Ints m = W::add32(W::mul32(mn0, W::words(times_half_sum<1>(offsets))),
-                                W::mul32(mn1, W::words(times_half_sum<1>(offsets + 4))));
+        const Ints m =
+            W::add32(W::mul32(mn0, W::words(x.half_sum[2 * xb])), W::mul32(mn1, W::words(x.half_sum[2 * xb + 1])));
         acc_mins[t] = W::fma(W::to_float(m), W::negate(W::mul(dmin, W::splat(x.scale[xb]))), acc_mins[t]);
       }
     }
@@ -390,7 +407,7 @@ struct KMinGroupOps {
           float32x4_t &lanes = half == 0 ? acc[t].lo : acc[t].hi;
           float32x4_t &min_lanes = half == 0 ? acc_mins[t].lo : acc_mins[t].hi;
           lanes = Isa::fma(lanes, vcvtq_f32_s32(sums), vmulq_n_f32(d_sub, x.scale[xb]));
-          min_lanes = Isa::fma(min_lanes, m_sub, vdupq_n_f32(x.scale[xb] * static_cast<float>(x.block_sum[xb])));
+          min_lanes = Isa::fma(min_lanes, m_sub, vdupq_n_f32(x.scaled_sum[xb]));
         }
       }
     }
@@ -499,9 +516,7 @@ struct KGroupOps<Arch, BlockQ2_Kx8, W> {
           const size_t xb = xb0[t] + s;
           fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, vandq_s32(byte0, four), vandq_s32(byte1, four),
                              d[half], x.q + xb * kQuantBlock, x.scale[xb]);
-          const int32_t *offsets = x.lane_offset + xb * kQuantLanes;
-          const int32x4_t m =
-              vmlaq_n_s32(vmulq_n_s32(mn0, times_half_sum<1>(offsets)), mn1, times_half_sum<1>(offsets + 4));
+          const int32x4_t m = vmlaq_n_s32(vmulq_n_s32(mn0, x.half_sum[2 * xb]), mn1, x.half_sum[2 * xb + 1]);
           float32x4_t &min_lanes = half == 0 ? acc_mins[t].lo : acc_mins[t].hi;
           min_lanes = Isa::fma(min_lanes, vcvtq_f32_s32(m), vnegq_f32(vmulq_n_f32(dmin[half], x.scale[xb])));
         }

@@ -36,12 +36,21 @@ inline void prefetch_ahead(const void *groups, size_t next, size_t at) {
 }
 
 #if defined(__AVX2__)
-// The activation block of one token: its quants, d and the sum of its quants.
+// The activation block of one token: its quants, d, the sum of its quants and d * that sum.
 struct TokenBlock {
   const int8_t *q;
   const float *scale;  // this block's (BlockPairs: and the next one's)
   const int32_t *sum;
+  const float *scaled_sum;
 };
+
+// The shuffle control that moves byte j of each 32-bit word of a 128-bit lane to the word's
+// low byte and zeroes the rest.
+inline __m128i byte_picker(size_t j) {
+  const char b = static_cast<char>(j), z = static_cast<char>(0x80);
+  return _mm_setr_epi8(b, z, z, z, static_cast<char>(b + 4), z, z, z, static_cast<char>(b + 8), z, z, z,
+                       static_cast<char>(b + 12), z, z, z);
+}
 
 // Four activation bytes as one word (to broadcast to every 32-bit lane).
 inline int32_t quad_word(const int8_t *q) {
@@ -78,9 +87,14 @@ struct Rows8 {
   static Ints shift_left16(Ints v, int n) { return _mm256_slli_epi16(v, n); }
   static Ints shift_right16(Ints v, int n) { return _mm256_srli_epi16(v, n); }
   static Ints shift_right32(Ints v, int n) { return _mm256_srli_epi32(v, n); }
+  static Ints shift_left32(Ints v, int n) { return _mm256_slli_epi32(v, n); }
   // Byte j of every 32-bit lane, sign-extended.
   static Ints signed_byte(Ints v, size_t j) {
     return _mm256_srai_epi32(_mm256_sllv_epi32(v, words(static_cast<int>(24 - 8 * j))), 24);
+  }
+  // Byte j of every 32-bit lane, zero-extended: one shuffle where a shift and a mask take two.
+  static Ints unsigned_byte(Ints v, size_t j) {
+    return _mm256_shuffle_epi8(v, _mm256_broadcastsi128_si256(byte_picker(j)));
   }
   static Ints mul32(Ints a, Ints b) { return _mm256_mullo_epi32(a, b); }
   static Ints add32(Ints a, Ints b) { return _mm256_add_epi32(a, b); }
@@ -130,7 +144,7 @@ struct Rows8 {
   static constexpr size_t kBlocks = 1;
   static Ints token_words(const int32_t *sum, int32_t factor) { return words(factor * sum[0]); }
   static Floats token_floats(const float *v) { return splat(v[0]); }
-  static Floats token_scaled_sums(const TokenBlock &x) { return splat(x.scale[0] * static_cast<float>(x.sum[0])); }
+  static Floats token_scaled_sums(const TokenBlock &x) { return splat(x.scaled_sum[0]); }
   static Acc add_rows(Acc acc, Floats sums, Floats scales) { return fma(sums, scales, acc); }
   static Acc add_acc(Acc a, Acc b) { return add(a, b); }
 };
@@ -168,9 +182,11 @@ struct Rows16 {
   static Ints shift_left16(Ints v, int n) { return _mm512_slli_epi16(v, static_cast<unsigned>(n)); }
   static Ints shift_right16(Ints v, int n) { return _mm512_srli_epi16(v, static_cast<unsigned>(n)); }
   static Ints shift_right32(Ints v, int n) { return _mm512_srli_epi32(v, static_cast<unsigned>(n)); }
+  static Ints shift_left32(Ints v, int n) { return _mm512_slli_epi32(v, static_cast<unsigned>(n)); }
   static Ints signed_byte(Ints v, size_t j) {
     return _mm512_srai_epi32(_mm512_sllv_epi32(v, words(static_cast<int>(24 - 8 * j))), 24);
   }
+  static Ints unsigned_byte(Ints v, size_t j) { return _mm512_shuffle_epi8(v, _mm512_broadcast_i32x4(byte_picker(j))); }
   static Ints mul32(Ints a, Ints b) { return _mm512_mullo_epi32(a, b); }
   static Ints add32(Ints a, Ints b) { return _mm512_add_epi32(a, b); }
   static Ints sub32(Ints a, Ints b) { return _mm512_sub_epi32(a, b); }
@@ -216,7 +232,7 @@ struct Rows16 {
   static constexpr size_t kBlocks = 1;
   static Ints token_words(const int32_t *sum, int32_t factor) { return words(factor * sum[0]); }
   static Floats token_floats(const float *v) { return splat(v[0]); }
-  static Floats token_scaled_sums(const TokenBlock &x) { return splat(x.scale[0] * static_cast<float>(x.sum[0])); }
+  static Floats token_scaled_sums(const TokenBlock &x) { return splat(x.scaled_sum[0]); }
   static Acc add_rows(Acc acc, Floats sums, Floats scales) { return fma(sums, scales, acc); }
   static Acc add_acc(Acc a, Acc b) { return add(a, b); }
 };
@@ -250,8 +266,7 @@ struct BlockPairs : Rows16<Arch> {
     return _mm512_insertf32x8(_mm512_set1_ps(v[0]), _mm256_set1_ps(v[1]), 1);
   }
   static Floats token_scaled_sums(const TokenBlock &x) {
-    return _mm512_insertf32x8(_mm512_set1_ps(x.scale[0] * static_cast<float>(x.sum[0])),
-                              _mm256_set1_ps(x.scale[1] * static_cast<float>(x.sum[1])), 1);
+    return _mm512_insertf32x8(_mm512_set1_ps(x.scaled_sum[0]), _mm256_set1_ps(x.scaled_sum[1]), 1);
   }
   static Acc add_rows(Acc acc, Floats sums, Floats scales) {
     acc = _mm256_fmadd_ps(_mm512_castps512_ps256(sums), _mm512_castps512_ps256(scales), acc);

@@ -638,7 +638,10 @@ inline void quant_matmul(float *out, size_t out_stride, const Block *w, const Q8
 template <class Arch>
 void quantize_q8(const Q8Activations &out, const float *x, size_t cols, size_t n_tokens) {
   const size_t n_blocks = n_tokens * (cols / kQuantBlock);
-  for (size_t b = 0; b < n_blocks; ++b) quantize_block<Arch>(out, b, x + b * kQuantBlock);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    quantize_block<Arch>(out, b, x + b * kQuantBlock);
+    finish_block_sums(out, b);
+  }
 }
 
 template <class Arch>

@@ -172,12 +172,29 @@ struct Q8Activations {
   int32_t *lane_offset;    // (n_tokens, cols / 4) 8 * the sum of each 4 consecutive q
   float *lane_sum_scaled;  // (n_tokens, cols / 4) d * the sum of each 4 consecutive q
   int32_t *block_sum;      // (n_tokens, cols / 32) the sum of each block's q (x8 layouts)
+  // Made once per token for the products that would otherwise redo them for every group of 8
+  // rows (finish_block_sums): the K types scaled per 16 values take the offset of their codes off
+  // through half_sum, the x8 layouts with a minimum add it through scaled_sum.
+  int32_t *half_sum;  // (n_tokens, cols / 16) the sum of each 16 consecutive q
+  float *scaled_sum;  // (n_tokens, cols / 32) d * block_sum, rounded once
 };
+constexpr size_t kHalfBlock = kQuantBlock / 2;
+
+// Block b's half sums and scaled sum, from its lane sums, d and block_sum (every quantizer ends
+// with this, so they are the same numbers on every ISA).
+inline void finish_block_sums(const Q8Activations &out, size_t b) {
+  for (size_t h = 0; h < 2; ++h) {
+    const int32_t *lanes = out.lane_offset + b * kQuantLanes + h * (kQuantLanes / 2);
+    out.half_sum[2 * b + h] = (lanes[0] + lanes[1] + lanes[2] + lanes[3]) / 8;
+  }
+  out.scaled_sum[b] = out.scale[b] * static_cast<float>(out.block_sum[b]);
+}
 
 // Bytes of one token's activations, each array rounded up to 64 bytes (for arena planning).
 constexpr size_t q8_activation_bytes(size_t cols) {
   const auto round64 = [](size_t n) { return (n + 63) / 64 * 64; };
-  return round64(cols) + 2 * round64(cols / kQuantBlock * 4) + 2 * round64(cols / kLaneElements * 4);
+  return round64(cols) + 3 * round64(cols / kQuantBlock * 4) + 2 * round64(cols / kLaneElements * 4) +
+         round64(cols / kHalfBlock * 4);
 }
 
 }  // namespace mote::kernels

@@ -162,6 +162,7 @@ void quantize_q8(const Q8Activations &out, const float *x, size_t cols, size_t n
       out.block_sum[b] += sum;
       out.lane_sum_scaled[b * kQuantLanes + k] = d * static_cast<float>(sum);
     }
+    finish_block_sums(out, b);
   }
 }
 

@@ -113,6 +113,8 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
     st.xq.lane_offset = arena.take<int32_t>(batch * widest / kernels::kLaneElements);
     st.xq.lane_sum_scaled = arena.take<float>(batch * widest / kernels::kLaneElements);
     st.xq.block_sum = arena.take<int32_t>(batch * widest / kernels::kQuantBlock);
+    st.xq.half_sum = arena.take<int32_t>(batch * widest / kernels::kHalfBlock);
+    st.xq.scaled_sum = arena.take<float>(batch * widest / kernels::kQuantBlock);
   }
   KvCache cache{};
   if (!host_forward) kv_elements = kv_scales = 0;
