@@ -566,8 +566,8 @@ TEST_CASE("scalar gelu (tanh and erf) and relu follow their formulas") {
   const double pi = std::acos(-1.0);
   for (size_t i = 0; i < n; ++i) {
     const double x = inputs[i];
-    CHECK(tanh_out[i] == doctest::Approx(0.5 * x * (1 + std::tanh(std::sqrt(2 / pi) * (x + 0.044715 * x * x * x))))
-                             .epsilon(1e-6));
+    CHECK(tanh_out[i] ==
+          doctest::Approx(0.5 * x * (1 + std::tanh(std::sqrt(2 / pi) * (x + 0.044715 * x * x * x)))).epsilon(1e-6));
     CHECK(erf_out[i] == doctest::Approx(0.5 * x * (1 + std::erf(x / std::sqrt(2.0)))).epsilon(1e-6));
     CHECK(relu_out[i] == (x > 0 ? inputs[i] : 0.0f));
   }
@@ -594,14 +594,97 @@ TEST_CASE("simd layernorm, gelu and relu match the scalar twins") {
         const char *name;
         void (*KernelTable::*kernel)(float *, size_t);
       };
-      const Activation activations[] = {{"gelu_tanh", &KernelTable::gelu_tanh},
-                                        {"gelu_erf", &KernelTable::gelu_erf},
-                                        {"relu", &KernelTable::relu}};
+      const Activation activations[] = {
+          {"gelu_tanh", &KernelTable::gelu_tanh}, {"gelu_erf", &KernelTable::gelu_erf}, {"relu", &KernelTable::relu}};
       for (const Activation &a : activations) {
         std::vector<float> expected = h, actual = h;
         (ref.*a.kernel)(expected.data(), n);
         (t->*a.kernel)(actual.data(), n);
         check_close(actual, expected, 1e-5f, 1e-6f, label(*t, a.name, n));
+      }
+    }
+  }
+}
+
+// The forward pass attends in groups (the heads sharing a key/value head, a few tokens of a
+// batch); batch and thread invariance rest on each query's result being the single-query
+// kernel's to the bit, whatever the group: depths 1, 17, 256 and 4097, sliding windows (a later
+// first position), mixed spans in one group, every table and cache type.
+TEST_CASE("attention groups give every query the single-query kernel's bits") {
+  std::vector<const KernelTable *> tables = simd_tables();
+  tables.push_back(&mote::kernels::scalar_kernels());
+  std::mt19937 rng(36);
+  const size_t n_kv_heads = 2, max_pos = 4097 + 3;
+  struct Span {
+    size_t first, end;
+  };
+  // Causal spans of a 4-token tile at each depth, windows of 64 and 1000, and a query alone.
+  const std::vector<std::vector<Span>> groups = {{{0, 1}},
+                                                 {{0, 17}, {0, 17}, {0, 18}, {0, 19}},
+                                                 {{0, 256}, {0, 257}, {0, 258}, {0, 259}, {0, 256}, {0, 257}},
+                                                 {{0, 4097}, {0, 4098}, {0, 4099}, {0, 4100}},
+                                                 {{4033, 4097}, {4034, 4098}, {3098, 4098}, {0, 4098}, {4000, 4001}},
+                                                 {{1, 2}, {100, 357}, {63, 64}, {64, 65}, {0, 129}}};
+  for (size_t head_dim : {64, 80}) {
+    const size_t kv_stride = n_kv_heads * head_dim, blocks = (head_dim + 31) / 32, scale_stride = n_kv_heads * blocks;
+    const std::vector<float> k = random_floats(max_pos * kv_stride, rng), v = random_floats(max_pos * kv_stride, rng);
+    const std::vector<uint16_t> k_half = to_halves(k), v_half = to_halves(v);
+    std::vector<int8_t> k_q(k.size()), v_q(v.size());
+    std::uniform_int_distribution<int> byte(-127, 127);
+    for (size_t i = 0; i < k.size(); ++i) {
+      k_q[i] = static_cast<int8_t>(byte(rng));
+      v_q[i] = static_cast<int8_t>(byte(rng));
+    }
+    const std::vector<float> k_scale = random_floats(max_pos * scale_stride, rng, 0.0f, 1.0f / 127);
+    const std::vector<float> v_scale = random_floats(max_pos * scale_stride, rng, 0.0f, 1.0f / 127);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    const size_t head = 1;  // the second key/value head: rows strided past the first
+    for (const std::vector<Span> &spans : groups) {
+      const size_t n = spans.size();
+      const std::vector<float> q = random_floats(n * head_dim, rng, -2.0f, 2.0f);
+      for (const KernelTable *t : tables) {
+        for (const char *cache : {"f32", "f16", "q8_0"}) {
+          std::vector<float> out(n * head_dim), scores(n * max_pos), alone_out(head_dim), alone_scores(max_pos);
+          std::vector<mote::kernels::AttentionQuery> queries(n);
+          for (size_t i = 0; i < n; ++i) {
+            queries[i] = {q.data() + i * head_dim, out.data() + i * head_dim, scores.data() + i * max_pos,
+                          spans[i].first, spans[i].end};
+          }
+          const std::string kind(cache);
+          const size_t at = head * head_dim, scale_at = head * blocks;
+          if (kind == "f32") {
+            t->attention_group_f32(queries.data(), n, k.data() + at, v.data() + at, head_dim, kv_stride, scale);
+          } else if (kind == "f16") {
+            t->attention_group_f16(queries.data(), n, k_half.data() + at, v_half.data() + at, head_dim, kv_stride,
+                                   scale);
+          } else {
+            t->attention_group_q8(queries.data(), n, k_q.data() + at, k_scale.data() + scale_at, v_q.data() + at,
+                                  v_scale.data() + scale_at, head_dim, kv_stride, scale_stride, scale);
+          }
+          for (size_t i = 0; i < n; ++i) {
+            const size_t first = spans[i].first, n_pos = spans[i].end - first;
+            const size_t from = at + first * kv_stride, scales_from = scale_at + first * scale_stride;
+            const float *qi = q.data() + i * head_dim;
+            if (kind == "f32") {
+              t->attention_f32(alone_out.data(), alone_scores.data(), qi, k.data() + from, v.data() + from, n_pos,
+                               head_dim, kv_stride, scale);
+            } else if (kind == "f16") {
+              t->attention_f16(alone_out.data(), alone_scores.data(), qi, k_half.data() + from, v_half.data() + from,
+                               n_pos, head_dim, kv_stride, scale);
+            } else {
+              t->attention_q8(alone_out.data(), alone_scores.data(), qi, k_q.data() + from,
+                              k_scale.data() + scales_from, v_q.data() + from, v_scale.data() + scales_from, n_pos,
+                              head_dim, kv_stride, scale_stride, scale);
+            }
+            const std::string what = std::string(t->isa_name) + " " + kind + " head_dim " + std::to_string(head_dim) +
+                                     " query " + std::to_string(i) + " of " + std::to_string(n) + ", positions " +
+                                     std::to_string(first) + ".." + std::to_string(spans[i].end);
+            CHECK_MESSAGE(std::memcmp(out.data() + i * head_dim, alone_out.data(), head_dim * sizeof(float)) == 0,
+                          what);
+            CHECK_MESSAGE(std::memcmp(scores.data() + i * max_pos, alone_scores.data(), n_pos * sizeof(float)) == 0,
+                          what << " scores");
+          }
+        }
       }
     }
   }

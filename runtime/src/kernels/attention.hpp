@@ -3,6 +3,7 @@
 // int8 (q8_0) elements, the last with a scale per position and block of 32.
 #pragma once
 
+#include "kernels/attention_query.hpp"
 #include "kernels/matvec.hpp"
 #include "kernels/quant.hpp"
 #include "kernels/simd.hpp"
@@ -12,10 +13,12 @@ namespace mote::kernels::simd {
 
 // The keys' and values' scales: none for f32 and f16 elements (scale 1 over one block as long as
 // any head, which leaves every product exact), one per position and block of kQuantBlock for int8.
+// from(p): the scales of the positions from p on.
 struct Unscaled {
   static constexpr bool kScaled = false;
   static constexpr size_t kBlock = size_t{1} << 30;  // longer than any head (fits a 32-bit size_t)
   float operator()(size_t, size_t) const { return 1.0f; }
+  Unscaled from(size_t) const { return *this; }
 };
 struct BlockScales {
   static constexpr bool kScaled = true;
@@ -23,6 +26,7 @@ struct BlockScales {
   const float *scales;
   size_t stride;  // between positions
   float operator()(size_t t, size_t block) const { return scales[t * stride + block]; }
+  BlockScales from(size_t p) const { return {scales + p * stride, stride}; }
 };
 
 // An int8 cache's rows of a head are a cache line or less, a few lines apart: the hardware
@@ -92,10 +96,11 @@ inline void attention_scores(float *scores, const float *q, const Element *k, co
 // out = sum_t p_t v_t (each v_t's block scales applied), element by element in position order
 // (fused steps), with up to kPanel batches of out held in registers across all positions (an axpy
 // per position stored and reloaded out each time: a store-to-load chain per position); one
-// broadcast weight per position and block.
+// broadcast weight per position and block. accumulate: out already holds the sum over earlier
+// positions, and the steps go on from it (the same steps as one call over all the positions).
 template <class Arch, class Element, class Scales>
 inline void attention_values(float *out, const float *p, const Element *v, const Scales &value_scales, size_t n_pos,
-                             size_t head_dim, size_t kv_stride) {
+                             size_t head_dim, size_t kv_stride, bool accumulate = false) {
   using Batch = Floats<Arch>;
   constexpr size_t W = Batch::size, kPanel = 8, kBlock = Scales::kBlock;
   static_assert(kBlock % W == 0 && (kBlock >= kPanel * W || (kPanel * W) % kBlock == 0), "panels hold whole blocks");
@@ -104,7 +109,9 @@ inline void attention_values(float *out, const float *p, const Element *v, const
     const size_t n_batches = (simd_end - c0) / W < kPanel ? (simd_end - c0) / W : kPanel;
     Batch acc[kPanel];
 #pragma GCC unroll 8
-    for (size_t b = 0; b < kPanel; ++b) acc[b] = Batch(0.0f);
+    for (size_t b = 0; b < kPanel; ++b) {
+      acc[b] = accumulate && b < n_batches ? Batch::load_unaligned(out + c0 + b * W) : Batch(0.0f);
+    }
     for (size_t t = 0; t < n_pos; ++t) {
       const Element *row = v + t * kv_stride + c0;
       if (Scales::kScaled) __builtin_prefetch(row + kPrefetchAhead * kv_stride);
@@ -123,7 +130,7 @@ inline void attention_values(float *out, const float *p, const Element *v, const
     }
   }
   for (size_t c = simd_end; c < head_dim; ++c) {
-    float sum = 0.0f;
+    float sum = accumulate ? out[c] : 0.0f;
     for (size_t t = 0; t < n_pos; ++t) {
       sum = __builtin_fmaf(p[t] * value_scales(t, c / Scales::kBlock), to_float<Arch>(v[t * kv_stride + c]), sum);
     }
@@ -138,6 +145,67 @@ inline void attention(float *out, float *scores, const float *q, const Element *
   attention_scores<Arch>(scores, q, k, key_scales, n_pos, head_dim, kv_stride, scale);
   softmax<Arch>(scores, n_pos);
   attention_values<Arch>(out, scores, v, value_scales, n_pos, head_dim, kv_stride);
+}
+
+// Positions a group reads per block: a block's keys of a 64-wide f16 head are 8 KB, read from
+// memory once and from L1 by every other query of the group.
+constexpr size_t kAttentionBlock = 64;
+
+// Every query of a group over its positions [first, end), block by block: scores of a block for
+// every query, then each query's softmax, then the values block by block. Each key's score and
+// each value step are the single-query kernel's (attention_scores and attention_values compute
+// every position alone, in position order), so each query's result is attention()'s to the bit.
+template <class Arch, class Element, class Scales>
+inline void attention_group(const AttentionQuery *queries, size_t n_queries, const Element *k, const Scales &key_scales,
+                            const Element *v, const Scales &value_scales, size_t head_dim, size_t kv_stride,
+                            float scale) {
+  size_t lo = queries[0].first, hi = queries[0].end;
+  for (size_t i = 1; i < n_queries; ++i) {
+    lo = queries[i].first < lo ? queries[i].first : lo;
+    hi = queries[i].end > hi ? queries[i].end : hi;
+  }
+  // Each query's part of the block [b0, b0 + kAttentionBlock): [begin, end), maybe empty.
+  const auto part = [](const AttentionQuery &a, size_t b0, size_t *begin, size_t *end) {
+    *begin = b0 > a.first ? b0 : a.first;
+    *end = b0 + kAttentionBlock < a.end ? b0 + kAttentionBlock : a.end;
+    return *begin < *end;
+  };
+  size_t begin, end;
+  for (size_t b0 = lo; b0 < hi; b0 += kAttentionBlock) {
+    for (const AttentionQuery *a = queries; a < queries + n_queries; ++a) {
+      if (!part(*a, b0, &begin, &end)) continue;
+      attention_scores<Arch>(a->scores + (begin - a->first), a->q, k + begin * kv_stride, key_scales.from(begin),
+                             end - begin, head_dim, kv_stride, scale);
+    }
+  }
+  for (const AttentionQuery *a = queries; a < queries + n_queries; ++a) softmax<Arch>(a->scores, a->end - a->first);
+  for (size_t b0 = lo; b0 < hi; b0 += kAttentionBlock) {
+    for (const AttentionQuery *a = queries; a < queries + n_queries; ++a) {
+      if (!part(*a, b0, &begin, &end)) continue;
+      attention_values<Arch>(a->out, a->scores + (begin - a->first), v + begin * kv_stride, value_scales.from(begin),
+                             end - begin, head_dim, kv_stride, begin > a->first);
+    }
+  }
+}
+
+template <class Arch>
+void attention_group_f32(const AttentionQuery *queries, size_t n_queries, const float *k, const float *v,
+                         size_t head_dim, size_t kv_stride, float scale) {
+  attention_group<Arch>(queries, n_queries, k, Unscaled{}, v, Unscaled{}, head_dim, kv_stride, scale);
+}
+
+template <class Arch>
+void attention_group_f16(const AttentionQuery *queries, size_t n_queries, const uint16_t *k, const uint16_t *v,
+                         size_t head_dim, size_t kv_stride, float scale) {
+  attention_group<Arch>(queries, n_queries, k, Unscaled{}, v, Unscaled{}, head_dim, kv_stride, scale);
+}
+
+template <class Arch>
+void attention_group_q8(const AttentionQuery *queries, size_t n_queries, const int8_t *k, const float *k_scale,
+                        const int8_t *v, const float *v_scale, size_t head_dim, size_t kv_stride, size_t scale_stride,
+                        float scale) {
+  attention_group<Arch>(queries, n_queries, k, BlockScales{k_scale, scale_stride}, v,
+                        BlockScales{v_scale, scale_stride}, head_dim, kv_stride, scale);
 }
 
 // attention_q8: each block of 32 (or fewer, at a head's end) keys and values carries a scale.

@@ -25,6 +25,15 @@ void attention(float *out, float *scores, const float *q, const Element *k, cons
   }
 }
 
+template <class Element>
+void attention_group(const AttentionQuery *queries, size_t n_queries, const Element *k, const Element *v,
+                     size_t head_dim, size_t kv_stride, float scale) {
+  for (const AttentionQuery *a = queries; a < queries + n_queries; ++a) {
+    attention(a->out, a->scores, a->q, k + a->first * kv_stride, v + a->first * kv_stride, a->end - a->first, head_dim,
+              kv_stride, scale);
+  }
+}
+
 }  // namespace
 
 void attention_q8(float *out, float *scores, const float *q, const int8_t *k, const float *k_scale, const int8_t *v,
@@ -57,6 +66,27 @@ void attention_f32(float *out, float *scores, const float *q, const float *k, co
 void attention_f16(float *out, float *scores, const float *q, const uint16_t *k, const uint16_t *v, size_t n_pos,
                    size_t head_dim, size_t kv_stride, float scale) {
   attention(out, scores, q, k, v, n_pos, head_dim, kv_stride, scale);
+}
+
+// The groups: each query alone, over its own positions.
+void attention_group_f32(const AttentionQuery *queries, size_t n_queries, const float *k, const float *v,
+                         size_t head_dim, size_t kv_stride, float scale) {
+  attention_group(queries, n_queries, k, v, head_dim, kv_stride, scale);
+}
+
+void attention_group_f16(const AttentionQuery *queries, size_t n_queries, const uint16_t *k, const uint16_t *v,
+                         size_t head_dim, size_t kv_stride, float scale) {
+  attention_group(queries, n_queries, k, v, head_dim, kv_stride, scale);
+}
+
+void attention_group_q8(const AttentionQuery *queries, size_t n_queries, const int8_t *k, const float *k_scale,
+                        const int8_t *v, const float *v_scale, size_t head_dim, size_t kv_stride, size_t scale_stride,
+                        float scale) {
+  for (const AttentionQuery *a = queries; a < queries + n_queries; ++a) {
+    attention_q8(a->out, a->scores, a->q, k + a->first * kv_stride, k_scale + a->first * scale_stride,
+                 v + a->first * kv_stride, v_scale + a->first * scale_stride, a->end - a->first, head_dim, kv_stride,
+                 scale_stride, scale);
+  }
 }
 
 }  // namespace mote::kernels::ref

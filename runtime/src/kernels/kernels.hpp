@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/attention_query.hpp"
 #include "kernels/quant.hpp"
 
 namespace mote::kernels {

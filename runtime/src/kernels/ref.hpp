@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/attention_query.hpp"
 #include "kernels/quant.hpp"
 
 namespace mote::kernels::ref {

@@ -1,7 +1,7 @@
 // The forward pass, read top to bottom as llama2.c's: embedding (scaled, plus learned or
-// sinusoidal positions and BERT's token type, normalized where the model says), then per layer norm -> QKV (+ biases) -> q/k norms -> RoPE -> attention
-// (over a sliding window or all positions) -> output projection -> post-norm -> residual -> norm ->
-// FFN (SwiGLU / GeGLU, or GELU / ReLU between two projections) -> post-norm -> residual, then the
+// sinusoidal positions and BERT's token type, normalized where the model says), then per layer norm -> QKV (+ biases)
+// -> q/k norms -> RoPE -> attention (over a sliding window or all positions) -> output projection -> post-norm ->
+// residual -> norm -> FFN (SwiGLU / GeGLU, or GELU / ReLU between two projections) -> post-norm -> residual, then the
 // final norm and the classifier. The block spec (format::BlockSpec) picks each step's kind:
 // RMSNorm or LayerNorm, pre-norm x + f(norm(x)) or post-norm norm(x + f(x)), sandwich norms,
 // biases or none, so Llama, GPT-2, Qwen, Gemma and Phi share every line. It runs a batch of consecutive tokens at once
@@ -222,8 +222,8 @@ void project_qkv(Session &s, const LayerWeights &lw, const RopeTable &angles, co
   add_bias(s, st.v, lw.v_bias, kv_dim, n_tokens);
   normalize_heads(s, st.q, lw.q_norm, c.n_heads, head_dim, n_tokens);
   normalize_heads(s, st.k, lw.k_norm, c.n_kv_heads, head_dim, n_tokens);
-  const auto rope = s.spec.rope_layout == format::RopeLayout::split_half ? s.kernels->rope_split_half
-                                                                         : s.kernels->rope_interleaved;
+  const auto rope =
+      s.spec.rope_layout == format::RopeLayout::split_half ? s.kernels->rope_split_half : s.kernels->rope_interleaved;
   for (size_t t = 0; s.spec.positions == format::PositionKind::rope && t < n_tokens; ++t) {
     const float *cos = angles.cos + t * half_head, *sin = angles.sin + t * half_head;
     rope(st.q + t * q_dim, cos, sin, c.n_heads, head_dim);
@@ -237,8 +237,8 @@ void project_qkv(Session &s, const LayerWeights &lw, const RopeTable &angles, co
 
 // Each query head attends over positions [first, pos + t] of its key/value head (the last
 // sliding_window of them in a windowed layer; encoder mode: the whole batch too; a batch of
-// texts: its own text's), into st.normed; one thread takes a head through every token of the
-// batch, reusing that head's score row.
+// texts: its own text's), into st.normed. One call takes a tile of the heads sharing a key/value
+// head and of the batch's tokens (attention_tiles), in the calling thread's score rows.
 void attend(Session &s, const LayerCache &lc, bool windowed, size_t n_tokens) {
   const format::ModelConfig &c = s.model.view.config;
   const kernels::KernelTable &k = *s.kernels;
@@ -248,28 +248,35 @@ void attend(Session &s, const LayerCache &lc, bool windowed, size_t n_tokens) {
   const size_t heads_per_kv = c.n_heads / c.n_kv_heads;
   const float scale = s.spec.attention_scale;
   const size_t attention_work = 2 * c.n_heads * n_tokens * (pos + n_tokens) * head_dim;  // q.k, then p.v
-  s.crew.parallel_for(c.n_heads, attention_work, [&](size_t h) {
-    float *scores = st.att + h * s.context_length;
+  const AttentionTiles tiles = attention_tiles(c);
+  const size_t head_tiles = (heads_per_kv + tiles.heads - 1) / tiles.heads;
+  const size_t token_tiles = (n_tokens + tiles.tokens - 1) / tiles.tokens;
+  s.crew.parallel_for(c.n_kv_heads * head_tiles * token_tiles, attention_work, [&](size_t item) {
+    const size_t kv_head = item / (head_tiles * token_tiles);
+    const size_t h0 = kv_head * heads_per_kv + item / token_tiles % head_tiles * tiles.heads;
+    const size_t h_end =
+        h0 + tiles.heads < (kv_head + 1) * heads_per_kv ? h0 + tiles.heads : (kv_head + 1) * heads_per_kv;
+    const size_t t0 = item % token_tiles * tiles.tokens;
+    const size_t t_end = t0 + tiles.tokens < n_tokens ? t0 + tiles.tokens : n_tokens;
+    float *rows = st.att + s.crew.worker() * tiles.queries() * s.context_length;
+    kernels::AttentionQuery queries[kAttentionQueries];
+    size_t n_queries = 0;
     TextCursor text(s, n_tokens);
-    for (size_t t = 0; t < n_tokens; ++t) {
-      float *out = st.normed + t * q_dim + h * head_dim;
-      const float *q = st.q + t * q_dim + h * head_dim;
+    for (size_t t = t0; t < t_end; ++t) {
       text.advance_to(t);
       const size_t text_end = s.text_lengths != nullptr ? text.end : pos + n_tokens;
       const size_t end = s.causal ? pos + t + 1 : text_end;
       const size_t text_first = s.text_lengths != nullptr ? text.begin : 0;
       const size_t first = windowed && end > s.spec.sliding_window ? end - s.spec.sliding_window : text_first;
-      const size_t n_pos = end - first;
-      const size_t kv_head = h / heads_per_kv;
-      const KvSpan span{s.cache.keys,
-                        s.cache.values,
-                        lc.base + first * kv_dim + kv_head * head_dim,
-                        s.cache.key_scales,
-                        s.cache.value_scales,
-                        lc.scale_base + first * lc.scale_stride + kv_head * s.cache.blocks_per_head,
-                        lc.scale_stride};
-      s.cache.type->attend(k, out, scores, q, span, n_pos, head_dim, kv_dim, scale);
+      for (size_t h = h0; h < h_end; ++h, ++n_queries) {
+        queries[n_queries] = {st.q + t * q_dim + h * head_dim, st.normed + t * q_dim + h * head_dim,
+                              rows + n_queries * s.context_length, first, end};
+      }
     }
+    const KvSpan span{s.cache.keys,       s.cache.values,       lc.base + kv_head * head_dim,
+                      s.cache.key_scales, s.cache.value_scales, lc.scale_base + kv_head * s.cache.blocks_per_head,
+                      lc.scale_stride};
+    s.cache.type->attend(k, queries, n_queries, span, head_dim, kv_dim, scale);
   });
 }
 

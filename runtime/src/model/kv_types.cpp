@@ -40,23 +40,23 @@ void store_q8_0(void *data, float *scales, size_t index, size_t first_scale, con
   }
 }
 
-void attend_f32(const kernels::KernelTable &k, float *out, float *scores, const float *q, const KvSpan &kv,
-                size_t n_pos, size_t head_dim, size_t kv_stride, float scale) {
-  k.attention_f32(out, scores, q, static_cast<const float *>(kv.keys) + kv.first,
-                  static_cast<const float *>(kv.values) + kv.first, n_pos, head_dim, kv_stride, scale);
+void attend_f32(const kernels::KernelTable &k, const kernels::AttentionQuery *queries, size_t n_queries,
+                const KvSpan &kv, size_t head_dim, size_t kv_stride, float scale) {
+  k.attention_group_f32(queries, n_queries, static_cast<const float *>(kv.keys) + kv.first,
+                        static_cast<const float *>(kv.values) + kv.first, head_dim, kv_stride, scale);
 }
 
-void attend_f16(const kernels::KernelTable &k, float *out, float *scores, const float *q, const KvSpan &kv,
-                size_t n_pos, size_t head_dim, size_t kv_stride, float scale) {
-  k.attention_f16(out, scores, q, static_cast<const uint16_t *>(kv.keys) + kv.first,
-                  static_cast<const uint16_t *>(kv.values) + kv.first, n_pos, head_dim, kv_stride, scale);
+void attend_f16(const kernels::KernelTable &k, const kernels::AttentionQuery *queries, size_t n_queries,
+                const KvSpan &kv, size_t head_dim, size_t kv_stride, float scale) {
+  k.attention_group_f16(queries, n_queries, static_cast<const uint16_t *>(kv.keys) + kv.first,
+                        static_cast<const uint16_t *>(kv.values) + kv.first, head_dim, kv_stride, scale);
 }
 
-void attend_q8_0(const kernels::KernelTable &k, float *out, float *scores, const float *q, const KvSpan &kv,
-                 size_t n_pos, size_t head_dim, size_t kv_stride, float scale) {
-  k.attention_q8(out, scores, q, static_cast<const int8_t *>(kv.keys) + kv.first, kv.key_scales + kv.first_scale,
-                 static_cast<const int8_t *>(kv.values) + kv.first, kv.value_scales + kv.first_scale, n_pos, head_dim,
-                 kv_stride, kv.scale_stride, scale);
+void attend_q8_0(const kernels::KernelTable &k, const kernels::AttentionQuery *queries, size_t n_queries,
+                 const KvSpan &kv, size_t head_dim, size_t kv_stride, float scale) {
+  k.attention_group_q8(queries, n_queries, static_cast<const int8_t *>(kv.keys) + kv.first,
+                       kv.key_scales + kv.first_scale, static_cast<const int8_t *>(kv.values) + kv.first,
+                       kv.value_scales + kv.first_scale, head_dim, kv_stride, kv.scale_stride, scale);
 }
 
 constexpr KvType kKvTypes[] = {

@@ -12,13 +12,13 @@
 
 namespace mote {
 
-// One key/value head's run of positions as the attention kernels read it.
+// One key/value head of a layer as the attention kernels read it, from position 0 on.
 struct KvSpan {
-  const void *keys, *values;  // the layer-major arrays of the cache
-  size_t first;               // the element of the first position's head
+  const void *keys, *values;               // the layer-major arrays of the cache
+  size_t first;                            // the element of position 0's head
   const float *key_scales, *value_scales;  // block-scaled types only
-  size_t first_scale;         // the first position's first scale of the head
-  size_t scale_stride;        // scales per position
+  size_t first_scale;                      // position 0's first scale of the head
+  size_t scale_stride;                     // scales per position
 };
 
 struct KvType {
@@ -30,9 +30,10 @@ struct KvType {
   // a block-scaled type writes its scales from scales[first_scale] on (ceil(head_dim / 32) a head).
   void (*store)(void *data, float *scales, size_t index, size_t first_scale, const float *src, size_t n,
                 size_t head_dim);
-  // out = softmax(scale q.k) v over kv's n_pos positions (kv_stride: elements between positions).
-  void (*attend)(const kernels::KernelTable &k, float *out, float *scores, const float *q, const KvSpan &kv,
-                 size_t n_pos, size_t head_dim, size_t kv_stride, float scale);
+  // Each query's out = softmax(scale q.k) v over its positions of kv (kv_stride: elements between
+  // positions), the group's queries reading each block of keys and values once.
+  void (*attend)(const kernels::KernelTable &k, const kernels::AttentionQuery *queries, size_t n_queries,
+                 const KvSpan &kv, size_t head_dim, size_t kv_stride, float scale);
 };
 
 // The row of a cache dtype, or null when dtype is none (a caller's out-of-range enum included).

@@ -11,8 +11,8 @@
 #include "format/reader.hpp"
 #include "kernels/kernels.hpp"
 #include "model/backend.hpp"
-#include "model/parallel.hpp"
 #include "model/kv_types.hpp"
+#include "model/parallel.hpp"
 #include "model/weight_types.hpp"
 #include "mote/mote.h"
 #include "sample/sampler.hpp"
@@ -68,13 +68,13 @@ struct LayerWeights {
 };
 
 struct Weights {
-  Matrix token_embedding;  // (vocab, dim)
-  Matrix positions;        // (max_seq_len, dim) learned positions only
+  Matrix token_embedding;    // (vocab, dim)
+  Matrix positions;          // (max_seq_len, dim) learned positions only
   const float *token_types;  // (dim) segment 0's vector, or null
   Norm embed_norm;           // the embeddings' norm (BERT), or a null weight
-  LayerWeights *layers;    // (n_layers), in the arena
-  Norm output_norm;        // absent (null weight) in post-norm models
-  Matrix classifier;       // (vocab, dim); the embedding when tied; none in an encoder
+  LayerWeights *layers;      // (n_layers), in the arena
+  Norm output_norm;          // absent (null weight) in post-norm models
+  Matrix classifier;         // (vocab, dim); the embedding when tied; none in an encoder
 };
 
 // RoPE's angles for the batch's positions under one base: every layer shares them, except the
@@ -96,7 +96,7 @@ struct RunState {
   float *q;                   // (batch, n_heads * head_dim)
   float *k;                   // (batch, n_kv_heads * head_dim) keys before they enter the cache
   float *v;                   // (batch, n_kv_heads * head_dim)
-  float *att;                 // (n_heads, context) attention scores, one row per head
+  float *att;                 // (n_threads, attention_tiles' queries, context) each thread's score rows
   float *logits;              // (vocab) of the last token
   kernels::Q8Activations xq;  // (batch, max(dim, q_dim, ffn_dim)) a product's input in 8-bit blocks,
                               // planned only when some weight type takes them (else null)
@@ -188,13 +188,30 @@ void bind_session(Session &s, const Model &model, const mote_session_options &op
 // text) pooled into out (dim floats a text).
 void pool_hidden(Session &s, size_t n_tokens, mote_pool pool, float *out);
 
+// The queries one call of a cache type's attend takes: `heads` of the query heads sharing a
+// key/value head, for `tokens` tokens of a batch, so each block of keys and values is read from
+// memory once for all of them, not once per head and token (the others read it from L1).
+struct AttentionTiles {
+  size_t heads, tokens;
+  size_t queries() const { return heads * tokens; }
+};
+constexpr size_t kAttentionQueries = 32;  // at most, per call (their score rows are scratch)
+constexpr size_t kAttentionTokens = 4;
+inline AttentionTiles attention_tiles(const format::ModelConfig &c) {
+  const size_t group = c.n_heads / c.n_kv_heads;
+  const size_t heads = group < kAttentionQueries ? group : kAttentionQueries;
+  const size_t tokens = kAttentionQueries / heads < kAttentionTokens ? kAttentionQueries / heads : kAttentionTokens;
+  return {heads, tokens};
+}
+
 // Walks a batch's texts in order: token t lies in [begin, end), the batch rows of its text
 // (one text of n_tokens when the session has no text lengths).
 struct TextCursor {
   const uint32_t *lengths;
   size_t n_texts, index = 0, begin = 0, end;
   TextCursor(const Session &s, size_t n_tokens)
-      : lengths(s.text_lengths), n_texts(s.text_lengths != nullptr ? s.n_texts : 1),
+      : lengths(s.text_lengths),
+        n_texts(s.text_lengths != nullptr ? s.n_texts : 1),
         end(s.text_lengths != nullptr ? s.text_lengths[0] : n_tokens) {}
   void advance_to(size_t t) {
     while (t >= end && index + 1 < n_texts) {

@@ -96,6 +96,8 @@ void Crew::run_decode(uint32_t n_threads, void (*pass)(void *), void *context) {
   }
 }
 
+size_t Crew::worker() const { return helpers_ > 0 ? static_cast<size_t>(omp_get_thread_num()) : 0; }
+
 void Crew::run_parallel(uint32_t n_threads, void (*pass)(void *), void *context) {
   finished_.store(false, std::memory_order_relaxed);
   helpers_ = n_threads - 1;

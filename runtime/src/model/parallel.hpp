@@ -69,6 +69,14 @@ class Crew {
     for (size_t i = 0; i < n; ++i) fn(i);
   }
 
+  // The thread running the caller of a parallel_for step, 0 .. n_threads - 1 (0 outside a
+  // shared pass, whatever OpenMP team the caller itself runs in): an index into per-thread scratch.
+#if defined(MOTE_OPENMP)
+  size_t worker() const;
+#else
+  size_t worker() const { return 0; }
+#endif
+
   // Items per chunk of about kChunkWork, a multiple of align (all of them when work is free).
   static size_t items_per_chunk(size_t total, size_t work_per_item, size_t align) {
     const size_t items = work_per_item == 0 ? total : (kChunkWork + work_per_item - 1) / work_per_item;

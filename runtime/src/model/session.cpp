@@ -94,7 +94,9 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   st.q = arena.take<float>(batch * q_dim);
   st.k = arena.take<float>(batch * kv_dim);
   st.v = arena.take<float>(batch * kv_dim);
-  st.att = arena.take<float>(host_forward ? c.n_heads * context : 0);
+  // Each thread's score rows: one per query of its attention call (Crew::worker picks the rows).
+  const uint64_t threads = options.n_threads == 0 ? 1 : options.n_threads;
+  st.att = arena.take<float>(host_forward ? threads * attention_tiles(c).queries() * context : 0);
   st.logits = arena.take<float>(c.vocab_size);
   const auto take_rope_table = [&] {
     return RopeTable{arena.take<float>(batch * half_head), arena.take<float>(batch * half_head),
