@@ -68,7 +68,7 @@ TEST_CASE("cli: every command's --help lists its options with defaults, and each
   // The defaults a user asks about are on the page.
   const std::string run_help = run_cli("run --help").out;
   for (const char *needle : {"--n-predict", "(default: 256)", "--ctx-size", "--temp", "(default: 0.8)", "--top-p",
-                             "--top-k", "--min-p", "--threads", "--batch-size", "--kv", "(default: f32)"}) {
+                             "--top-k", "--min-p", "--threads", "--batch-size", "--kv", "(default: f16)"}) {
     CHECK_MESSAGE(run_help.find(needle) != std::string::npos, needle);
   }
   CHECK(run_cli("chat --help").out.find("(default: 0.2)") != std::string::npos);

@@ -136,7 +136,7 @@ std::vector<float> embed_all(const mote_model &model, const std::vector<std::vec
   mote_model_info_get(&model, &info);
   size_t longest = 1;
   for (const auto &line : ids) longest = std::max(longest, line.size());
-  mote_session_options options = mote_session_options_default();
+  mote_session_options options = mote_test::f32_kv_options();  // the references' precision
   options.batch_size = options.context_length = static_cast<uint32_t>(longest);
   options.n_threads = 2;
   auto s = mote_test::open_session(model, options);
@@ -358,7 +358,7 @@ std::pair<std::vector<float>, std::vector<float>> embed_tiny(const mote_model &m
     all.insert(all.end(), line.begin(), line.end());
     lengths.push_back(static_cast<uint32_t>(line.size()));
   }
-  mote_session_options options = mote_session_options_default();
+  mote_session_options options = mote_test::f32_kv_options();  // the oracle's precision
   options.batch_size = options.context_length = static_cast<uint32_t>(all.size());
   options.n_threads = 2;
   auto s = mote_test::open_session(model, options);

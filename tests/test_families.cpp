@@ -77,7 +77,7 @@ std::unique_ptr<OpenedModel> convert_with_cli(const std::string &source, const s
 }
 
 mote_session_options session_options(size_t context) {
-  mote_session_options o = mote_session_options_default();
+  mote_session_options o = mote_test::f32_kv_options();  // the references' precision
   o.context_length = static_cast<uint32_t>(context);
   return o;
 }

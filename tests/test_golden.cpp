@@ -40,7 +40,7 @@ TEST_CASE("tiny random Llama models match the PyTorch reference") {
     const std::vector<float> golden = read_floats(golden_path(manifest_value(line, "logits")));
     const size_t vocab = std::stoul(manifest_value(line, "vocab"));
 
-    mote_session_options options = mote_session_options_default();
+    mote_session_options options = f32_kv_options();
     auto s = open_session(m->model, options);
     CHECK(max_logit_error(&s->session, tokens, golden, vocab) <= 1e-4f);
 
@@ -64,7 +64,7 @@ TEST_CASE("prefill then decode gives the logits of decoding one token at a time"
   auto m = convert_and_open(golden_path("tiny_mha.bin"), golden_path("tiny_tok64.bin"));
   const std::vector<int32_t> tokens = parse_ids(manifest_value(line, "tokens"));
   const std::vector<float> golden = read_floats(golden_path(manifest_value(line, "logits")));
-  auto s = open_session(m->model, mote_session_options_default());
+  auto s = open_session(m->model, f32_kv_options());
   REQUIRE(mote_prefill(&s->session, tokens.data(), tokens.size()) == MOTE_OK);
   const float *logits = mote_logits(&s->session);
   REQUIRE(logits != nullptr);
@@ -84,7 +84,7 @@ TEST_CASE("real llama2.c checkpoints: logits and greedy generation match the ref
     auto m = convert_and_open(checkpoint, tokenizer);
     const std::vector<int32_t> tokens = parse_ids(manifest_value(line, "tokens"));
     const std::vector<float> golden = read_floats(golden_path(manifest_value(line, "logits")));
-    auto s = open_session(m->model, mote_session_options_default());
+    auto s = open_session(m->model, f32_kv_options());
     CHECK(max_logit_error(&s->session, tokens, golden, 512) <= 1e-4f);
 
     // Greedy from BOS, as llama2.c's run.c: stops at BOS, 64 new tokens at most.
@@ -108,7 +108,7 @@ TEST_CASE("aidreams260K writes coherent English greedily") {
   const std::string tokenizer = shared_model("aidreams_tok512.bin");
   if (checkpoint.empty() || tokenizer.empty()) return;
   auto m = convert_and_open(checkpoint, tokenizer);
-  auto s = open_session(m->model, mote_session_options_default());
+  auto s = open_session(m->model, f32_kv_options());
   mote_sampler_options greedy = mote_sampler_options_default();
   greedy.temperature = 0.0f;
   std::string text;

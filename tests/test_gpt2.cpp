@@ -58,7 +58,7 @@ std::unique_ptr<Gpt2Model> convert_variant(const std::string &variant, mote::for
 }
 
 mote_session_options options_with(uint32_t bidirectional, uint32_t batch = 16) {
-  mote_session_options o = mote_session_options_default();
+  mote_session_options o = mote_test::f32_kv_options();  // the references' precision
   o.bidirectional = bidirectional;
   o.batch_size = batch;
   return o;

@@ -70,8 +70,9 @@ TEST_CASE("perplexity: aidreams260K agrees with the PyTorch oracle") {
   for (const std::string &line : cases) {
     INFO("oracle: " << line);
     using mote_test::manifest_value;
-    std::string args =
-        "perplexity -m " + quote(model) + " -f " + quote(mote_test::golden_path(manifest_value(line, "text")));
+    // --kv f32: the oracle's precision (the default cache is f16).
+    std::string args = "perplexity -m " + quote(model) + " --kv f32 -f " +
+                       quote(mote_test::golden_path(manifest_value(line, "text")));
     if (manifest_value(line, "ctx") != "0") args += " --ctx " + manifest_value(line, "ctx");
     if (manifest_value(line, "chunks") != "0") args += " --chunks " + manifest_value(line, "chunks");
     const Result r = run_cli(args + " -t 1");
@@ -148,9 +149,10 @@ TEST_CASE("perplexity: threads, batch size and KV cache type") {
   const Result limited = run_cli(args + " --chunks 2");
   CHECK(limited.code == 0);
   CHECK(parse_result(limited.out).windows == 2);
-  const Result f16 = run_cli(args + " --kv f16");
-  CHECK(f16.code == 0);
-  CHECK(close_relative(parse_result(f16.out).ppl, p.ppl, 1e-2));
+  CHECK(run_cli(args + " --kv f16").out == one.out);  // f16 is the default
+  const Result f32 = run_cli(args + " --kv f32");
+  CHECK(f32.code == 0);
+  CHECK(close_relative(parse_result(f32.out).ppl, p.ppl, 1e-2));
 }
 
 TEST_CASE("perplexity: errors are one line") {
@@ -207,7 +209,9 @@ TEST_CASE("perplexity: SmolLM2 quantized within tolerance of f16 on a slice of t
     const std::string model = workspace().path("smollm2_" + dtype + ".mote");
     const std::string dtype_flag = dtype == "q4_1" ? "" : " --dtype " + dtype;
     REQUIRE(run_cli("convert " + quote(gguf) + " -o " + quote(model) + dtype_flag).code == 0);
-    const Result r = run_cli("perplexity -m " + quote(model) + " -f " + quote(text) + " --ctx 256 --chunks 4 -t 2");
+    // --kv f32: the cache the bounds were measured with (the default is f16).
+    const Result r =
+        run_cli("perplexity -m " + quote(model) + " -f " + quote(text) + " --ctx 256 --chunks 4 -t 2 --kv f32");
     INFO("stderr: " << r.err);
     REQUIRE(r.code == 0);
     const Printed p = parse_result(r.out);

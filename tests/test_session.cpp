@@ -93,7 +93,7 @@ TEST_CASE("an arena one byte short fails, stating the size; the exact size works
 
 TEST_CASE("the arena size grows with the context and shrinks with an f16 KV cache") {
   auto m = tiny_gqa();
-  mote_session_options options = mote_session_options_default();
+  mote_session_options options = f32_kv_options();
   options.context_length = 8;
   const size_t small = mote_arena_size(&m->model, &options);
   options.context_length = 40;
@@ -106,6 +106,15 @@ TEST_CASE("the arena size grows with the context and shrinks with an f16 KV cach
   CHECK(large - half >= 2 * 3 * 40 * 16 * 2);
   options.context_length = 41;  // beyond the model's max_seq_len of 40
   CHECK(mote_arena_size(&m->model, &options) == 0);
+}
+
+TEST_CASE("the default KV cache is f16") {
+  auto m = tiny_gqa();
+  const mote_session_options defaults = mote_session_options_default();
+  CHECK(defaults.kv_dtype == MOTE_KV_F16);
+  mote_session_options f16 = f32_kv_options();
+  f16.kv_dtype = MOTE_KV_F16;
+  CHECK(mote_arena_size(&m->model, &defaults) == mote_arena_size(&m->model, &f16));
 }
 
 TEST_CASE("no heap allocation from session init to the end of a 64-token generation") {

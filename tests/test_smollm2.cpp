@@ -81,7 +81,7 @@ float top2_margin(const std::vector<float> &values) {
 void check_against_transformers(const mote_model &model, float tolerance, bool float_weights = true) {
   mote_model_info info;
   mote_model_info_get(&model, &info);
-  mote_session_options options = mote_session_options_default();
+  mote_session_options options = mote_test::f32_kv_options();  // the references' precision
   options.context_length = 256;
   auto s = mote_test::open_session(model, options);
   const std::vector<Reference> refs = read_references();

@@ -213,6 +213,14 @@ inline const ConvertedModel *smollm2_model(std::optional<mote::format::DType> dt
   return (cache[dtype] = gguf_converted(path, dtype)).get();
 }
 
+// mote_session_options_default() with an f32 KV cache: the precision the goldens and references
+// were checked at (the default cache is f16), so a change of default changes no oracle.
+inline mote_session_options f32_kv_options() {
+  mote_session_options options = mote_session_options_default();
+  options.kv_dtype = MOTE_KV_F32;
+  return options;
+}
+
 // A session with an exactly sized arena.
 struct TestSession {
   AlignedBuffer arena{0};

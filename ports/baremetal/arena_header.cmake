@@ -1,11 +1,11 @@
 # Writes firmware_arena.h: the session arena bytes of MODEL as the host tool computes them
-# (`mote inspect --arena-bytes --batch 1`: full context, f32 KV cache, batch 1, the options the
+# (`mote inspect --arena-bytes --kv f32 --batch 1`: full context, f32 KV cache, batch 1, the options the
 # firmware opens its session with). Run at build time by CMakeLists.txt; never typed by hand.
 # With TOKENS (the embedder's one step): --batch TOKENS --ctx TOKENS instead.
 # Usage: cmake -DMOTE=path/to/mote -DMODEL=model.mote -DOUTPUT=firmware_arena.h [-DTOKENS=N] -P arena_header.cmake
-set(sizes --batch 1)
+set(sizes --kv f32 --batch 1)
 if(TOKENS)
-  set(sizes --batch ${TOKENS} --ctx ${TOKENS})
+  set(sizes --kv f32 --batch ${TOKENS} --ctx ${TOKENS})
 endif()
 list(JOIN sizes " " sizes_text)
 execute_process(COMMAND ${MOTE} inspect --arena-bytes ${sizes} ${MODEL}

@@ -42,6 +42,9 @@ int open_model_and_session(mote_model *model, mote_session *session, unsigned ch
   const size_t model_bytes = static_cast<size_t>(mote_fw_model_end - mote_fw_model);
   if (mote_model_open(mote_fw_model, model_bytes, model, err, sizeof err) != MOTE_OK) return fail("model", err);
   mote_session_options options = mote_session_options_default();
+  // f32, not the library's f16 default: the logits goldens and the host text comparison were made
+  // with an f32 cache (arena_header.cmake and run_firmware.cmake pass --kv f32 to match).
+  options.kv_dtype = MOTE_KV_F32;
   options.batch_size = tokens > 0 ? tokens : 1;
   if (tokens > 0) options.context_length = tokens;
   const size_t needed = mote_arena_size(model, &options);

@@ -2,7 +2,8 @@
 #   MODE=logits  the image's own verdict (exit status 0: logits within tolerance of PyTorch's);
 #   MODE=kernels likewise (the MVE kernels equal their scalar twins);
 #   MODE=text    exit status 0, and the text it printed between its marker lines is byte-identical
-#                to `mote run -m MODEL -p PROMPT -n MAX_TOKENS --temp 0` on the host.
+#                to `mote run -m MODEL -p PROMPT -n MAX_TOKENS --temp 0 --kv f32` on the host (the
+#                firmware's session keeps an f32 KV cache).
 # EXPECT (optional): a line the image must also have printed (e.g. its power-cycle report).
 # A QEMU without the board skips, saying so. The whole output is kept in LOG (and echoed).
 execute_process(COMMAND ${QEMU} -M help OUTPUT_VARIABLE machines RESULT_VARIABLE status)
@@ -47,7 +48,7 @@ file(READ ${PROMPT_FILE} prompt)
 get_filename_component(log_dir ${LOG} DIRECTORY)
 get_filename_component(log_name ${LOG} NAME_WE)
 set(host_file ${log_dir}/${log_name}.host.txt)
-execute_process(COMMAND ${MOTE} run -m ${MODEL} -p "${prompt}" -n ${MAX_TOKENS} --temp 0
+execute_process(COMMAND ${MOTE} run -m ${MODEL} -p "${prompt}" -n ${MAX_TOKENS} --temp 0 --kv f32
   OUTPUT_FILE ${host_file} ERROR_VARIABLE host_error RESULT_VARIABLE status)
 if(NOT status EQUAL 0)
   message(FATAL_ERROR "the host's mote run failed (${status}): ${host_error}")

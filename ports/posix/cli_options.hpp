@@ -62,8 +62,8 @@ bool parse_kv_dtype(const std::string &name, mote_kv_dtype *dtype, std::string *
 // The KV cache type from --kv and llama.cpp's -ctk/-ctv (mote has one KV dtype, so the ones
 // given must agree); false with a usage message otherwise.
 struct KvCacheOptions {
-  std::string kv = "f32", k, v;
-  mote_kv_dtype dtype = MOTE_KV_F32;
+  std::string kv = "f16", k, v;  // mote_session_options_default()'s type
+  mote_kv_dtype dtype = MOTE_KV_F16;
   void add_options(std::vector<Option> *options);
   bool finish(std::string *error);
 };

@@ -71,6 +71,7 @@ TEST_CASE("cuda: exactly the kernels' weight types run; a tensor of another is r
 TEST_CASE("cuda: a Llama model's memory is reported; no device is a clear error") {
   auto m = convert_and_open(golden_path("tiny_gqa.bin"), golden_path("tiny_tok70.bin"));
   mote_session_options o = mote_session_options_default();
+  o.kv_dtype = MOTE_KV_F32;  // the size bound below is an f32 cache's
   o.backend = MOTE_BACKEND_CUDA;
   uint64_t weights = 0, session = 0;
   char message[256] = "";

@@ -201,6 +201,9 @@ int command_embed(int argc, char **argv) {
   const bool one_text_per_step = info.sliding_window != 0;
   const size_t step = one_text_per_step ? longest : std::max(longest, std::min(total_tokens, limit));
   mote_session_options session_options = mote_session_options_default();
+  // f32, not the f16 default: the cache holds one step's texts only, so f16 would save little
+  // memory and cost the vectors precision.
+  session_options.kv_dtype = MOTE_KV_F32;
   session_options.batch_size = static_cast<uint32_t>(step);
   session_options.context_length = static_cast<uint32_t>(step);
   session_options.n_threads = threads;

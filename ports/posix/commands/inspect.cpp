@@ -161,6 +161,7 @@ int command_inspect(int argc, char **argv) {
 
   mote_session_options session_options = mote_session_options_default();
   session_options.context_length = context;
+  session_options.kv_dtype = MOTE_KV_F32;  // both types' arenas, whichever is the default
   const size_t f32_bytes = mote_arena_size(&loaded->model, &session_options);
   session_options.kv_dtype = MOTE_KV_F16;
   const size_t f16_bytes = mote_arena_size(&loaded->model, &session_options);

@@ -157,9 +157,11 @@ mote_status mote_model_check_supported(const mote_model *model, char *err, size_
  * holds nan at index 64"). Reads every weight once, so mote_model_open does not do it. */
 mote_status mote_model_check_values(const mote_model *model, char *err, size_t err_n);
 
-/* The KV cache's element type. Q8_0 keeps each head's keys and values per position in 8-bit
- * blocks of 32 (a shorter last block when head_dim is not a multiple of 32) with a float scale:
- * a quarter of f32's memory, logits within a small tolerance of f32's. */
+/* The KV cache's element type; F16 is the default (half of f32's memory; perplexity within the
+ * error of f32's, README.md's KV cache table). Q8_0 keeps each head's keys and values per
+ * position in 8-bit blocks of 32 (a shorter last block when head_dim is not a multiple of 32)
+ * with a float scale: a quarter of f32's memory, logits within a small tolerance of f32's (a
+ * model's perplexity may still suffer: +9% on Qwen2.5-0.5B, the same table). */
 typedef enum mote_kv_dtype { MOTE_KV_F32 = 0, MOTE_KV_F16 = 1, MOTE_KV_Q8_0 = 2 } mote_kv_dtype;
 
 /* Upper limits of mote_session_options.n_threads and .batch_size. */
@@ -202,7 +204,7 @@ typedef struct mote_session_options {
   void *progress_user; /* passed to on_progress as user */
 } mote_session_options;
 
-/* The default options: the model's full context, f32 KV cache, one thread, batches of 64. */
+/* The default options: the model's full context, f16 KV cache, one thread, batches of 64. */
 mote_session_options mote_session_options_default(void);
 
 /* Exact number of arena bytes mote_session_init needs for these options; 0 if the options are
@@ -379,8 +381,11 @@ typedef enum mote_pool {
  * has one), pooled, into out (dim floats; MOTE_ERR_BUFFER_TOO_SMALL below that). normalize != 0
  * scales the vector to unit length. Open the session with bidirectional = 1 for encoder
  * embeddings (every token sees the whole text), 0 for a decoder's causal ones. The KV cache holds
- * the tokens afterwards; there are no logits. A NaN or inf in a pooled vector is MOTE_ERR_NUMERIC
- * (the message names the embedding and the index; out's contents are then unspecified). */
+ * the tokens afterwards; there are no logits. The vectors pass through the KV cache's type: an
+ * f32 cache (kv_dtype = MOTE_KV_F32, as `mote embed` opens) keeps f32's precision, the f16
+ * default rounds keys and values to 11 significant bits. A NaN or inf in a pooled vector is
+ * MOTE_ERR_NUMERIC (the message names the embedding and the index; out's contents are then
+ * unspecified). */
 mote_status mote_embed(mote_session *session, const int32_t *tokens, size_t n_tokens, mote_pool pool, int normalize,
                        float *out, size_t out_n);
 
