@@ -18,7 +18,7 @@ interleave, and a second table puts mote's avx2 and avx2_vnni tables next to it 
 ggml uses AVX-512 on a CPU that has it).
 Standard library only; never run by CI.
 
-  bench/kernel_compare.py                         # every type and shape, --reps 3 (~10-15 min)
+  bench/kernel_compare.py                         # every type and shape, --reps 3 (~15-20 min)
   bench/kernel_compare.py --types q4_K --shapes 1536x1536 --reps 1   # smoke run
   bench/kernel_compare.py --avx2 --out /tmp/kernels.json            # with the AVX2 ggml too
 """
