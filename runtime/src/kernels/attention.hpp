@@ -147,6 +147,69 @@ inline void attention(float *out, float *scores, const float *q, const Element *
   attention_values<Arch>(out, scores, v, value_scales, n_pos, head_dim, kv_stride);
 }
 
+// attention_scores for kQueries queries over the same positions: each key's batches are loaded
+// (and converted) once for all of them, kKeys keys at a time so that every (query, key) partial
+// sum stays in a register. Each score is attention_scores' to the bit: the same steps per lane,
+// and reduce_rows sums a key's partials alike beside any others.
+template <class Arch, size_t kQueries, class Element, class Scales>
+inline void attention_scores_shared(float *const *scores, const float *const *q, const Element *k,
+                                    const Scales &key_scales, size_t n_pos, size_t head_dim, size_t kv_stride,
+                                    float scale) {
+  using Batch = Floats<Arch>;
+  constexpr size_t W = Batch::size, kBlock = Scales::kBlock;
+  // Half the vector registers (16, or 32 with AVX-512's 16-wide batches) hold partial sums (a
+  // scaled cache keeps a block's and the total's).
+  constexpr size_t kSums = (W == 16 ? 32 : 16) / 2 / (Scales::kScaled ? 2 : 1);
+  constexpr size_t kKeys = kSums / kQueries > 0 ? kSums / kQueries : 1;
+  const size_t simd_end = head_dim - head_dim % W;
+  for (size_t t0 = 0; t0 < n_pos; t0 += kKeys) {
+    const size_t n = n_pos - t0 < kKeys ? n_pos - t0 : kKeys;
+    const size_t last = t0 + n - 1;
+    const Element *rows[kKeys];
+    for (size_t j = 0; j < kKeys; ++j) rows[j] = k + (t0 + j < last ? t0 + j : last) * kv_stride;
+    Batch total[kQueries][kKeys];
+    for (size_t i = 0; i < kQueries; ++i) {
+      for (size_t j = 0; j < kKeys; ++j) total[i][j] = Batch(0.0f);
+    }
+    for (size_t begin = 0; begin < simd_end; begin += kBlock) {
+      const size_t end = simd_end - begin < kBlock ? simd_end : begin + kBlock;
+      Batch block[kQueries][kKeys];
+      Batch(&sums)[kQueries][kKeys] = Scales::kScaled ? block : total;
+      if (Scales::kScaled) {
+        for (size_t i = 0; i < kQueries; ++i) {
+          for (size_t j = 0; j < kKeys; ++j) block[i][j] = Batch(0.0f);
+        }
+      }
+      for (size_t c = begin; c < end; c += W) {
+        Batch qc[kQueries];
+        for (size_t i = 0; i < kQueries; ++i) qc[i] = Batch::load_unaligned(q[i] + c);
+        for (size_t j = 0; j < kKeys; ++j) {
+          if (Scales::kScaled) __builtin_prefetch(rows[j] + kPrefetchAhead * kv_stride);
+          const Batch kc = load_floats<Arch>(rows[j] + c);
+          for (size_t i = 0; i < kQueries; ++i) sums[i][j] = xsimd::fma(kc, qc[i], sums[i][j]);
+        }
+      }
+      if (Scales::kScaled) {
+        for (size_t j = 0; j < kKeys; ++j) {
+          const Batch key_scale(key_scales(t0 + j < last ? t0 + j : last, begin / kBlock));
+          for (size_t i = 0; i < kQueries; ++i) total[i][j] = xsimd::fma(block[i][j], key_scale, total[i][j]);
+        }
+      }
+    }
+    for (size_t i = 0; i < kQueries; ++i) {
+      float dots[kKeys];
+      reduce_rows<Arch>(total[i], kKeys, dots);
+      for (size_t j = 0; j < n; ++j) {
+        float dot = dots[j];
+        for (size_t c = simd_end; c < head_dim; ++c) {
+          dot = __builtin_fmaf(to_float<Arch>(rows[j][c]) * key_scales(t0 + j, c / kBlock), q[i][c], dot);
+        }
+        scores[i][t0 + j] = scale * dot;
+      }
+    }
+  }
+}
+
 // Positions a group reads per block: a block's keys of a 64-wide f16 head are 8 KB, read from
 // memory once and from L1 by every other query of the group.
 constexpr size_t kAttentionBlock = 64;
@@ -172,10 +235,32 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
   };
   size_t begin, end;
   for (size_t b0 = lo; b0 < hi; b0 += kAttentionBlock) {
-    for (const AttentionQuery *a = queries; a < queries + n_queries; ++a) {
-      if (!part(*a, b0, &begin, &end)) continue;
-      attention_scores<Arch>(a->scores + (begin - a->first), a->q, k + begin * kv_stride, key_scales.from(begin),
-                             end - begin, head_dim, kv_stride, scale);
+    // Runs of up to 4 consecutive queries over the same part of the block share its key loads.
+    for (size_t i = 0; i < n_queries;) {
+      const AttentionQuery &a = queries[i];
+      if (!part(a, b0, &begin, &end)) {
+        ++i;
+        continue;
+      }
+      size_t run = 1, run_begin, run_end;
+      while (run < 4 && i + run < n_queries && part(queries[i + run], b0, &run_begin, &run_end) && run_begin == begin &&
+             run_end == end) {
+        ++run;
+      }
+      float *rows[4];
+      const float *qs[4];
+      for (size_t r = 0; r < run; ++r) {
+        rows[r] = queries[i + r].scores + (begin - queries[i + r].first);
+        qs[r] = queries[i + r].q;
+      }
+      const Element *keys = k + begin * kv_stride;
+      const Scales block_scales = key_scales.from(begin);
+      const size_t n = end - begin;
+      if (run == 4) attention_scores_shared<Arch, 4>(rows, qs, keys, block_scales, n, head_dim, kv_stride, scale);
+      if (run == 3) attention_scores_shared<Arch, 3>(rows, qs, keys, block_scales, n, head_dim, kv_stride, scale);
+      if (run == 2) attention_scores_shared<Arch, 2>(rows, qs, keys, block_scales, n, head_dim, kv_stride, scale);
+      if (run == 1) attention_scores<Arch>(rows[0], qs[0], keys, block_scales, n, head_dim, kv_stride, scale);
+      i += run;
     }
   }
   for (const AttentionQuery *a = queries; a < queries + n_queries; ++a) softmax<Arch>(a->scores, a->end - a->first);
