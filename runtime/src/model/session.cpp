@@ -58,6 +58,9 @@ bool takes_q8_activations(const format::ModelView &view) {
   return false;
 }
 
+// The threads a session runs with (0 asks for one).
+uint32_t session_threads(const mote_session_options &options) { return options.n_threads == 0 ? 1 : options.n_threads; }
+
 }  // namespace
 
 Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_session_options &options) {
@@ -95,8 +98,8 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   st.k = arena.take<float>(batch * kv_dim);
   st.v = arena.take<float>(batch * kv_dim);
   // Each thread's score rows: one per query of its attention call (Crew::worker picks the rows).
-  const uint64_t threads = options.n_threads == 0 ? 1 : options.n_threads;
-  st.att = arena.take<float>(host_forward ? threads * attention_tiles(c).queries() * context : 0);
+  st.att =
+      arena.take<float>(host_forward ? uint64_t{session_threads(options)} * attention_tiles(c).queries() * context : 0);
   st.logits = arena.take<float>(c.vocab_size);
   const auto take_rope_table = [&] {
     return RopeTable{arena.take<float>(batch * half_head), arena.take<float>(batch * half_head),
@@ -186,7 +189,7 @@ void bind_session(Session &s, const Model &model, const mote_session_options &op
   s.causal = options.bidirectional == 0 && !s.spec.encoder;  // an encoder always sees the whole text
   s.kernels = &kernels::best_kernels();
   s.context_length = options.context_length;
-  s.n_threads = options.n_threads == 0 ? 1 : options.n_threads;
+  s.n_threads = session_threads(options);
   s.batch_size = options.batch_size;
   s.on_progress = options.on_progress;
   s.progress_user = options.progress_user;
