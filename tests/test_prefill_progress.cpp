@@ -228,7 +228,7 @@ void check_prefill_logits(const mote_model &model, uint32_t batch, uint32_t thre
 
 TEST_CASE("mote_prefill_logits equals one-token-at-a-time decoding at every position, any batch and thread count") {
   for (const NamedModel &named : tiny_models()) {
-    for (const uint32_t batch : {1u, 3u, 8u, 64u}) {
+    for (const uint32_t batch : {1u, 2u, 3u, 4u, 8u, 16u, 64u}) {
       for (const uint32_t threads : {1u, 2u}) {
         CAPTURE(named.name);
         CAPTURE(batch);
@@ -296,5 +296,25 @@ TEST_CASE("SmolLM2: mote_prefill_logits equals decoding at every position, 1 and
   for (const uint32_t threads : {1u, 2u}) {
     CAPTURE(threads);
     check_prefill_logits(smollm2->model, 16, threads, 3, 40, 0);
+  }
+}
+
+// A speculative verify pass is a batch of 2-16 tokens, which the kernels tile apart from decoding
+// (one group of 8 rows at a time up to 2 tokens, two side by side from 3): every position's
+// logits still equal one-token-at-a-time decoding, in the GGUF's own q4_1x8 and converted to q4_k
+// (q4_kx8 where the rows allow, q5_0x8 elsewhere).
+TEST_CASE("SmolLM2: a verify pass of 2, 4, 8 or 16 tokens equals decoding at every position, 1 and 2 threads") {
+  for (const std::optional<mote::format::DType> dtype :
+       {std::optional<mote::format::DType>{}, std::optional<mote::format::DType>{mote::format::DType::q4_k}}) {
+    const ConvertedModel *smollm2 = smollm2_model(dtype);
+    if (smollm2 == nullptr) return;
+    for (const uint32_t batch : {2u, 4u, 8u, 16u}) {
+      for (const uint32_t threads : {1u, 2u}) {
+        CAPTURE(dtype.has_value());
+        CAPTURE(batch);
+        CAPTURE(threads);
+        check_prefill_logits(smollm2->model, batch, threads, 3, batch + 1, 0);
+      }
+    }
   }
 }

@@ -219,7 +219,8 @@ TEST_CASE("prefill batch size and thread count do not change the logits, bit for
   struct Setup {
     uint32_t batch, threads;
   };
-  for (Setup setup : {Setup{1, 1}, Setup{2, 1}, Setup{5, 2}, Setup{16, 1}, Setup{16, 2}, Setup{40, 2}}) {
+  for (Setup setup : {Setup{1, 1}, Setup{2, 1}, Setup{2, 2}, Setup{4, 1}, Setup{4, 2}, Setup{5, 2}, Setup{8, 1},
+                      Setup{8, 2}, Setup{16, 1}, Setup{16, 2}, Setup{40, 2}}) {
     CAPTURE(setup.batch);
     CAPTURE(setup.threads);
     mote_session_options options = mote_session_options_default();

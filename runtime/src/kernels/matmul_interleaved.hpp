@@ -65,11 +65,13 @@ inline void interleaved_rest(float *out, size_t out_stride, const Block *group, 
 
 // Whether a tile of n tokens reads two groups side by side (Rows16, where AVX-512 has it). Not
 // when decoding: one token's pass streams the weights from memory, and two streams side by side
-// decoded slower than one although the kernel is faster on weights in L2 (bench/README.md, "Tuning decisions");
-// prefill reuses each block n times.
+// decoded slower than one although the kernel is faster on weights in L2 (bench/README.md, "Tuning
+// decisions"). Nor for two tokens, a short verify pass as bound by the stream (Qwen2.5-1.5B
+// Q4_K_M pp2 39-47 -> 57 tok/s with one group: bench/README.md log, 2026-12-06, issue 37.1);
+// from 3 tokens on each block is reused enough.
 template <class Arch>
 inline bool two_groups_per_tile(size_t n) {
-  return n > 1;
+  return n > 2;
 }
 
 // Groups g0 .. g_end - 1 against tokens t0 .. t0 + n - 1 (n <= T; n == T takes the full tile),

@@ -16,19 +16,25 @@
 namespace mote::kernels::simd {
 
 // How far ahead of its reads a tile asks for weights, in each group it reads (a prefetch never
-// faults, even past a matrix's end).
-constexpr size_t kPrefetchBytes = 2048;
+// faults, even past a matrix's end). A core streaming from DRAM needs about latency x bandwidth
+// (~100 ns x 33 GB/s, 3.3 KB) in flight; 2048 left it waiting, worst where a batch of 2-8 tokens
+// spends longer on each block (bench/README.md log, 2026-12-06, issue 37.1).
+constexpr size_t kPrefetchBytes = 8192;
 
 // The weights stream from memory once per pass: ask for the bytes kPrefetchBytes past byte `at`
 // of each of the W::kGroups groups a tile reads side by side (`next` bytes apart). Past a
-// group's end they are the next tile's: W::kGroups groups on, so that two streams read side by
-// side do not fetch each other's bytes. The hardware prefetcher alone left a decoding core
-// waiting on these loads at under half its bandwidth (perf: most samples on the first use of
-// each block).
+// group's end they are a later tile's: W::kGroups groups on per group passed, so that two
+// streams read side by side do not fetch each other's bytes. The hardware prefetcher alone left
+// a decoding core waiting on these loads at under half its bandwidth (perf: most samples on the
+// first use of each block).
 template <class W, size_t kBytes>
 inline void prefetch_ahead(const void *groups, size_t next, size_t at) {
-  const size_t ahead = at + kPrefetchBytes;
-  const char *base = static_cast<const char *>(groups) + ahead + (ahead >= next ? (W::kGroups - 1) * next : 0);
+  size_t ahead = at + kPrefetchBytes;
+  const char *base = static_cast<const char *>(groups);
+  if constexpr (W::kGroups > 1) {
+    for (; ahead >= next; ahead -= next) base += W::kGroups * next;
+  }
+  base += ahead;
 #pragma GCC unroll 2
   for (size_t g = 0; g < W::kGroups; ++g) {
     for (size_t line = 0; line < kBytes; line += 64) __builtin_prefetch(base + g * next + line);
