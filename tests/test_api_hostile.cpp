@@ -8,6 +8,7 @@
 #include <set>
 
 #include "api_header_support.hpp"
+#include "grammar_support.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -426,6 +427,36 @@ bool refuses_enum(const std::string &function, const std::string &argument, uint
     CHECK(embed_int(session, tokens, lengths, 2, raw, 1, out.data(), out.size()) == MOTE_ERR_INVALID_ARGUMENT);
     CHECK(std::string(mote_session_error(session)) == "unknown pooling " + std::to_string(raw));
     CHECK(embed_int(session, tokens, lengths, 2, MOTE_POOL_CLS, 1, out.data(), out.size()) == MOTE_OK);
+    return true;
+  }
+  if (argument == "options.draft") {
+    mote_sampler_options options = mote_sampler_options_default();
+    store_raw(&options.draft, raw);
+    mote_session *session = &embed_session().session;  // a decoder session (tiny() is a Llama)
+    const int32_t token = 1;
+    int32_t out = -1;
+    if (function == "mote_sampler_options_validate") {
+      CHECK(mote_sampler_options_validate(&options, message, sizeof message) == MOTE_ERR_INVALID_ARGUMENT);
+    } else if (function == "mote_sample") {
+      CHECK(mote_decode(session, token, nullptr) == MOTE_OK);
+      CHECK(mote_sample(session, &options, &out) == MOTE_ERR_INVALID_ARGUMENT);
+    } else if (function == "mote_sample_grammar") {
+      CHECK(mote_decode(session, token, nullptr) == MOTE_OK);
+      mote_test::Compiled grammar("root ::= \"a\"\n");
+      REQUIRE(grammar.status == MOTE_OK);
+      CHECK(mote_sample_grammar(session, &options, &grammar.grammar, &out) == MOTE_ERR_INVALID_ARGUMENT);
+    } else if (function == "mote_generate") {
+      CHECK(mote_generate(session, &token, 1, 2, &options, nullptr, nullptr, nullptr) == MOTE_ERR_INVALID_ARGUMENT);
+    } else if (function == "mote_generate_constrained") {
+      CHECK(mote_generate_constrained(session, &token, 1, 2, &options, nullptr, nullptr, nullptr, nullptr) ==
+            MOTE_ERR_INVALID_ARGUMENT);
+    } else {
+      return false;
+    }
+    CHECK(std::string(message[0] != '\0' ? message : mote_session_error(session)) ==
+          "unknown draft kind " + std::to_string(raw));
+    CHECK(out == -1);
+    mote_session_reset(session);
     return true;
   }
   if (function == "mote_chat_tokenize" && argument == "messages.role") {

@@ -269,27 +269,6 @@ RealGolden read_real_golden(const std::string &model) {
   return g;
 }
 
-// The cached GGUF (models/fetch_families.sh), or "" (skipped, saying so) when it was never
-// fetched; with MOTE_REQUIRE_FAMILIES=1 its absence is a failure.
-std::string real_gguf(const std::string &file) {
-  if (const char *skip = std::getenv("MOTE_SKIP_REAL_MODELS")) {  // set by the emulated test presets
-    MOTE_SKIP(file << ": " << std::string(skip));
-    return "";
-  }
-  const char *cache = std::getenv("XDG_CACHE_HOME");
-  const char *home = std::getenv("HOME");
-  const std::string path =
-      (cache != nullptr && cache[0] != '\0' ? std::string(cache) : std::string(home ? home : ".") + "/.cache") +
-      "/mote/" + file;
-  if (mote_test::file_exists(path)) return path;
-  const char *require = std::getenv("MOTE_REQUIRE_FAMILIES");
-  if (require != nullptr && std::string(require) == "1") {
-    FAIL("required model missing: " << path << " (models/fetch_families.sh fetches it)");
-  }
-  MOTE_SKIP(path << " is absent: run models/fetch_families.sh to fetch it");
-  return "";
-}
-
 // KL(oracle || mote) of the distributions coarsened to 17 bins (the oracle's top 16 tokens and
 // the rest), averaged over positions: a lower bound of the full KL (the golden holds no whole rows).
 double coarse_kl(const std::vector<RealTop> &tops, const std::vector<float> &logits, size_t vocab) {
@@ -319,7 +298,7 @@ void check_real_model(const std::string &model_name) {
   REQUIRE(!g.file.empty());
   REQUIRE(g.prompts.size() == 3);
   REQUIRE(g.tops.size() == g.text.size());
-  const std::string path = real_gguf(g.file);
+  const std::string path = mote_test::real_gguf(g.file);
   if (path.empty() || !mote_cli_test::have_cli()) return;
 
   auto f32 = convert_with_cli(path, model_name + "_f32", "--dtype f32");

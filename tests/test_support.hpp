@@ -104,6 +104,27 @@ inline std::string smollm2_gguf() {
   return "";
 }
 
+// The cached GGUF (models/fetch_families.sh), or "" (skipped, saying so) when it was never
+// fetched; with MOTE_REQUIRE_FAMILIES=1 its absence is a failure.
+inline std::string real_gguf(const std::string &file) {
+  if (const char *skip = std::getenv("MOTE_SKIP_REAL_MODELS")) {  // set by the emulated test presets
+    MOTE_SKIP(file << ": " << std::string(skip));
+    return "";
+  }
+  const char *cache = std::getenv("XDG_CACHE_HOME");
+  const char *home = std::getenv("HOME");
+  const std::string path =
+      (cache != nullptr && cache[0] != '\0' ? std::string(cache) : std::string(home ? home : ".") + "/.cache") +
+      "/mote/" + file;
+  if (file_exists(path)) return path;
+  const char *require = std::getenv("MOTE_REQUIRE_FAMILIES");
+  if (require != nullptr && std::string(require) == "1") {
+    FAIL("required model missing: " << path << " (models/fetch_families.sh fetches it)");
+  }
+  MOTE_SKIP(path << " is absent: run models/fetch_families.sh to fetch it");
+  return "";
+}
+
 // A Python interpreter that imports every module of `modules` ("gguf, numpy": the independent
 // oracles), tried as `python3` on PATH, then Debian's /usr/bin/python3; "" when none does: the
 // caller then skips, saying so. With MOTE_REQUIRE_PYTHON_ORACLES=1 (set by .ci/run, which

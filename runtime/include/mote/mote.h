@@ -164,9 +164,10 @@ mote_status mote_model_check_values(const mote_model *model, char *err, size_t e
  * model's perplexity may still suffer: +9% on Qwen2.5-0.5B, the same table). */
 typedef enum mote_kv_dtype { MOTE_KV_F32 = 0, MOTE_KV_F16 = 1, MOTE_KV_Q8_0 = 2 } mote_kv_dtype;
 
-/* Upper limits of mote_session_options.n_threads and .batch_size. */
+/* Upper limits of mote_session_options.n_threads, .batch_size and .draft_capacity. */
 #define MOTE_MAX_THREADS 1024
 #define MOTE_MAX_BATCH 256
+#define MOTE_MAX_DRAFT 64
 
 /* Where a session's forward pass runs. CUDA needs a build with -DMOTE_CUDA=ON (linking
  * mote::mote_cuda) and an NVIDIA GPU; elsewhere mote_session_init says which is missing. */
@@ -202,6 +203,10 @@ typedef struct mote_session_options {
   /* Called between prefill batches and generation steps (see mote_on_progress); null: never. */
   mote_on_progress on_progress;
   void *progress_user; /* passed to on_progress as user */
+  /* Drafted tokens one generation step of mote_generate may check besides the sampled one
+   * (0..MOTE_MAX_DRAFT; the default 8): the arena holds their logits, (draft_capacity + 1) x
+   * vocab_size floats. 0: mote_generate never drafts. See mote_draft_kind. */
+  uint32_t draft_capacity;
 } mote_session_options;
 
 /* The default options: the model's full context, f16 KV cache, one thread, batches of 64. */
@@ -398,6 +403,29 @@ mote_status mote_embed(mote_session *session, const int32_t *tokens, size_t n_to
 mote_status mote_embed_batch(mote_session *session, const int32_t *tokens, const uint32_t *lengths, size_t n_texts,
                              mote_pool pool, int normalize, float *out, size_t out_n);
 
+/* Speculative decoding in mote_generate: a drafter proposes the tokens that may follow, one
+ * forward pass checks them all (reading each weight once for several tokens), and every drafted
+ * token the sampler would have picked itself is kept. The sampler draws each token from the
+ * target model's own logits, in order, with the same random numbers as without drafting (a
+ * drafted token is kept only when the draw equals it), and the logits are bit-identical for any
+ * batch size: so the text is byte for byte the text of plain decoding, greedy or sampled, for
+ * the same seed; drafting changes only the speed. (For these one-hot drafters this is the
+ * speculative-sampling rule: a draft d is kept with probability p(d), otherwise the token is
+ * drawn from p without d.) Rejected tokens leave the cache as mote_session_truncate leaves it. */
+typedef enum mote_draft_kind {
+  MOTE_DRAFT_NONE = 0, /* one forward pass per token */
+  /* MOTE_DRAFT_AUTO: prompt lookup, grammar fast-forward (the bytes a grammar forces, in
+   * mote_generate_constrained) and the draft model (draft_session, when given), each used only
+   * while its measured acceptance makes checking pay; otherwise a step decodes one token, as
+   * plain decoding does. The default. */
+  MOTE_DRAFT_AUTO = 1,
+  /* One drafter alone, drafting whenever it has a proposal, whether or not it pays (for measuring
+   * it, or where the caller knows it pays): prompt lookup (what followed the latest earlier
+   * occurrence of the last tokens), or the draft model (draft_session, required). */
+  MOTE_DRAFT_LOOKUP = 2,
+  MOTE_DRAFT_MODEL = 3
+} mote_draft_kind;
+
 typedef struct mote_sampler_options {
   float temperature;        /* 0 = greedy (argmax) */
   int32_t top_k;            /* 0 = off */
@@ -408,6 +436,14 @@ typedef struct mote_sampler_options {
   uint64_t seed;
   int32_t ignore_eos; /* 1: mote_generate samples past end tokens, passing each to on_token like any
                          other (llama.cpp's --ignore-eos; a grammar still ends at one); 0: they end it */
+  mote_draft_kind draft; /* MOTE_DRAFT_AUTO by default; 0 (a zeroed struct): none */
+  uint32_t draft_max;    /* drafted tokens per step at most (also capped by the session's draft_capacity); 8 */
+  uint32_t draft_min;    /* a shorter draft is not checked (llama.cpp's --draft-min); 1 */
+  float draft_p_min;     /* the draft model stops drafting at a token it gives less probability; 0.5 */
+  /* A draft model's session (its own arena, a smaller model with the same vocabulary, e.g.
+   * Qwen2.5-Coder-0.5B for 1.5B): mote_generate keeps its cache in step with this session's
+   * tokens and drafts greedily with it. Null: none. Another vocabulary is refused in one line. */
+  mote_session *draft_session;
 } mote_sampler_options;
 
 mote_sampler_options mote_sampler_options_default(void);
@@ -439,6 +475,18 @@ int mote_token_ends_generation(const mote_model *model, int32_t token);
 mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n_prompt, uint32_t max_new_tokens,
                           const mote_sampler_options *options, mote_on_token on_token, void *user,
                           uint32_t *n_generated);
+
+/* What the last mote_generate (or mote_generate_constrained) on the session did: tokens passed
+ * to on_token, forward passes of the model it took, drafted tokens checked and kept. Plain
+ * decoding takes one pass per token; generated / passes is the mean tokens per pass. */
+typedef struct mote_generate_stats {
+  uint64_t generated;
+  uint64_t passes;
+  uint64_t drafted;
+  uint64_t accepted;
+} mote_generation_stats;
+/* MOTE_ERR_INVALID_ARGUMENT for a null session or stats; MOTE_ERR_BUSY inside a call on it. */
+mote_status mote_generate_stats(const mote_session *session, mote_generation_stats *stats);
 
 /* ---- Chat ------------------------------------------------------------------------------ */
 

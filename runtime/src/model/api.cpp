@@ -6,6 +6,7 @@
 #include "format/reader.hpp"
 #include "format/values.hpp"
 #include "grammar/grammar.hpp"
+#include "model/generate.hpp"
 #include "model/model.hpp"
 #include "model/state.hpp"
 #include "mote/mote.h"
@@ -29,36 +30,23 @@ namespace {
 // bench/README.md, "Tuning decisions").
 constexpr uint32_t kDefaultBatchSize = 64;
 
+// Drafted tokens a generation step checks at most by default: a pass over 9 tokens still costs
+// about one decode step on a model larger than the cache (bench/README.md, "Verify steps"), and
+// longer drafts are rarely kept whole.
+constexpr uint32_t kDefaultDraftCapacity = 8;
+
 // Every flag bit mote_tokenize and mote_chat_tokenize define; any other is refused.
 constexpr uint32_t kTokenizeFlags = MOTE_TOKENIZE_ADD_BOS | MOTE_TOKENIZE_SPECIAL;
 constexpr uint32_t kChatFlags = MOTE_CHAT_ADD_ASSISTANT_PROMPT | MOTE_CHAT_CONTINUE;
 
 Session *session_of(const mote_session *s) { return s == nullptr ? nullptr : static_cast<Session *>(s->impl_); }
 
-ErrorSink session_sink(Session &s) { return ErrorSink{s.error, sizeof s.error}; }
-
 bool has_sentencepiece_tokenizer(const Model &m) {
   return m.view.tokenizer_kind == static_cast<uint32_t>(format::TokenizerKind::sentencepiece_bpe);
 }
 
-bool has_byte_level_tokenizer(const Model &m) {
-  return m.view.tokenizer_kind == static_cast<uint32_t>(format::TokenizerKind::byte_level_bpe);
-}
-
 bool has_wordpiece_tokenizer(const Model &m) {
   return m.view.tokenizer_kind == static_cast<uint32_t>(format::TokenizerKind::wordpiece);
-}
-
-// The bytes token prints after prev_token, as mote_detokenize gives them for byte-level BPE and
-// SentencePiece (raw bytes, byte tokens as their byte, control tokens of byte-level vocabularies
-// spelled out); byte is storage for a byte token's one byte. WordPiece needs its own spacing
-// (mote_detokenize), and its encoders never generate.
-void token_piece(const Model &m, int32_t prev_token, int32_t token, char *byte, const char **piece, size_t *n) {
-  if (has_byte_level_tokenizer(m)) {
-    byte_level_piece(m.view.tokenizer, token, piece, n);
-  } else {
-    piece_for(m.view.tokenizer, prev_token, token, byte, piece, n);
-  }
 }
 
 // mote_tokenize for byte-level BPE: BOS (asked for and present) first, then the text.
@@ -119,6 +107,10 @@ Status resolve_options(const Model &model, const mote_session_options *in, mote_
     }
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "unknown backend %u", static_cast<unsigned>(backend));
   }
+  if (out->draft_capacity > MOTE_MAX_DRAFT) {
+    return fail(err, MOTE_ERR_INVALID_ARGUMENT, "draft capacity %u is above %d",
+                static_cast<unsigned>(out->draft_capacity), MOTE_MAX_DRAFT);
+  }
   if (out->n_threads > MOTE_MAX_THREADS) {
     return fail(err, MOTE_ERR_INVALID_ARGUMENT, "thread count %u is above %d", static_cast<unsigned>(out->n_threads),
                 MOTE_MAX_THREADS);
@@ -131,176 +123,6 @@ size_t planned_arena_size(const Model &model, const mote_session_options &resolv
   ArenaPlanner planner(nullptr, 0);
   plan_session(planner, model, resolved);
   return planner.overflowed() ? 0 : planner.used();
-}
-
-// llama2.c's convention: BOS separates documents, so it ends generation; so do EOS and every
-// other control token (ChatML's <|im_end|>, <|endoftext|>).
-bool ends_generation(const Model &m, int32_t token) {
-  const format::ModelConfig &c = m.view.config;
-  if (token < 0 || static_cast<uint32_t>(token) >= c.vocab_size) return false;
-  return token == c.bos_id || token == c.eos_id || m.view.tokenizer.types[token] == kTokenControl;
-}
-
-// An encoder (an embedder: BERT) has no classifier, so nothing to decode or sample with.
-Status refuse_encoder(Session &s, const char *what) {
-  return fail(session_sink(s), MOTE_ERR_UNSUPPORTED,
-              "this model is an embedder with no classifier: it cannot %s (use mote_embed)", what);
-}
-
-// Whether the session's progress callback asks to stop, told done of total (each below the
-// context length, so they fit its 32-bit arguments).
-bool progress_says_stop(const Session &s, size_t done, size_t total) {
-  return s.on_progress != nullptr &&
-         s.on_progress(s.progress_user, static_cast<uint32_t>(done), static_cast<uint32_t>(total)) != 0;
-}
-
-Status aborted(Session &s, const char *what, size_t done, size_t total) {
-  return fail(session_sink(s), MOTE_ERR_ABORTED, "stopped by the progress callback after %llu of %llu %s",
-              static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), what);
-}
-
-// What a prefill reports and returns besides the cache: on_progress after each batch (not for
-// mote_decode), and the logits of the call's tokens from first on into out (mote_prefill_logits;
-// out null: the last token's only).
-struct PrefillRequest {
-  bool report_progress;
-  size_t first;
-  float *out;
-};
-
-// mote_prefill's work, for a caller that holds the session's guard (mote_decode, mote_generate too).
-Status prefill(Session &s, const int32_t *tokens, size_t n_tokens, PrefillRequest request = {true, 0, nullptr}) {
-  const ErrorSink sink = session_sink(s);
-  if (tokens == nullptr && n_tokens > 0) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "tokens are null");
-  // Everything is checked before the first token runs, so a failed call changes nothing.
-  if (n_tokens > s.context_length - s.position) {
-    return fail(sink, MOTE_ERR_CONTEXT_FULL, "%llu tokens do not fit: %u of the context's %u are used",
-                static_cast<unsigned long long>(n_tokens), static_cast<unsigned>(s.position),
-                static_cast<unsigned>(s.context_length));
-  }
-  const int64_t vocab = s.model.view.config.vocab_size;
-  for (size_t i = 0; i < n_tokens; ++i) {
-    if (tokens[i] < 0 || tokens[i] >= vocab) {
-      return fail(sink, MOTE_ERR_BAD_TOKEN, "token %d at index %llu is outside the vocabulary of %lld",
-                  static_cast<int>(tokens[i]), static_cast<unsigned long long>(i), static_cast<long long>(vocab));
-    }
-  }
-  for (size_t i = 0; i < n_tokens; i += s.batch_size) {
-    const size_t n = n_tokens - i < s.batch_size ? n_tokens - i : s.batch_size;
-    const bool last = i + n == n_tokens;
-    Status status = MOTE_OK;
-    if (request.out != nullptr && i + n > request.first) {
-      const size_t first_row = request.first > i ? request.first - i : 0;
-      float *out = request.out + (i + first_row - request.first) * static_cast<size_t>(vocab);
-      status = s.backend->prefill_logits(s, tokens + i, n, first_row, out);
-    } else {
-      status = n == 1 && last ? s.backend->decode(s, tokens[i]) : s.backend->prefill(s, tokens + i, n, last);
-    }
-    if (status != MOTE_OK) return status;
-    if (request.report_progress && progress_says_stop(s, i + n, n_tokens)) {
-      return aborted(s, "prompt tokens", i + n, n_tokens);
-    }
-  }
-  return MOTE_OK;
-}
-
-// Picks the token under the grammar's mask and accepts it into the grammar (an end token is
-// not accepted: nothing follows it).
-Status sample_constrained(Session &s, const mote_sampler_options &options, grammar::Grammar &g, size_t n_recent,
-                          int32_t *token, size_t *bad) {
-  const ErrorSink sink = session_sink(s);
-  if (!g.has_tokenizer || g.tokenizer.piece_bytes != s.model.view.tokenizer.piece_bytes) {
-    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "the grammar was compiled for another model (or for none)");
-  }
-  const int32_t prev = s.position > 0 ? s.history[s.position - 1] : -1;
-  const Status status = sample_with_grammar(options, s.rng, s.state.logits, s.model.view.config.vocab_size,
-                                            s.history + (s.position - n_recent), n_recent, s.candidates, g, prev,
-                                            kMaxGrammarSampleSteps, token, bad, sink);
-  if (status == MOTE_ERR_GRAMMAR) {
-    char reason[sizeof s.error];
-    std::memcpy(reason, s.error, sizeof reason);
-    return fail(sink, status, "%s after position %u", reason, static_cast<unsigned>(s.position));
-  }
-  if (status != MOTE_OK || ends_generation(s.model, *token)) return status;
-  char byte = 0;
-  const char *bytes = nullptr;
-  size_t n = 0;
-  piece_for(s.model.view.tokenizer, prev, *token, &byte, &bytes, &n);
-  return grammar::accept_bytes(g, bytes, n, sink);
-}
-
-// mote_sample's work, for a caller that holds the session's guard (mote_generate too); with a
-// grammar (may be null), mote_sample_grammar's.
-Status sample_next(Session &s, const mote_sampler_options *options, grammar::Grammar *g, int32_t *token) {
-  const ErrorSink sink = session_sink(s);
-  if (token == nullptr) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "token is null");
-  if (s.spec.encoder) return refuse_encoder(s, "sample");
-  const Status status = mote_sampler_options_validate(options, s.error, sizeof s.error);
-  if (status != MOTE_OK) return status;
-  if (!s.has_logits) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "no logits to sample: prefill or decode first");
-  const size_t last_n = static_cast<size_t>(options->repetition_last_n);
-  const size_t n_recent = last_n < s.position ? last_n : s.position;
-  const uint32_t vocab = s.model.view.config.vocab_size;
-  size_t bad = 0;
-  if (g != nullptr) {
-    const Status picked = sample_constrained(s, *options, *g, n_recent, token, &bad);
-    if (picked != MOTE_ERR_NUMERIC) return picked;
-    *token = -1;
-  } else {
-    *token = sample(*options, s.rng, s.state.logits, vocab, s.history + (s.position - n_recent), n_recent, s.candidates,
-                    &bad);
-  }
-  if (*token < 0) {
-    char number[32];
-    return fail(sink, MOTE_ERR_NUMERIC,
-                "logit %llu of %u is %s after position %u: the model computed a non-finite number",
-                static_cast<unsigned long long>(bad), static_cast<unsigned>(vocab),
-                float_text(s.state.logits[bad], number, sizeof number), static_cast<unsigned>(s.position));
-  }
-  return MOTE_OK;
-}
-
-// mote_generate's loop (with a grammar, mote_generate_constrained's), after the guard is taken.
-Status generate(Session &s, const int32_t *prompt, size_t n_prompt, uint32_t max_new_tokens,
-                const mote_sampler_options *options, grammar::Grammar *g, mote_on_token on_token, void *user,
-                uint32_t *n_generated) {
-  if (s.spec.encoder) return refuse_encoder(s, "generate");  // before the prompt runs: nothing changes
-  Status status = mote_sampler_options_validate(options, s.error, sizeof s.error);
-  if (status != MOTE_OK) return status;
-  status = prefill(s, prompt, n_prompt);
-  if (status != MOTE_OK) return status;
-  rng_seed(s.rng, options->seed);
-  for (uint32_t i = 0; i < max_new_tokens; ++i) {
-    int32_t token = 0;
-    status = sample_next(s, options, g, &token);
-    if (status == MOTE_ERR_NUMERIC || status == MOTE_ERR_GRAMMAR) {
-      char reason[sizeof s.error];
-      std::memcpy(reason, s.error, sizeof reason);
-      return fail(session_sink(s), status, "generation step %u: %s", static_cast<unsigned>(i), reason);
-    }
-    if (status != MOTE_OK) return status;
-    // A grammar allows an end token only once it is complete: then it ends the reply anyway.
-    if (ends_generation(s.model, token) && (options->ignore_eos == 0 || g != nullptr)) break;
-    if (s.position >= s.context_length) {
-      return fail(session_sink(s), MOTE_ERR_CONTEXT_FULL, "the context of %u tokens is full",
-                  static_cast<unsigned>(s.context_length));
-    }
-    const int32_t prev = s.position > 0 ? s.history[s.position - 1] : -1;
-    if (n_generated != nullptr) *n_generated = i + 1;
-    bool stop = false;
-    if (on_token != nullptr) {
-      char byte = 0;
-      const char *piece = nullptr;
-      size_t n = 0;
-      token_piece(s.model, prev, token, &byte, &piece, &n);
-      stop = on_token(user, token, piece, n) != 0;
-    }
-    status = s.backend->decode(s, token);  // the cache holds every token the caller saw
-    if (status != MOTE_OK) return status;
-    if (stop || (g != nullptr && !grammar::can_continue(*g))) break;
-    if (progress_says_stop(s, i + 1, max_new_tokens)) return aborted(s, "tokens to generate", i + 1, max_new_tokens);
-  }
-  return MOTE_OK;
 }
 
 }  // namespace
@@ -364,6 +186,7 @@ mote_session_options mote_session_options_default(void) {
   o.device_model = nullptr;
   o.on_progress = nullptr;
   o.progress_user = nullptr;
+  o.draft_capacity = kDefaultDraftCapacity;
   return o;
 }
 
@@ -598,6 +421,17 @@ mote_status mote_prefill_logits(mote_session *session, const int32_t *tokens, si
   return prefill(*s, tokens, n_tokens, PrefillRequest{true, first, rows > 0 ? out : nullptr});
 }
 
+mote_status mote_generate_stats(const mote_session *session, mote_generation_stats *stats) {
+  const SessionGuard guard(session);
+  if (guard.session() == nullptr || stats == nullptr) return stats == nullptr ? MOTE_ERR_INVALID_ARGUMENT : guard.refusal();
+  const GenerateTotals &t = guard.session()->generate_totals;
+  stats->generated = t.generated;
+  stats->passes = t.passes;
+  stats->drafted = t.drafted;
+  stats->accepted = t.accepted;
+  return MOTE_OK;
+}
+
 const float *mote_logits(const mote_session *session) {
   const Session *s = session_of(session);
   return s != nullptr && s->has_logits ? s->state.logits : nullptr;
@@ -613,6 +447,11 @@ mote_sampler_options mote_sampler_options_default(void) {
   o.repetition_last_n = 64;
   o.seed = 0;
   o.ignore_eos = 0;
+  o.draft = MOTE_DRAFT_AUTO;
+  o.draft_max = kDefaultDraftCapacity;
+  o.draft_min = 1;
+  o.draft_p_min = 0.5f;
+  o.draft_session = nullptr;
   return o;
 }
 
@@ -640,6 +479,23 @@ mote_status mote_sampler_options_validate(const mote_sampler_options *options, c
     return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "repetition window must be >= 0 tokens");
   }
   if (o.ignore_eos != 0 && o.ignore_eos != 1) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "ignore_eos must be 0 or 1");
+  if (enum_value(o.draft) > MOTE_DRAFT_MODEL) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "unknown draft kind %u", static_cast<unsigned>(enum_value(o.draft)));
+  }
+  if (o.draft_max > MOTE_MAX_DRAFT) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "draft-max %u is above %d", static_cast<unsigned>(o.draft_max),
+                MOTE_MAX_DRAFT);
+  }
+  if (o.draft != MOTE_DRAFT_NONE && o.draft_min > o.draft_max) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "draft-min %u is above draft-max %u", static_cast<unsigned>(o.draft_min),
+                static_cast<unsigned>(o.draft_max));
+  }
+  if (!(o.draft_p_min >= 0.0f && o.draft_p_min <= 1.0f)) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "draft-p-min must be in [0, 1]");
+  }
+  if (o.draft == MOTE_DRAFT_MODEL && o.draft_session == nullptr) {
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "drafting with a draft model needs its session (draft_session)");
+  }
   return MOTE_OK;
 }
 
@@ -694,7 +550,20 @@ mote_status mote_generate_constrained(mote_session *session, const int32_t *prom
   if (grammar != nullptr && g == nullptr) {
     return fail(session_sink(*s), MOTE_ERR_INVALID_ARGUMENT, "grammar was never compiled");
   }
-  return generate(*s, prompt, n_prompt, max_new_tokens, options, g, on_token, user, n_generated);
+  // The draft model's session is held too: a call on it meanwhile is refused, and so is a
+  // draft session already in use (the session itself, or one another thread is running).
+  mote_session *draft_handle = options != nullptr && options->draft != MOTE_DRAFT_NONE ? options->draft_session : nullptr;
+  if (draft_handle != nullptr && draft_handle->impl_ == session->impl_) {
+    return fail(session_sink(*s), MOTE_ERR_INVALID_ARGUMENT, "the draft session is the session itself");
+  }
+  const SessionGuard draft_guard(draft_handle);
+  if (draft_handle != nullptr && draft_guard.session() == nullptr) {
+    return fail(session_sink(*s), MOTE_ERR_INVALID_ARGUMENT,
+                draft_guard.refusal() == MOTE_ERR_BUSY ? "the draft session is busy with another call"
+                                                       : "the draft session is null or was released");
+  }
+  return generate(*s, prompt, n_prompt, max_new_tokens, options, g, draft_guard.session(), on_token, user,
+                  n_generated);
 }
 
 }  // extern "C"

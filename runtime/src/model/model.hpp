@@ -114,6 +114,14 @@ struct KvCache {
   const KvType *type;        // the cache type's row, bound once per session
 };
 
+// What the last mote_generate on a session did (mote_generate_stats).
+struct GenerateTotals {
+  uint64_t generated = 0;  // tokens passed to on_token
+  uint64_t passes = 0;     // forward passes of the target model while generating
+  uint64_t drafted = 0;    // drafted tokens checked
+  uint64_t accepted = 0;   // drafted tokens kept
+};
+
 struct Session {
   Model model;             // the validated view, copied: sessions depend on the model bytes only
   const Backend *backend;  // where the forward pass runs
@@ -131,6 +139,10 @@ struct Session {
   uint32_t batch_size;    // tokens one prefill step runs through the weights together
   int32_t *history;       // (context) the tokens in the cache, for the repetition penalty
   Candidate *candidates;  // (vocab) sampler scratch
+  // ((draft_capacity + 1) x vocab) the logits of a generation step's sampled and drafted tokens
+  float *draft_logits;
+  uint32_t draft_capacity;
+  GenerateTotals generate_totals;
   Rng rng;
   mote_on_progress on_progress;  // the options' callback (null: none) and its user pointer
   void *progress_user;

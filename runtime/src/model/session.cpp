@@ -133,6 +133,9 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   cache.type = &kv_type_row;
   int32_t *history = arena.take<int32_t>(context);
   Candidate *candidates = arena.take<Candidate>(c.vocab_size);
+  // An encoder has no logits to check drafts with.
+  const uint32_t draft_capacity = format::block_spec(c).encoder ? 0 : options.draft_capacity;
+  float *draft_logits = arena.take<float>(draft_capacity == 0 ? 0 : (draft_capacity + uint64_t{1}) * c.vocab_size);
   if (s == nullptr || candidates == nullptr) return nullptr;  // planning, or the arena is short
 
   new (s) Session{};  // placement: constructs in the arena, allocates nothing
@@ -143,6 +146,8 @@ Session *plan_session(ArenaPlanner &arena, const Model &model, const mote_sessio
   s->cache = cache;
   s->history = history;
   s->candidates = candidates;
+  s->draft_logits = draft_logits;
+  s->draft_capacity = draft_capacity;
   return s;
 }
 

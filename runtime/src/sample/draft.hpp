@@ -1,0 +1,46 @@
+// Drafters for speculative decoding (mote_generate, model/generate.cpp): each proposes tokens that
+// may follow the tokens so far, and the target model checks them all in one forward pass. What a
+// drafter proposes never changes the text (generate.cpp keeps a drafted token only when the
+// sampler picks it itself); it changes how many tokens one pass over the weights yields.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mote {
+
+// A checked token's cost relative to a one-token step, for choosing draft lengths: a step of
+// n <= 8 tokens costs about 1 + 0.15 (n - 1) one-token steps on a model larger than the cache
+// (bench/README.md, "Verify steps"); smaller models, served from cache, pay more per token, which
+// only makes the policy draft a little less than would pay.
+constexpr float kCheckedTokenCost = 0.15f;
+
+// How often one drafter's tokens were right, learned while generating.
+struct DraftStats {
+  // P(a drafted token is the sampled one | the drafted tokens before it were), a moving average
+  // over the last ~10 drafted tokens (checked ones, and the first token of proposals that were
+  // not checked, compared with the token generated instead: so a drafter that stopped paying is
+  // still watched and comes back when it would pay again).
+  float accept = 0.5f;
+  uint64_t drafted = 0, accepted = 0;  // checked tokens, and those kept (for mote bench)
+};
+
+// Counts one checked draft: its first `accepted` of `drafted` tokens were kept.
+void record_check(DraftStats &stats, size_t drafted, size_t accepted);
+// Counts an unchecked proposal whose first token was (hit) or was not the generated one.
+void record_shadow(DraftStats &stats, bool hit);
+
+// The draft length (at most available) that maximises the expected tokens per pass cost, where
+// each drafted token costs cost_per_token of a one-token step (checking, plus drafting it for a
+// draft model) and is kept with stats.accept after the ones before it; 0 when no length beats
+// decoding one token.
+size_t draft_length(const DraftStats &stats, size_t available, float cost_per_token);
+
+// Prompt lookup: finds the latest earlier occurrence of the last n tokens of tokens[0, n_tokens)
+// (n from kLookupMaxNgram down to kLookupMinNgram, the longest that occurs) and writes what
+// followed it, at most max tokens, into out. Returns how many (0: no occurrence). O(n_tokens).
+constexpr size_t kLookupMaxNgram = 4;
+constexpr size_t kLookupMinNgram = 2;
+size_t lookup_draft(const int32_t *tokens, size_t n_tokens, size_t max, int32_t *out);
+
+}  // namespace mote
