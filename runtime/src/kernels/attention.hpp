@@ -11,13 +11,15 @@
 
 namespace mote::kernels::simd {
 
-// The keys' and values' scales: none for f32 and f16 elements (scale 1 over one block as long as
-// any head, which leaves every product exact), one per position and block of kQuantBlock for int8.
-// from(p): the scales of the positions from p on.
+// The keys' and values' scales: none for f32 and f16 elements (at() is 1 and never applied), one
+// per position and block of kQuantBlock for int8. A key's elements are scaled as they are
+// converted (one multiply per loaded batch, shared by a group's queries; then the f16 cache's
+// products), a value's scale goes into its probability (p * scale made once per position and
+// block for each query; then the f16 cache's loop). from(p): the scales of the positions from p on.
 struct Unscaled {
   static constexpr bool kScaled = false;
   static constexpr size_t kBlock = size_t{1} << 30;  // longer than any head (fits a 32-bit size_t)
-  float operator()(size_t, size_t) const { return 1.0f; }
+  float at(size_t, size_t) const { return 1.0f; }
   Unscaled from(size_t) const { return *this; }
 };
 struct BlockScales {
@@ -25,60 +27,56 @@ struct BlockScales {
   static constexpr size_t kBlock = kQuantBlock;
   const float *scales;
   size_t stride;  // between positions
-  float operator()(size_t t, size_t block) const { return scales[t * stride + block]; }
+  float at(size_t t, size_t c) const { return scales[t * stride + c / kQuantBlock]; }
   BlockScales from(size_t p) const { return {scales + p * stride, stride}; }
 };
+
+// A key's or value's element c at position t as a float, its scale applied.
+template <class Arch, class Element, class Scales>
+inline float scaled_element(const Element *row, const Scales &scales, size_t t, size_t c) {
+  return Scales::kScaled ? to_float<Arch>(row[c]) * scales.at(t, c) : to_float<Arch>(row[c]);
+}
 
 // An int8 cache's rows of a head are a cache line or less, a few lines apart: the hardware
 // prefetchers left them to be fetched on demand (decode at depth 4096 ran at half the f16 cache's
 // speed), so the scaled loops fetch kPrefetchAhead positions ahead. (f16 rows gain nothing.)
 constexpr size_t kPrefetchAhead = 16;
 
-// scores[t] = scale * dot(k_t, q) for t < n_pos (with k_t's block scales applied), one batch width
-// W of keys at a time: their W partial-sum batches go through one transposing reduction (sum_rows:
-// a few instructions a key, where a horizontal sum per key dominated 64-wide heads). Scaled keys
-// scale each block's partial sums by a broadcast of its scale before that one reduction. A short
-// last group repeats its last key in the unused slots (computed, then dropped), so every key takes
-// the same path. A block is a whole number of batches; the columns past the last whole batch are
-// added one by one.
+// scores[t] = scale * dot(k_t, q) for t < n_pos (k_t's elements scaled as loaded), one batch
+// width W of keys at a time: their W partial-sum batches go through one transposing reduction
+// (sum_rows: a few instructions a key, where a horizontal sum per key dominated 64-wide heads).
+// A short last group repeats its last key in the unused slots (computed, then dropped), so every
+// key takes the same path. The columns past the last whole batch are added one by one.
 template <class Arch, class Element, class Scales>
 inline void attention_scores(float *scores, const float *q, const Element *k, const Scales &key_scales, size_t n_pos,
                              size_t head_dim, size_t kv_stride, float scale) {
   using Batch = Floats<Arch>;
-  constexpr size_t W = Batch::size, kBlock = Scales::kBlock;
-  static_assert(kBlock % W == 0, "a block is a whole number of batches");
+  constexpr size_t W = Batch::size;
   const size_t simd_end = head_dim - head_dim % W;
   for (size_t t0 = 0; t0 < n_pos; t0 += W) {
     const size_t n = n_pos - t0 < W ? n_pos - t0 : W;
     const size_t last = t0 + n - 1;
     const Element *rows[W];
+    size_t ts[W];
 #pragma GCC unroll 16
-    for (size_t j = 0; j < W; ++j) rows[j] = k + (t0 + j < last ? t0 + j : last) * kv_stride;
+    for (size_t j = 0; j < W; ++j) {
+      ts[j] = t0 + j < last ? t0 + j : last;
+      rows[j] = k + ts[j] * kv_stride;
+      if (Scales::kScaled) __builtin_prefetch(rows[j] + kPrefetchAhead * kv_stride);
+    }
     Batch total[W];
-    if (Scales::kScaled) {
-      // Key by key (the out-of-order core overlaps their chains): W accumulators next to W
-      // totals would not fit avx2's 16 registers.
 #pragma GCC unroll 16
-      for (size_t j = 0; j < W; ++j) {
-        const size_t t = t0 + j < last ? t0 + j : last;
-        __builtin_prefetch(rows[j] + kPrefetchAhead * kv_stride);
-        total[j] = Batch(0.0f);
-        for (size_t begin = 0; begin < simd_end; begin += kBlock) {
-          const size_t end = simd_end - begin < kBlock ? simd_end : begin + kBlock;
-          Batch acc(0.0f);
-          for (size_t c = begin; c < end; c += W) {
-            acc = xsimd::fma(load_floats<Arch>(rows[j] + c), Batch::load_unaligned(q + c), acc);
-          }
-          total[j] = xsimd::fma(acc, Batch(key_scales(t, begin / kBlock)), total[j]);
-        }
-      }
-    } else {
-#pragma GCC unroll 16
-      for (size_t j = 0; j < W; ++j) total[j] = Batch(0.0f);
-      for (size_t c = 0; c < simd_end; c += W) {
+    for (size_t j = 0; j < W; ++j) total[j] = Batch(0.0f);
+    for (size_t begin = 0; begin < simd_end; begin += Scales::kBlock) {
+      const size_t end = simd_end - begin < Scales::kBlock ? simd_end : begin + Scales::kBlock;
+      for (size_t c = begin; c < end; c += W) {
         const Batch qc = Batch::load_unaligned(q + c);
 #pragma GCC unroll 16
-        for (size_t j = 0; j < W; ++j) total[j] = xsimd::fma(load_floats<Arch>(rows[j] + c), qc, total[j]);
+        for (size_t j = 0; j < W; ++j) {
+          Batch kc = load_floats<Arch>(rows[j] + c);
+          if constexpr (Scales::kScaled) kc = kc * Batch(key_scales.at(ts[j], begin));
+          total[j] = xsimd::fma(kc, qc, total[j]);
+        }
       }
     }
     float sums[W];
@@ -86,55 +84,116 @@ inline void attention_scores(float *scores, const float *q, const Element *k, co
     for (size_t j = 0; j < n; ++j) {
       float dot = sums[j];
       for (size_t c = simd_end; c < head_dim; ++c) {
-        dot = __builtin_fmaf(to_float<Arch>(rows[j][c]) * key_scales(t0 + j, c / kBlock), q[c], dot);
+        dot = __builtin_fmaf(scaled_element<Arch>(rows[j], key_scales, t0 + j, c), q[c], dot);
       }
       scores[t0 + j] = scale * dot;
     }
   }
 }
 
-// out = sum_t p_t v_t (each v_t's block scales applied), element by element in position order
-// (fused steps), with up to kPanel batches of out held in registers across all positions (an axpy
-// per position stored and reloaded out each time: a store-to-load chain per position); one
-// broadcast weight per position and block. accumulate: out already holds the sum over earlier
-// positions, and the steps go on from it (the same steps as one call over all the positions).
-template <class Arch, class Element, class Scales>
-inline void attention_values(float *out, const float *p, const Element *v, const Scales &value_scales, size_t n_pos,
-                             size_t head_dim, size_t kv_stride, bool accumulate = false) {
+// Positions a group reads per block: a block's keys of a 64-wide f16 head are 8 KB, read from
+// memory once and from L1 by every other query of the group.
+constexpr size_t kAttentionBlock = 64;
+
+// out[i] = sum_t p[i][t] v_t for kQueries queries over the same n_pos <= kAttentionBlock
+// positions, element by element in position order (fused steps), with a panel of out's batches
+// for every query held in registers across the positions (an axpy per position stored and
+// reloaded out each time: a store-to-load chain per position). Each value batch is loaded and
+// converted once for all the queries. A scaled cache's steps weigh v_t by p[i][t] * scale(t, block),
+// those weights made first, a batch of positions at a time (the scales copied out of their
+// stride once for all the queries), so the loop over positions is the f16 cache's.
+// accumulate[i]: out[i] already holds the sum over earlier positions, and the steps go on from it
+// (the same steps as one call over all the positions). Each lane's steps are the same whatever
+// kQueries and the panel width, so a query's result is the same alone or in a group.
+template <class Arch, size_t kQueries, class Element, class Scales>
+inline void attention_values_block(float *const *out, const float *const *p, const Element *v,
+                                   const Scales &value_scales, size_t n_pos, size_t head_dim, size_t kv_stride,
+                                   const bool *accumulate) {
   using Batch = Floats<Arch>;
-  constexpr size_t W = Batch::size, kPanel = 8, kBlock = Scales::kBlock;
-  static_assert(kBlock % W == 0 && (kBlock >= kPanel * W || (kPanel * W) % kBlock == 0), "panels hold whole blocks");
+  constexpr size_t W = Batch::size;
+  // Half the vector registers (16, or 32 with AVX-512's 16-wide batches) hold the sums; a panel
+  // is a power of two batches, so it covers whole blocks or lies inside one.
+  constexpr size_t kBudget = (W == 16 ? 32 : 16) / 2 / kQueries;
+  constexpr size_t kPanel = kBudget >= 8 ? 8 : kBudget >= 4 ? 4 : kBudget >= 2 ? 2 : 1;
+  constexpr size_t kPanelBlocks = kPanel * W >= kQuantBlock ? kPanel * W / kQuantBlock : 1;
+  static_assert(kQuantBlock % W == 0 && (kPanel * W) % kQuantBlock % W == 0, "panels hold whole blocks or lie in one");
+  // The scaled cache's weights of a slab of the head's columns: [query][block][position].
+  constexpr size_t kSlabBlocks = 8, kSlab = kSlabBlocks * kQuantBlock;
+  static_assert(kSlab % (kPanel * W) == 0, "a slab is whole panels");
+  alignas(64) float weights[Scales::kScaled ? kQueries : 1][Scales::kScaled ? kSlabBlocks : 1]
+                           [Scales::kScaled ? kAttentionBlock : 1];
   const size_t simd_end = head_dim - head_dim % W;
   for (size_t c0 = 0; c0 < simd_end; c0 += kPanel * W) {
     const size_t n_batches = (simd_end - c0) / W < kPanel ? (simd_end - c0) / W : kPanel;
-    Batch acc[kPanel];
+    if constexpr (Scales::kScaled) {
+      for (size_t blk = 0; c0 % kSlab == 0 && blk < kSlabBlocks && c0 + blk * kQuantBlock < simd_end; ++blk) {
+        alignas(64) float scales[kAttentionBlock];
+        for (size_t t = 0; t < n_pos; ++t) scales[t] = value_scales.at(t, c0 + blk * kQuantBlock);
+        for (size_t i = 0; i < kQueries; ++i) {
+          size_t t = 0;
+          for (; t + W <= n_pos; t += W) {
+            (Batch::load_unaligned(p[i] + t) * Batch::load_aligned(scales + t)).store_aligned(&weights[i][blk][t]);
+          }
+          for (; t < n_pos; ++t) weights[i][blk][t] = p[i][t] * scales[t];
+        }
+      }
+    }
+    const size_t first_block = c0 % kSlab / kQuantBlock;  // the panel's first block in the slab
+    Batch acc[kQueries][kPanel];
 #pragma GCC unroll 8
-    for (size_t b = 0; b < kPanel; ++b) {
-      acc[b] = accumulate && b < n_batches ? Batch::load_unaligned(out + c0 + b * W) : Batch(0.0f);
+    for (size_t i = 0; i < kQueries; ++i) {
+#pragma GCC unroll 8
+      for (size_t b = 0; b < kPanel; ++b) {
+        acc[i][b] = accumulate[i] && b < n_batches ? Batch::load_unaligned(out[i] + c0 + b * W) : Batch(0.0f);
+      }
     }
     for (size_t t = 0; t < n_pos; ++t) {
       const Element *row = v + t * kv_stride + c0;
       if (Scales::kScaled) __builtin_prefetch(row + kPrefetchAhead * kv_stride);
-      Batch weight(p[t]);
+      Batch weight[kQueries][kPanelBlocks];
+#pragma GCC unroll 8
+      for (size_t i = 0; i < kQueries; ++i) {
+#pragma GCC unroll 8
+        for (size_t blk = 0; blk < kPanelBlocks; ++blk) {
+          if constexpr (Scales::kScaled) {
+            const bool used = blk * kQuantBlock < n_batches * W;  // a short last panel's blocks
+            weight[i][blk] = used ? Batch(weights[i][first_block + blk][t]) : Batch(0.0f);
+          } else {
+            weight[i][blk] = Batch(p[i][t]);
+          }
+        }
+      }
 #pragma GCC unroll 8
       for (size_t b = 0; b < kPanel; ++b) {
-        if (Scales::kScaled && (b * W) % kBlock == 0 && b < n_batches) {
-          weight = Batch(p[t] * value_scales(t, (c0 + b * W) / kBlock));
+        if (b < n_batches) {
+          const Batch value = load_floats<Arch>(row + b * W);
+          constexpr size_t kBatchesPerBlock = kQuantBlock / W;
+#pragma GCC unroll 8
+          for (size_t i = 0; i < kQueries; ++i) {
+            const size_t blk = kPanelBlocks > 1 ? b / kBatchesPerBlock : 0;
+            acc[i][b] = xsimd::fma(weight[i][blk], value, acc[i][b]);
+          }
         }
-        if (b < n_batches) acc[b] = xsimd::fma(weight, load_floats<Arch>(row + b * W), acc[b]);
       }
     }
 #pragma GCC unroll 8
-    for (size_t b = 0; b < kPanel; ++b) {
-      if (b < n_batches) acc[b].store_unaligned(out + c0 + b * W);
+    for (size_t i = 0; i < kQueries; ++i) {
+#pragma GCC unroll 8
+      for (size_t b = 0; b < kPanel; ++b) {
+        if (b < n_batches) acc[i][b].store_unaligned(out[i] + c0 + b * W);
+      }
     }
   }
-  for (size_t c = simd_end; c < head_dim; ++c) {
-    float sum = accumulate ? out[c] : 0.0f;
-    for (size_t t = 0; t < n_pos; ++t) {
-      sum = __builtin_fmaf(p[t] * value_scales(t, c / Scales::kBlock), to_float<Arch>(v[t * kv_stride + c]), sum);
+  for (size_t i = 0; i < kQueries; ++i) {
+    for (size_t c = simd_end; c < head_dim; ++c) {
+      float sum = accumulate[i] ? out[i][c] : 0.0f;
+      for (size_t t = 0; t < n_pos; ++t) {
+        float weight = p[i][t];
+        if constexpr (Scales::kScaled) weight *= value_scales.at(t, c);
+        sum = __builtin_fmaf(weight, to_float<Arch>(v[t * kv_stride + c]), sum);
+      }
+      out[i][c] = sum;
     }
-    out[c] = sum;
   }
 }
 
@@ -144,7 +203,13 @@ inline void attention(float *out, float *scores, const float *q, const Element *
                       float scale) {
   attention_scores<Arch>(scores, q, k, key_scales, n_pos, head_dim, kv_stride, scale);
   softmax<Arch>(scores, n_pos);
-  attention_values<Arch>(out, scores, v, value_scales, n_pos, head_dim, kv_stride);
+  for (size_t begin = 0; begin < n_pos; begin += kAttentionBlock) {
+    const size_t n = n_pos - begin < kAttentionBlock ? n_pos - begin : kAttentionBlock;
+    const bool accumulate = begin > 0;
+    const float *p = scores + begin;
+    attention_values_block<Arch, 1>(&out, &p, v + begin * kv_stride, value_scales.from(begin), n, head_dim, kv_stride,
+                                    &accumulate);
+  }
 }
 
 // attention_scores for kQueries queries over the same positions: each key's batches are loaded
@@ -156,53 +221,46 @@ inline void attention_scores_shared(float *const *scores, const float *const *q,
                                     const Scales &key_scales, size_t n_pos, size_t head_dim, size_t kv_stride,
                                     float scale) {
   using Batch = Floats<Arch>;
-  constexpr size_t W = Batch::size, kBlock = Scales::kBlock;
-  // Half the vector registers (16, or 32 with AVX-512's 16-wide batches) hold partial sums (a
-  // scaled cache keeps a block's and the total's).
-  constexpr size_t kSums = (W == 16 ? 32 : 16) / 2 / (Scales::kScaled ? 2 : 1);
+  constexpr size_t W = Batch::size;
+  // Half the vector registers (16, or 32 with AVX-512's 16-wide batches) hold partial sums.
+  constexpr size_t kSums = (W == 16 ? 32 : 16) / 2;
   constexpr size_t kKeys = kSums / kQueries > 0 ? kSums / kQueries : 1;
   const size_t simd_end = head_dim - head_dim % W;
   for (size_t t0 = 0; t0 < n_pos; t0 += kKeys) {
     const size_t n = n_pos - t0 < kKeys ? n_pos - t0 : kKeys;
     const size_t last = t0 + n - 1;
     const Element *rows[kKeys];
-    for (size_t j = 0; j < kKeys; ++j) rows[j] = k + (t0 + j < last ? t0 + j : last) * kv_stride;
-    Batch total[kQueries][kKeys];
-    for (size_t i = 0; i < kQueries; ++i) {
-      for (size_t j = 0; j < kKeys; ++j) total[i][j] = Batch(0.0f);
+    size_t ts[kKeys];
+    for (size_t j = 0; j < kKeys; ++j) {
+      ts[j] = t0 + j < last ? t0 + j : last;
+      rows[j] = k + ts[j] * kv_stride;
+      if (Scales::kScaled) __builtin_prefetch(rows[j] + kPrefetchAhead * kv_stride);
     }
-    for (size_t begin = 0; begin < simd_end; begin += kBlock) {
-      const size_t end = simd_end - begin < kBlock ? simd_end : begin + kBlock;
-      Batch block[kQueries][kKeys];
-      Batch(&sums)[kQueries][kKeys] = Scales::kScaled ? block : total;
-      if (Scales::kScaled) {
-        for (size_t i = 0; i < kQueries; ++i) {
-          for (size_t j = 0; j < kKeys; ++j) block[i][j] = Batch(0.0f);
-        }
-      }
+    Batch sums[kQueries][kKeys];
+    for (size_t i = 0; i < kQueries; ++i) {
+      for (size_t j = 0; j < kKeys; ++j) sums[i][j] = Batch(0.0f);
+    }
+    for (size_t begin = 0; begin < simd_end; begin += Scales::kBlock) {
+      const size_t end = simd_end - begin < Scales::kBlock ? simd_end : begin + Scales::kBlock;
+      Batch key_scale[kKeys];
+      for (size_t j = 0; j < kKeys; ++j) key_scale[j] = Batch(key_scales.at(ts[j], begin));
       for (size_t c = begin; c < end; c += W) {
         Batch qc[kQueries];
         for (size_t i = 0; i < kQueries; ++i) qc[i] = Batch::load_unaligned(q[i] + c);
         for (size_t j = 0; j < kKeys; ++j) {
-          if (Scales::kScaled) __builtin_prefetch(rows[j] + kPrefetchAhead * kv_stride);
-          const Batch kc = load_floats<Arch>(rows[j] + c);
+          Batch kc = load_floats<Arch>(rows[j] + c);
+          if constexpr (Scales::kScaled) kc = kc * key_scale[j];
           for (size_t i = 0; i < kQueries; ++i) sums[i][j] = xsimd::fma(kc, qc[i], sums[i][j]);
-        }
-      }
-      if (Scales::kScaled) {
-        for (size_t j = 0; j < kKeys; ++j) {
-          const Batch key_scale(key_scales(t0 + j < last ? t0 + j : last, begin / kBlock));
-          for (size_t i = 0; i < kQueries; ++i) total[i][j] = xsimd::fma(block[i][j], key_scale, total[i][j]);
         }
       }
     }
     for (size_t i = 0; i < kQueries; ++i) {
       float dots[kKeys];
-      reduce_rows<Arch>(total[i], kKeys, dots);
+      reduce_rows<Arch>(sums[i], kKeys, dots);
       for (size_t j = 0; j < n; ++j) {
         float dot = dots[j];
         for (size_t c = simd_end; c < head_dim; ++c) {
-          dot = __builtin_fmaf(to_float<Arch>(rows[j][c]) * key_scales(t0 + j, c / kBlock), q[i][c], dot);
+          dot = __builtin_fmaf(scaled_element<Arch>(rows[j], key_scales, t0 + j, c), q[i][c], dot);
         }
         scores[i][t0 + j] = scale * dot;
       }
@@ -210,14 +268,31 @@ inline void attention_scores_shared(float *const *scores, const float *const *q,
   }
 }
 
-// Positions a group reads per block: a block's keys of a 64-wide f16 head are 8 KB, read from
-// memory once and from L1 by every other query of the group.
-constexpr size_t kAttentionBlock = 64;
+// Rows [first, last) of a head (kv_stride apart) as floats at to (head_dim apart), each element
+// times its block's scale where scales has them: scaled_element's values, batch by batch.
+template <class Arch, class Element, class Scales>
+inline void convert_rows(float *to, const Element *x, const Scales &scales, size_t first, size_t last,
+                         size_t head_dim, size_t kv_stride) {
+  using Batch = Floats<Arch>;
+  constexpr size_t W = Batch::size;
+  const size_t simd_end = head_dim - head_dim % W;
+  for (size_t t = first; t < last; ++t, to += head_dim) {
+    const Element *row = x + t * kv_stride;
+    __builtin_prefetch(row + kPrefetchAhead * kv_stride);
+    for (size_t c = 0; c < simd_end; c += W) {
+      Batch values = load_floats<Arch>(row + c);
+      if constexpr (Scales::kScaled) values = values * Batch(scales.at(t, c));
+      values.store_unaligned(to + c);
+    }
+    for (size_t c = simd_end; c < head_dim; ++c) to[c] = scaled_element<Arch>(row, scales, t, c);
+  }
+}
 
 // Every query of a group over its positions [first, end), block by block: scores of a block for
 // every query, then each query's softmax, then the values block by block. Each key's score and
-// each value step are the single-query kernel's (attention_scores and attention_values compute
-// every position alone, in position order), so each query's result is attention()'s to the bit.
+// each value step are the single-query kernel's (the score kernels and attention_values_block
+// compute every position alone, in position order; attention() takes its values in the same
+// blocks of positions), so each query's result is attention()'s to the bit.
 template <class Arch, class Element, class Scales>
 inline void attention_group(const AttentionQuery *queries, size_t n_queries, const Element *k, const Scales &key_scales,
                             const Element *v, const Scales &value_scales, size_t head_dim, size_t kv_stride,
@@ -233,8 +308,40 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
     *end = b0 + kAttentionBlock < a.end ? b0 + kAttentionBlock : a.end;
     return *begin < *end;
   };
-  size_t begin, end;
+  // An int8 cache's keys of a block, converted and scaled once for all the group's queries where
+  // each run would redo it (a multiply per batch on the FMA ports, a quarter of a run's work):
+  // the runs then take the f32 cache's loop, each product still the single-query kernel's (the
+  // same float(k) * scale per element). 16 KB of stack, on the x86 tables (W >= 8) only. (Values
+  // converted so gained nothing: their loop converts a batch once for a run's queries already,
+  // and the scales are in the probabilities.)
+  constexpr size_t kScratch = 4096;
+  constexpr bool kConvertible = Scales::kScaled && Floats<Arch>::size >= 8;
+  const bool convert = kConvertible && kAttentionBlock * head_dim <= kScratch;
+  alignas(64) float converted[kConvertible ? kScratch : 1];
+  // The positions [*first, *last) of the block from b0 that any query reads.
+  const auto block_span = [&](size_t b0, size_t *first, size_t *last) {
+    size_t begin, end;
+    *first = hi;
+    *last = b0;
+    for (size_t i = 0; i < n_queries; ++i) {
+      if (!part(queries[i], b0, &begin, &end)) continue;
+      *first = begin < *first ? begin : *first;
+      *last = end > *last ? end : *last;
+    }
+  };
+  const auto score_run = [&](size_t run, float *const *rows, const float *const *qs, const auto *keys,
+                             const auto &scales, size_t n, size_t stride) {
+    if (run == 4) attention_scores_shared<Arch, 4>(rows, qs, keys, scales, n, head_dim, stride, scale);
+    if (run == 3) attention_scores_shared<Arch, 3>(rows, qs, keys, scales, n, head_dim, stride, scale);
+    if (run == 2) attention_scores_shared<Arch, 2>(rows, qs, keys, scales, n, head_dim, stride, scale);
+    if (run == 1) attention_scores<Arch>(rows[0], qs[0], keys, scales, n, head_dim, stride, scale);
+  };
+  size_t begin, end, first, last;
   for (size_t b0 = lo; b0 < hi; b0 += kAttentionBlock) {
+    if (convert) {
+      block_span(b0, &first, &last);
+      convert_rows<Arch>(converted + (first - b0) * head_dim, k, key_scales, first, last, head_dim, kv_stride);
+    }
     // Runs of up to 4 consecutive queries over the same part of the block share its key loads.
     for (size_t i = 0; i < n_queries;) {
       const AttentionQuery &a = queries[i];
@@ -253,22 +360,45 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
         rows[r] = queries[i + r].scores + (begin - queries[i + r].first);
         qs[r] = queries[i + r].q;
       }
-      const Element *keys = k + begin * kv_stride;
-      const Scales block_scales = key_scales.from(begin);
-      const size_t n = end - begin;
-      if (run == 4) attention_scores_shared<Arch, 4>(rows, qs, keys, block_scales, n, head_dim, kv_stride, scale);
-      if (run == 3) attention_scores_shared<Arch, 3>(rows, qs, keys, block_scales, n, head_dim, kv_stride, scale);
-      if (run == 2) attention_scores_shared<Arch, 2>(rows, qs, keys, block_scales, n, head_dim, kv_stride, scale);
-      if (run == 1) attention_scores<Arch>(rows[0], qs[0], keys, block_scales, n, head_dim, kv_stride, scale);
+      if (convert) {
+        score_run(run, rows, qs, converted + (begin - b0) * head_dim, Unscaled{}, end - begin, head_dim);
+      } else {
+        score_run(run, rows, qs, k + begin * kv_stride, key_scales.from(begin), end - begin, kv_stride);
+      }
       i += run;
     }
   }
   for (const AttentionQuery *a = queries; a < queries + n_queries; ++a) softmax<Arch>(a->scores, a->end - a->first);
+  const auto value_run = [&](size_t run, float *const *outs, const float *const *ps, const Element *values,
+                             const Scales &scales, size_t n, const bool *accumulate) {
+    if (run == 4) attention_values_block<Arch, 4>(outs, ps, values, scales, n, head_dim, kv_stride, accumulate);
+    if (run == 3) attention_values_block<Arch, 3>(outs, ps, values, scales, n, head_dim, kv_stride, accumulate);
+    if (run == 2) attention_values_block<Arch, 2>(outs, ps, values, scales, n, head_dim, kv_stride, accumulate);
+    if (run == 1) attention_values_block<Arch, 1>(outs, ps, values, scales, n, head_dim, kv_stride, accumulate);
+  };
   for (size_t b0 = lo; b0 < hi; b0 += kAttentionBlock) {
-    for (const AttentionQuery *a = queries; a < queries + n_queries; ++a) {
-      if (!part(*a, b0, &begin, &end)) continue;
-      attention_values<Arch>(a->out, a->scores + (begin - a->first), v + begin * kv_stride, value_scales.from(begin),
-                             end - begin, head_dim, kv_stride, begin > a->first);
+    // Runs of up to 4 consecutive queries over the same part of the block share its value loads.
+    for (size_t i = 0; i < n_queries;) {
+      if (!part(queries[i], b0, &begin, &end)) {
+        ++i;
+        continue;
+      }
+      size_t run = 1, run_begin, run_end;
+      while (run < 4 && i + run < n_queries && part(queries[i + run], b0, &run_begin, &run_end) && run_begin == begin &&
+             run_end == end) {
+        ++run;
+      }
+      float *outs[4];
+      const float *ps[4];
+      bool accumulate[4];
+      for (size_t r = 0; r < run; ++r) {
+        const AttentionQuery &a = queries[i + r];
+        outs[r] = a.out;
+        ps[r] = a.scores + (begin - a.first);
+        accumulate[r] = begin > a.first;
+      }
+      value_run(run, outs, ps, v + begin * kv_stride, value_scales.from(begin), end - begin, accumulate);
+      i += run;
     }
   }
 }

@@ -39,13 +39,12 @@ void attention_group(const AttentionQuery *queries, size_t n_queries, const Elem
 void attention_q8(float *out, float *scores, const float *q, const int8_t *k, const float *k_scale, const int8_t *v,
                   const float *v_scale, size_t n_pos, size_t head_dim, size_t kv_stride, size_t scale_stride,
                   float scale) {
+  // Each key element times its block's scale as it is read, then as the f32 cache's product; each
+  // value weighed by its probability times its block's scale.
   for (size_t t = 0; t < n_pos; ++t) {
     float dot = 0.0f;
-    for (size_t b = 0; b * kQuantBlock < head_dim; ++b) {
-      const size_t end = (b + 1) * kQuantBlock < head_dim ? (b + 1) * kQuantBlock : head_dim;
-      float block = 0.0f;
-      for (size_t d = b * kQuantBlock; d < end; ++d) block += q[d] * static_cast<float>(k[t * kv_stride + d]);
-      dot += k_scale[t * scale_stride + b] * block;
+    for (size_t d = 0; d < head_dim; ++d) {
+      dot += q[d] * (k_scale[t * scale_stride + d / kQuantBlock] * static_cast<float>(k[t * kv_stride + d]));
     }
     scores[t] = scale * dot;
   }
