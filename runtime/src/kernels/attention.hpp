@@ -311,10 +311,10 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
   // An int8 cache's keys of a block, converted and scaled once for all the group's queries where
   // each run would redo it (a multiply per batch on the FMA ports, a quarter of a run's work):
   // the runs then take the f32 cache's loop, each product still the single-query kernel's (the
-  // same float(k) * scale per element). 16 KB of stack, on the x86 tables (W >= 8) only. (Values
-  // converted so gained nothing: their loop converts a batch once for a run's queries already,
-  // and the scales are in the probabilities.)
-  constexpr size_t kScratch = 4096;
+  // same float(k) * scale per element). 32 KB of stack (head_dim <= 128), on the x86 tables
+  // (W >= 8) only. (Values converted so gained nothing: their loop converts a batch once for a
+  // run's queries already, and the scales are in the probabilities.)
+  constexpr size_t kScratch = 8192;
   constexpr bool kConvertible = Scales::kScaled && Floats<Arch>::size >= 8;
   const bool convert = kConvertible && kAttentionBlock * head_dim <= kScratch;
   alignas(64) float converted[kConvertible ? kScratch : 1];
