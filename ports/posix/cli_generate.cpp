@@ -45,6 +45,16 @@ void GenerationSettings::add_options(std::vector<Option> *options) {
       {"--backend", Option::kString, &backend_name, "NAME",
        "cpu or cuda (cuda: a -DMOTE_CUDA=ON build and an NVIDIA GPU)"},
       {"--gpu", Option::kSwitch, &gpu, nullptr, "the same as --backend cuda"},
+      {"--draft", Option::kString, &draft_kind, "MODE",
+       "speculative decoding (the text stays the same, only the speed changes): none; auto (prompt lookup, "
+       "grammar fast-forward and -md's model, each only while it pays); lookup or model (that drafter alone, "
+       "always)"},
+      {"-md|--model-draft", Option::kString, &draft_model_path, "FILE",
+       "a draft model with the same vocabulary (e.g. Qwen2.5-Coder-0.5B for 1.5B)"},
+      {"--draft-max", Option::kU32, &sampler.draft_max, "N", "drafted tokens per step at most"},
+      {"--draft-min", Option::kU32, &sampler.draft_min, "N", "a shorter draft is not checked"},
+      {"--draft-p-min", Option::kF32, &sampler.draft_p_min, "P",
+       "the draft model stops drafting at a token it gives less probability"},
   };
   options->insert(options->end(), mine.begin(), mine.end());
   kv.add_options(options);
@@ -56,6 +66,26 @@ bool GenerationSettings::finish(std::string *error) {
   if (!parse_backend(backend_name, gpu, &backend, error)) return false;
   if (threads == 0 || threads > kMaxThreads) {
     *error = "--threads must be in [1, " + std::to_string(kMaxThreads) + "]";
+    return false;
+  }
+  static const struct {
+    const char *name;
+    mote_draft_kind kind;
+  } kDraftKinds[] = {{"none", MOTE_DRAFT_NONE}, {"auto", MOTE_DRAFT_AUTO}, {"lookup", MOTE_DRAFT_LOOKUP},
+                     {"model", MOTE_DRAFT_MODEL}};
+  const auto named = std::find_if(std::begin(kDraftKinds), std::end(kDraftKinds),
+                                  [&](const auto &k) { return draft_kind == k.name; });
+  if (named == std::end(kDraftKinds)) {
+    *error = "--draft must be none, auto, lookup or model, not '" + draft_kind + "'";
+    return false;
+  }
+  sampler.draft = named->kind;
+  if (sampler.draft == MOTE_DRAFT_MODEL && draft_model_path.empty()) {
+    *error = "--draft model needs a draft model (-md FILE)";
+    return false;
+  }
+  if (sampler.draft_max > MOTE_MAX_DRAFT) {
+    *error = "--draft-max must be at most " + std::to_string(MOTE_MAX_DRAFT);
     return false;
   }
   char message[256] = "";
@@ -76,6 +106,7 @@ mote_session_options GenerationSettings::session_options() const {
   o.batch_size = batch;
   o.backend = backend;
   o.on_progress = report_progress;
+  o.draft_capacity = sampler.draft == MOTE_DRAFT_NONE ? 0 : sampler.draft_max;
   return o;
 }
 
@@ -90,6 +121,30 @@ bool open_generation(const GenerationSettings &settings, std::unique_ptr<LoadedM
   if (!*loaded) return false;
   *holder = open_session((*loaded)->model, settings.session_options(), error);
   if (*holder == nullptr) return false;
+  if (!settings.draft_model_path.empty() && settings.sampler.draft != MOTE_DRAFT_NONE) {
+    auto draft = std::make_shared<GenerationSettings::DraftModel>();
+    draft->model = load_model(settings.draft_model_path, error);
+    if (!draft->model) {
+      *error = "draft model: " + *error;
+      return false;
+    }
+    if (mote_models_share_vocabulary(&(*loaded)->model, &draft->model->model) == 0) {
+      *error = "the draft model '" + settings.draft_model_path + "' has another vocabulary than '" +
+               settings.model_path + "': it cannot draft for it";
+      return false;
+    }
+    // The draft model follows the model's tokens: the same context, threads and cache type; it
+    // never drafts itself.
+    mote_session_options options = settings.session_options();
+    options.context_length = mote_session_context_length(&(*holder)->session);
+    options.draft_capacity = 0;
+    draft->session = open_session(draft->model->model, options, error);
+    if (!draft->session) {
+      *error = "draft model: " + *error;
+      return false;
+    }
+    settings.draft = draft;
+  }
   return !settings.grammar.given() ||
          compile_grammar(settings.grammar, (*loaded)->model, &settings.compiled_grammar, error);
 }
@@ -186,6 +241,7 @@ mote_status generate(mote_session *session, const GenerationSettings &settings, 
   if (grammar != nullptr) mote_grammar_reset(grammar);
   mote_sampler_options options = settings.sampler;
   options.ignore_eos = settings.ignore_eos ? 1 : 0;
+  options.draft_session = settings.draft ? &settings.draft->session->session : nullptr;
   ReplySink sink{&writer, generated, start, interrupt};
   mote_status status = MOTE_OK;
   if (interrupt == nullptr || *interrupt == 0) {
@@ -197,8 +253,17 @@ mote_status generate(mote_session *session, const GenerationSettings &settings, 
   if (status == MOTE_ERR_ABORTED) status = MOTE_OK;
   writer.finish();
   generated->seconds = now_seconds() - start;
+  mote_generate_stats(session, &generated->drafting);
   if (status != MOTE_OK && status != MOTE_ERR_CONTEXT_FULL) generated->error = mote_session_error(session);
   return status;
+}
+
+void print_draft_stats(const Generated &generated) {
+  const mote_generation_stats &d = generated.drafting;
+  if (d.drafted == 0 || d.passes == 0) return;
+  stats_line("drafts: %llu of %llu drafted tokens kept | %.2f tokens per forward pass\n",
+             static_cast<unsigned long long>(d.accepted), static_cast<unsigned long long>(d.drafted),
+             static_cast<double>(d.generated) / static_cast<double>(d.passes));
 }
 
 }  // namespace mote::cli

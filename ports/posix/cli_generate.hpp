@@ -31,10 +31,18 @@ struct GenerationSettings {
   std::string backend_name = "cpu";
   bool gpu = false;                         // --gpu: --backend cuda
   mote_backend backend = MOTE_BACKEND_CPU;  // backend_name, parsed by finish()
+  std::string draft_kind = "auto";  // --draft: none, auto, lookup or model
+  std::string draft_model_path;     // -md: a draft model with the same vocabulary
   GrammarOptions grammar;
   // The compiled grammar (open_generation fills it when one is given): each reply starts it anew
   // and ends once it is complete and can take nothing more.
   mutable std::shared_ptr<GrammarHolder> compiled_grammar;
+  // The draft model and its session (open_generation opens them when -md is given).
+  struct DraftModel {
+    std::unique_ptr<LoadedModel> model;
+    std::unique_ptr<SessionHolder> session;
+  };
+  mutable std::shared_ptr<DraftModel> draft;
 
   // Chat's sampling defaults, shared by `mote chat` and `mote run --chat`.
   void use_chat_defaults();
@@ -58,7 +66,10 @@ struct Generated {
   double seconds = 0;
   std::string text;   // what was printed
   std::string error;  // why it failed (a status other than MOTE_OK or MOTE_ERR_CONTEXT_FULL)
+  mote_generation_stats drafting{};  // forward passes, drafted and kept tokens
 };
+// The drafting statistics line on stderr ("drafts: ..."), when any token was drafted.
+void print_draft_stats(const Generated &generated);
 // mote_generate_constrained (the library's loop, no copy of it here) with the text printed from its
 // callback.
 mote_status generate(mote_session *session, const GenerationSettings &settings, FILE *out, Generated *generated,

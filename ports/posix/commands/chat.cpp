@@ -242,6 +242,7 @@ int run_chat_turn(GenerationSettings &settings, const PromptCache &cache, const 
              stats.prompt_tokens, stats.prompt_tokens / stats.prefill_seconds,
              (stats.prefill_seconds + stats.reply.first_token_seconds) * 1e3, static_cast<unsigned>(stats.reply.tokens),
              stats.reply.tokens > 0 ? stats.reply.tokens / stats.reply.seconds : 0.0);
+  print_draft_stats(stats.reply);
   if (interrupted()) return report("run", "interrupted", kExitInterrupted);
   return 0;
 }

@@ -128,6 +128,7 @@ int command_run(int argc, char **argv) {
              prefilled, prefilled / prefill_seconds, (prefill_seconds + generated.first_token_seconds) * 1e3,
              static_cast<unsigned>(generated.tokens),
              generated.tokens > 0 ? generated.tokens / generated.seconds : 0.0);
+  print_draft_stats(generated);
   if (interrupted()) return report("run", "interrupted", kExitInterrupted);
   return 0;
 }

@@ -476,6 +476,10 @@ mote_status mote_generate(mote_session *session, const int32_t *prompt, size_t n
                           const mote_sampler_options *options, mote_on_token on_token, void *user,
                           uint32_t *n_generated);
 
+/* 1 when draft can draft for target (mote_sampler_options.draft_session): the same vocabulary,
+ * every token's bytes and kind; 0 otherwise (or for a null model). */
+int mote_models_share_vocabulary(const mote_model *target, const mote_model *draft);
+
 /* What the last mote_generate (or mote_generate_constrained) on the session did: tokens passed
  * to on_token, forward passes of the model it took, drafted tokens checked and kept. Plain
  * decoding takes one pass per token; generated / passes is the mean tokens per pass. */

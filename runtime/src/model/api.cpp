@@ -421,6 +421,11 @@ mote_status mote_prefill_logits(mote_session *session, const int32_t *tokens, si
   return prefill(*s, tokens, n_tokens, PrefillRequest{true, first, rows > 0 ? out : nullptr});
 }
 
+int mote_models_share_vocabulary(const mote_model *target, const mote_model *draft) {
+  const Model *a = model_of(target), *b = model_of(draft);
+  return a != nullptr && b != nullptr && same_vocabulary(*a, *b) ? 1 : 0;
+}
+
 mote_status mote_generate_stats(const mote_session *session, mote_generation_stats *stats) {
   const SessionGuard guard(session);
   if (guard.session() == nullptr || stats == nullptr) return stats == nullptr ? MOTE_ERR_INVALID_ARGUMENT : guard.refusal();

@@ -40,6 +40,22 @@ bool ends_generation(const Model &m, int32_t token) {
   return token == c.bos_id || token == c.eos_id || m.view.tokenizer.types[token] == kTokenControl;
 }
 
+bool same_vocabulary(const Model &a, const Model &b) {
+  const format::TokenizerView &x = a.view.tokenizer, &y = b.view.tokenizer;
+  if (a.view.config.vocab_size != b.view.config.vocab_size || x.n_tokens != y.n_tokens ||
+      a.view.tokenizer_kind != b.view.tokenizer_kind) {
+    return false;
+  }
+  for (uint32_t i = 0; i < x.n_tokens; ++i) {
+    const uint32_t n = x.piece_offsets[i + 1] - x.piece_offsets[i];
+    if (n != y.piece_offsets[i + 1] - y.piece_offsets[i] || x.types[i] != y.types[i] ||
+        std::memcmp(x.piece_bytes + x.piece_offsets[i], y.piece_bytes + y.piece_offsets[i], n) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 Status refuse_encoder(Session &s, const char *what) {
   return fail(session_sink(s), MOTE_ERR_UNSUPPORTED,
               "this model is an embedder with no classifier: it cannot %s (use mote_embed)", what);
@@ -177,23 +193,6 @@ struct Drafters {
 // A draft model that has stopped paying drafts one token again after this many steps, so its
 // acceptance is measured afresh.
 constexpr uint32_t kDraftModelRetry = 16;
-
-// Whether two models share a vocabulary: the same count and the same bytes for every token.
-bool same_vocabulary(const Model &a, const Model &b) {
-  const format::TokenizerView &x = a.view.tokenizer, &y = b.view.tokenizer;
-  if (a.view.config.vocab_size != b.view.config.vocab_size || x.n_tokens != y.n_tokens ||
-      a.view.tokenizer_kind != b.view.tokenizer_kind) {
-    return false;
-  }
-  for (uint32_t i = 0; i < x.n_tokens; ++i) {
-    const uint32_t n = x.piece_offsets[i + 1] - x.piece_offsets[i];
-    if (n != y.piece_offsets[i + 1] - y.piece_offsets[i] || x.types[i] != y.types[i] ||
-        std::memcmp(x.piece_bytes + x.piece_offsets[i], y.piece_bytes + y.piece_offsets[i], n) != 0) {
-      return false;
-    }
-  }
-  return true;
-}
 
 Status start_drafters(Session &s, const mote_sampler_options &o, Session *draft, Drafters *d) {
   *d = Drafters{};

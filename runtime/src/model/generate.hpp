@@ -25,6 +25,10 @@ void token_piece(const Model &m, int32_t prev_token, int32_t token, char *byte, 
 // other control token (ChatML's <|im_end|>, <|endoftext|>).
 bool ends_generation(const Model &m, int32_t token);
 
+// Whether two models share a vocabulary: the same count and the same bytes and kind for every
+// token (a draft model must, to draft for a model).
+bool same_vocabulary(const Model &a, const Model &b);
+
 // An encoder (an embedder: BERT) has no classifier, so nothing to decode or sample with.
 Status refuse_encoder(Session &s, const char *what);
 
