@@ -37,7 +37,7 @@ int fail(const char *what, const char *detail) {
 }
 
 int open_model_and_session(mote_model *model, mote_session *session, unsigned char *arena, size_t arena_bytes,
-                           bool quiet, uint32_t tokens) {
+                           bool quiet, uint32_t tokens, uint32_t batch) {
   char err[160];
   const size_t model_bytes = static_cast<size_t>(mote_fw_model_end - mote_fw_model);
   if (mote_model_open(mote_fw_model, model_bytes, model, err, sizeof err) != MOTE_OK) return fail("model", err);
@@ -45,7 +45,7 @@ int open_model_and_session(mote_model *model, mote_session *session, unsigned ch
   // f32, not the library's f16 default: the logits goldens and the host text comparison were made
   // with an f32 cache (arena_header.cmake and run_firmware.cmake pass --kv f32 to match).
   options.kv_dtype = MOTE_KV_F32;
-  options.batch_size = tokens > 0 ? tokens : 1;
+  options.batch_size = tokens > 0 ? tokens : batch;
   if (tokens > 0) options.context_length = tokens;
   const size_t needed = mote_arena_size(model, &options);
   if (needed == 0 || needed > arena_bytes) {

@@ -46,9 +46,11 @@ int fail(const char *what, const char *detail);
 // The build's figure comes from the host tool, whose pointers are 8 bytes: a 32-bit core needs
 // as many bytes or a few hundred fewer (the session's own tables hold pointers), never more; more
 // would fail here, naming both sizes. Prints the board, model and arena line unless quiet (a
-// reboot's second open). Returns 0, or the exit status of a failure.
+// reboot's second open). batch: tokens per forward pass (the text firmware checks drafted tokens
+// in one pass; the arena header was computed for the same). Returns 0, or the exit status of a
+// failure.
 int open_model_and_session(mote_model *model, mote_session *session, unsigned char *arena, size_t arena_bytes,
-                           bool quiet = false, uint32_t tokens = 0);
+                           bool quiet = false, uint32_t tokens = 0, uint32_t batch = 1);
 // "stack high-water N of M B (painted at reset)" on one line.
 void print_stack();
 

@@ -67,7 +67,9 @@ int power_cycle(mote_model *model, mote_session *session) {
   for (unsigned char &byte : g_arena) byte = 0xA5;  // the RAM a reboot does not keep
   *session = mote_session{};
 
-  if (const int failed = mote_fw::open_model_and_session(model, session, g_arena, sizeof g_arena, true)) return failed;
+  if (const int failed =
+          mote_fw::open_model_and_session(model, session, g_arena, sizeof g_arena, true, 0, MOTE_FIRMWARE_BATCH))
+    return failed;
   char err[160];
   if (mote_session_state_load(session, g_flash_sector, saved, err, sizeof err) != MOTE_OK)
     return mote_fw::fail("state load", err);
@@ -83,7 +85,11 @@ int power_cycle(mote_model *model, mote_session *session) {
 int main() {
   mote_model model;
   mote_session session;
-  if (const int failed = mote_fw::open_model_and_session(&model, &session, g_arena, sizeof g_arena)) return failed;
+  // A batch of MOTE_FIRMWARE_BATCH: generation checks prompt lookup's drafts in one pass (the
+  // library's default drafting, in the same arena; the text is the same as without).
+  if (const int failed =
+          mote_fw::open_model_and_session(&model, &session, g_arena, sizeof g_arena, false, 0, MOTE_FIRMWARE_BATCH))
+    return failed;
   mote_model_info info;
   mote_model_info_get(&model, &info);
 
@@ -130,7 +136,12 @@ int main() {
   }
 #endif
   const uint64_t t2 = mote_fw::cycles_now();
+  mote_generation_stats drafting{};
+  mote_generate_stats(&session, &drafting);
   std::printf("\nmote-text>>>\n");
+  std::printf("mote firmware: prompt lookup: %u of %u drafted tokens kept, %u forward passes for the last %u tokens\n",
+              static_cast<unsigned>(drafting.accepted), static_cast<unsigned>(drafting.drafted),
+              static_cast<unsigned>(drafting.passes), static_cast<unsigned>(drafting.generated));
 #ifdef MOTE_FIRMWARE_RESUME_AFTER
   if (g_power_cycle_bytes > 0) {
     std::printf(

@@ -180,6 +180,8 @@ namespace {
 struct Drafters {
   size_t max = 0, min = 1;  // drafted tokens per step (max 0: drafting is off)
   bool adaptive = true;     // each drafter drafts only while its acceptance pays (MOTE_DRAFT_AUTO)
+  grammar::Grammar *grammar = nullptr;  // fast-forward through what it forces (null: off)
+  DraftStats grammar_stats;
   bool lookup = false;
   DraftStats lookup_stats;
   int32_t lookup_shadow = -1;  // the first token of the last lookup proposal left unchecked (-1: none)
@@ -190,11 +192,14 @@ struct Drafters {
   uint32_t steps_without_model = 0;  // since the draft model last drafted (it is tried again now and then)
 };
 
+// The most bytes grammar fast-forward drafts at once (a schema's longest keys run to ~30).
+constexpr size_t kMaxForcedBytes = 48;
+
 // A draft model that has stopped paying drafts one token again after this many steps, so its
 // acceptance is measured afresh.
 constexpr uint32_t kDraftModelRetry = 16;
 
-Status start_drafters(Session &s, const mote_sampler_options &o, Session *draft, Drafters *d) {
+Status start_drafters(Session &s, const mote_sampler_options &o, grammar::Grammar *g, Session *draft, Drafters *d) {
   *d = Drafters{};
   const bool can_check = s.backend->prefill_logits != nullptr && s.draft_capacity > 0;
   if (o.draft == MOTE_DRAFT_NONE || !can_check) return MOTE_OK;
@@ -202,6 +207,9 @@ Status start_drafters(Session &s, const mote_sampler_options &o, Session *draft,
   d->min = o.draft_min > 1 ? o.draft_min : 1;
   d->adaptive = o.draft == MOTE_DRAFT_AUTO;
   d->lookup = o.draft != MOTE_DRAFT_MODEL;
+  // Forced bytes become tokens through the model's own encoder: byte-level BPE encodes a piece of
+  // text as it would inside the reply (SentencePiece would open it with its dummy-prefix space).
+  if (o.draft == MOTE_DRAFT_AUTO && g != nullptr && has_byte_level_tokenizer(s.model)) d->grammar = g;
   if (draft == nullptr || o.draft == MOTE_DRAFT_LOOKUP) return MOTE_OK;
   const ErrorSink sink = session_sink(s);
   if (draft == &s) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "the draft session is the session itself");
@@ -266,6 +274,24 @@ size_t draft_tokens(Drafters &d, const int32_t *tokens, size_t n, size_t availab
   *by = nullptr;
   d.lookup_shadow = -1;
   if (available == 0) return 0;
+  if (d.grammar != nullptr) {
+    // The grammar holds the sampled token already: what it forces next, as the model would
+    // tokenize it, less the last token (the text after it may merge into it).
+    char forced[kMaxForcedBytes];
+    const size_t n_forced = grammar_forced_bytes(*d.grammar, forced, sizeof forced);
+    int32_t pieces[kMaxForcedBytes];
+    size_t n_pieces = 0;
+    const TextSpan span{forced, n_forced};
+    if (n_forced > 0 && encode_byte_level(d.grammar->tokenizer, &span, 1, false, pieces, kMaxForcedBytes,
+                                          &n_pieces) == MOTE_OK && n_pieces > 1) {
+      size_t k = draft_length(d.grammar_stats, n_pieces - 1 < available ? n_pieces - 1 : available, kCheckedTokenCost);
+      if (k >= d.min) {
+        for (size_t i = 0; i < k; ++i) out[i] = pieces[i];
+        *by = &d.grammar_stats;
+        return k;
+      }
+    }
+  }
   if (d.lookup) {
     const size_t found = lookup_draft(tokens, n, available, out);
     const size_t k = d.adaptive ? draft_length(d.lookup_stats, found, kCheckedTokenCost) : found;
@@ -327,7 +353,7 @@ Status generate(Session &s, const int32_t *prompt, size_t n_prompt, uint32_t max
   Status status = mote_sampler_options_validate(options, s.error, sizeof s.error);
   if (status != MOTE_OK) return status;
   Drafters drafters;
-  status = start_drafters(s, *options, draft, &drafters);
+  status = start_drafters(s, *options, g, draft, &drafters);
   if (status != MOTE_OK) return status;
   status = prefill(s, prompt, n_prompt);
   if (status != MOTE_OK) return status;

@@ -55,4 +55,28 @@ size_t lookup_draft(const int32_t *tokens, size_t n_tokens, size_t max, int32_t 
   return n;
 }
 
+size_t grammar_forced_bytes(grammar::Grammar &g, char *out, size_t max) {
+  if (grammar::is_complete(g)) return 0;
+  bool first[256];
+  grammar::first_bytes(g, first);
+  // Each check shares the matcher work of the bytes before it: about one step per byte tried.
+  grammar::TokenChecker checker(g, uint64_t{1} << 20);
+  size_t n = 0;
+  while (n < max) {
+    int only = -1;
+    for (int b = 0; b < 256; ++b) {
+      if (n == 0 && !first[b]) continue;
+      out[n] = static_cast<char>(b);
+      const grammar::Check check = checker.check(out, n + 1);
+      if (check == grammar::Check::kOverBudget) return n;
+      if (check != grammar::Check::kAllowed) continue;
+      if (only >= 0) return n;  // a second byte fits: a choice
+      only = b;
+    }
+    if (only < 0) return n;  // nothing fits: the grammar ends here
+    out[n++] = static_cast<char>(only);
+  }
+  return n;
+}
+
 }  // namespace mote

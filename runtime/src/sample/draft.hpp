@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "grammar/grammar.hpp"
+
 namespace mote {
 
 // A checked token's cost relative to a one-token step, for choosing draft lengths: a step of
@@ -42,5 +44,10 @@ size_t draft_length(const DraftStats &stats, size_t available, float cost_per_to
 constexpr size_t kLookupMaxNgram = 4;
 constexpr size_t kLookupMinNgram = 2;
 size_t lookup_draft(const int32_t *tokens, size_t n_tokens, size_t max, int32_t *out);
+
+// Grammar fast-forward: the bytes g admits next as its only choice, one after another (a JSON
+// schema's keys and punctuation), at most max, into out; g does not change. Stops at the first
+// position with a choice (or none), and where the grammar could also end.
+size_t grammar_forced_bytes(grammar::Grammar &g, char *out, size_t max);
 
 }  // namespace mote
