@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
+#include "cli_grammar.hpp"
 #include "cli_model.hpp"
 #include "cli_options.hpp"
 #include "cli_terminal.hpp"
@@ -31,6 +34,9 @@ Spread spread(const std::vector<double> &values) {
 struct BenchResult {
   uint32_t threads = 0, prompt_tokens = 0, gen_tokens = 0, depth = 0, batch = 0;
   Spread prompt_rate, decode_rate;
+  // A reply test (-f): the drafter, and the tokens one forward pass yielded (1 without drafting).
+  const char *draft = nullptr;
+  double tokens_per_pass = 1.0;
   double first_token_s = 0;
   size_t arena_bytes = 0;
 };
@@ -92,8 +98,58 @@ bool measure(const mote_model &model, const mote_model_info &info, const mote_se
   return true;
 }
 
-// llama-bench's test names: pp512, tg64, and "tg64 @ d4096" at a depth.
-std::string test_name(const char *kind, uint32_t tokens, uint32_t depth) {
+// A reply test (-f FILE): the file's text as one chat turn, prefilled untimed, then a greedy reply
+// of at most n tokens through mote_generate with the drafter asked for (draft_session: -md's),
+// reps times; the decode rate is the reply's tokens over its time, whatever drafting did.
+bool measure_reply(const mote_model &model, const std::vector<int32_t> &prompt, const mote_session_options &options,
+                   mote_draft_kind kind, mote_session *draft_session, mote_grammar *grammar, uint32_t reps,
+                   BenchResult *result, std::string *error) {
+  auto holder = open_session(model, options, error);
+  if (!holder) return false;
+  mote_session *session = &holder->session;
+  result->arena_bytes = holder->arena_bytes;
+  mote_sampler_options sampler = mote_sampler_options_default();
+  sampler.temperature = 0.0f;
+  sampler.draft = kind;
+  sampler.draft_session = kind == MOTE_DRAFT_NONE || kind == MOTE_DRAFT_LOOKUP ? nullptr : draft_session;
+  std::vector<double> rates;
+  double tokens = 0, passes = 0;
+  for (uint32_t r = 0; r < reps; ++r) {
+    mote_session_reset(session);
+    if (draft_session != nullptr) mote_session_reset(draft_session);
+    if (mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK) {
+      *error = mote_session_error(session);
+      return false;
+    }
+    uint32_t generated = 0;
+    if (grammar != nullptr) mote_grammar_reset(grammar);
+    const double t0 = now_seconds();
+    if (mote_generate_constrained(session, nullptr, 0, result->gen_tokens, &sampler, grammar, nullptr, nullptr,
+                                  &generated) != MOTE_OK) {
+      *error = mote_session_error(session);
+      return false;
+    }
+    const double t1 = now_seconds();
+    mote_generation_stats stats{};
+    mote_generate_stats(session, &stats);
+    if (generated > 0) rates.push_back(generated / (t1 - t0));
+    tokens += static_cast<double>(stats.generated);
+    passes += static_cast<double>(stats.passes);
+  }
+  result->decode_rate = spread(rates);
+  result->tokens_per_pass = passes > 0 ? tokens / passes : 1.0;
+  return true;
+}
+
+// llama-bench's test names: pp512, tg64, and "tg64 @ d4096" at a depth; a reply test names its
+// drafter and the tokens per pass.
+std::string test_name(const char *kind, uint32_t tokens, uint32_t depth, const BenchResult *reply = nullptr) {
+  if (reply != nullptr && reply->draft != nullptr) {
+    char text[96];
+    std::snprintf(text, sizeof text, "reply%u draft=%s (%.2f tokens/pass)", static_cast<unsigned>(tokens),
+                  reply->draft, reply->tokens_per_pass);
+    return text;
+  }
   std::string name = kind + std::to_string(tokens);
   return depth > 0 ? name + " @ d" + std::to_string(depth) : name;
 }
@@ -116,12 +172,12 @@ void print_results(const std::string &output, const std::string &model_path, mot
           "\"prompt_tokens_per_s\": %.3f, "
           "\"prompt_tokens_per_s_stddev\": %.3f, \"decode_tokens_per_s\": %.3f, \"decode_tokens_per_s_stddev\": %.3f, "
           "\"weight_bytes\": %llu, \"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f, "
-          "\"open_to_first_token_s\": %.4f}%s\n",
+          "\"open_to_first_token_s\": %.4f, \"draft\": \"%s\", \"tokens_per_pass\": %.3f}%s\n",
           model_path.c_str(), backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.gen_tokens, r.depth, reps,
           r.batch, kv_name(kv), r.prompt_rate.mean, r.prompt_rate.stddev, r.decode_rate.mean, r.decode_rate.stddev,
           static_cast<unsigned long long>(info.weight_bytes), r.arena_bytes,
           r.decode_rate.mean * static_cast<double>(info.weight_bytes) / 1e9, r.first_token_s,
-          i + 1 < results.size() ? "," : "");
+          r.draft != nullptr ? r.draft : "", r.tokens_per_pass, i + 1 < results.size() ? "," : "");
     }
     std::printf("]\n");
   } else if (output == "csv") {
@@ -130,7 +186,7 @@ void print_results(const std::string &output, const std::string &model_path, mot
       const auto row = [&](const char *kind, uint32_t tokens, const Spread &rate) {
         if (tokens == 0) return;
         std::printf("%s,%s,%s,%u,%s,%.3f,%.3f\n", model_path.c_str(), backend_label, mote_isa_name(), r.threads,
-                    test_name(kind, tokens, r.depth).c_str(), rate.mean, rate.stddev);
+                    test_name(kind, tokens, r.depth, &r).c_str(), rate.mean, rate.stddev);
       };
       row("pp", r.prompt_tokens, r.prompt_rate);
       row("tg", r.gen_tokens, r.decode_rate);
@@ -142,8 +198,8 @@ void print_results(const std::string &output, const std::string &model_path, mot
       const auto row = [&](const char *kind, uint32_t tokens, const Spread &rate) {
         if (tokens == 0) return;
         std::printf("| %s | %.1f MB | %s | %s | %u | %s | %.1f ± %.1f |\n", model_path.c_str(), weight_mb,
-                    backend_label, mote_isa_name(), r.threads, test_name(kind, tokens, r.depth).c_str(), rate.mean,
-                    rate.stddev);
+                    backend_label, mote_isa_name(), r.threads, test_name(kind, tokens, r.depth, &r).c_str(),
+                    rate.mean, rate.stddev);
       };
       row("pp", r.prompt_tokens, r.prompt_rate);
       row("tg", r.gen_tokens, r.decode_rate);
@@ -153,11 +209,90 @@ void print_results(const std::string &output, const std::string &model_path, mot
   }
 }
 
+// The reply tests of -f: every thread count x drafter, one row each.
+bool run_reply_tests(const LoadedModel &loaded, const mote_model_info &info, const std::string &file,
+                     const std::string &draft_list, const std::string &draft_model_path, const GrammarOptions &grammar,
+                     const std::vector<uint32_t> &threads, const std::vector<uint32_t> &gen_tokens, uint32_t batch,
+                     mote_kv_dtype kv, uint32_t reps, std::vector<BenchResult> *results, std::string *error) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    *error = "cannot read '" + file + "'";
+    return false;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string request = text.str();
+  const mote_chat_message message{MOTE_ROLE_USER, request.data(), request.size()};
+  std::vector<int32_t> prompt(request.size() + 256);
+  size_t n_prompt = 0;
+  if (mote_chat_tokenize(&loaded.model, &message, 1, MOTE_CHAT_ADD_ASSISTANT_PROMPT, prompt.data(), prompt.size(),
+                         &n_prompt) != MOTE_OK) {
+    *error = "'" + file + "' does not fit the model's chat template";
+    return false;
+  }
+  prompt.resize(n_prompt);
+  static const struct {
+    const char *name;
+    mote_draft_kind kind;
+  } kKinds[] = {{"none", MOTE_DRAFT_NONE}, {"auto", MOTE_DRAFT_AUTO}, {"lookup", MOTE_DRAFT_LOOKUP},
+                {"model", MOTE_DRAFT_MODEL}};
+  std::unique_ptr<LoadedModel> draft_model;
+  if (!draft_model_path.empty()) {
+    draft_model = load_model(draft_model_path, error);
+    if (!draft_model) return false;
+    if (mote_models_share_vocabulary(&loaded.model, &draft_model->model) == 0) {
+      *error = "the draft model '" + draft_model_path + "' has another vocabulary: it cannot draft for this model";
+      return false;
+    }
+  }
+  std::shared_ptr<GrammarHolder> compiled;
+  if (grammar.given() && !compile_grammar(grammar, loaded.model, &compiled, error)) return false;
+  const uint32_t n = gen_tokens.front();
+  for (uint32_t t : threads) {
+    mote_session_options options = mote_session_options_default();
+    options.context_length = static_cast<uint32_t>(std::min<uint64_t>(info.max_seq_len, prompt.size() + n + 16));
+    options.n_threads = t;
+    options.batch_size = batch;
+    options.kv_dtype = kv;
+    std::unique_ptr<SessionHolder> draft_session;
+    if (draft_model) {
+      mote_session_options draft_options = options;
+      draft_options.draft_capacity = 0;
+      draft_session = open_session(draft_model->model, draft_options, error);
+      if (!draft_session) return false;
+    }
+    std::stringstream names(draft_list);
+    std::string name;
+    while (std::getline(names, name, ',')) {
+      const auto kind = std::find_if(std::begin(kKinds), std::end(kKinds), [&](const auto &k) { return name == k.name; });
+      if (kind == std::end(kKinds)) {
+        *error = "--draft: unknown drafter '" + name + "' (none, auto, lookup or model)";
+        return false;
+      }
+      if (kind->kind == MOTE_DRAFT_MODEL && !draft_session) {
+        *error = "--draft model needs a draft model (-md FILE)";
+        return false;
+      }
+      BenchResult result;
+      result.threads = t;
+      result.gen_tokens = n;
+      result.batch = batch;
+      result.draft = kind->name;
+      if (!measure_reply(loaded.model, prompt, options, kind->kind, draft_session ? &draft_session->session : nullptr,
+                         compiled ? &compiled->grammar : nullptr, reps, &result, error))
+        return false;
+      results->push_back(result);
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int command_bench(int argc, char **argv) {
-  std::string model_path, backend_name = "cpu", output = "md";
+  std::string model_path, backend_name = "cpu", output = "md", reply_file, draft_model_path, draft_list = "none,auto";
   KvCacheOptions kv;
+  GrammarOptions grammar;  // -f: the reply's grammar or JSON schema
   bool gpu = false, json = false;
   std::vector<uint32_t> threads = {available_cpus()}, prompt_tokens = {128}, gen_tokens = {64}, depths = {0};
   uint32_t reps = 3, batch = mote_session_options_default().batch_size;
@@ -182,8 +317,13 @@ int command_bench(int argc, char **argv) {
           {"--json", Option::kSwitch, &json, nullptr, "the same as -o json"},
           {"--backend", Option::kString, &backend_name, "NAME", "cpu or cuda"},
           {"--gpu", Option::kSwitch, &gpu, nullptr, "the same as --backend cuda"},
+          {"-f|--file", Option::kString, &reply_file, "FILE",
+           "time a greedy chat reply (at most -n tokens) to the text of FILE instead, for each --draft"},
+          {"--draft", Option::kString, &draft_list, "LIST", "with -f: drafters to compare (none,auto,lookup,model)"},
+          {"-md|--model-draft", Option::kString, &draft_model_path, "FILE", "with -f: a draft model"},
       }};
   kv.add_options(&command.options);
+  grammar.add_options(&command.options);
   std::vector<std::string> positional;
   const int parsed = parse_command(command, argc, argv, &positional);
   if (parsed != kParsed) return parsed;
@@ -206,6 +346,8 @@ int command_bench(int argc, char **argv) {
   if (all_zero(prompt_tokens) && all_zero(gen_tokens))
     return report("bench", "prompt or generated tokens must be at least 1", kExitUsage);
   if (!kv.finish(&error)) return report("bench", error, kExitUsage);
+  if (!grammar.check(&error)) return report("bench", error, kExitUsage);
+  if (grammar.given() && reply_file.empty()) return report("bench", "a grammar needs a reply test (-f FILE)", kExitUsage);
   mote_backend backend = MOTE_BACKEND_CPU;
   if (!parse_backend(backend_name, gpu, &backend, &error)) return report("bench", error, kExitUsage);
   if (model_path.empty()) {
@@ -224,6 +366,14 @@ int command_bench(int argc, char **argv) {
   mote_model_info info;
   mote_model_info_get(&loaded->model, &info);
   std::vector<BenchResult> results;
+  if (!reply_file.empty()) {
+    if (!run_reply_tests(*loaded, info, reply_file, draft_list, draft_model_path, grammar, threads, gen_tokens, batch,
+                         kv.dtype, reps, &results, &error))
+      return report("bench", error, kExitError);
+    loaded->exit_if_changed();
+    print_results(output, model_path, backend, info, kv.dtype, reps, results);
+    return 0;
+  }
   for (uint32_t t : threads) {
     for (uint32_t p : prompt_tokens) {
       for (uint32_t n : gen_tokens) {
