@@ -152,6 +152,21 @@ TEST_CASE("a model file written in place while generating stops the reply where 
   CHECK(whole.out.compare(0, r.out.size(), r.out) == 0);
 }
 
+TEST_CASE("a draft model file written in place while generating stops the reply in one line") {
+  if (!mote_cli_test::have_cli()) return;
+  const std::string model = tiny_copy("draft_target.mote"), draft = tiny_copy("draft_written.mote");
+  const std::string args = reply_args(model) + " --draft model -md " + quote(draft);
+  const Result whole = run_cli(args);
+  REQUIRE(whole.code == 0);
+  CHECK(whole.out == run_cli(reply_args(model) + " --draft none").out);  // drafting changes no byte
+  CHECK(whole.err.find("drafts: ") != std::string::npos);
+  const Result r =
+      run_with_stdout_blocked(args, 8, [&] { overwrite_in_place(draft, data_offset(draft), 512, 0x3f); });
+  INFO("reply: " << r.out);
+  expect_stopped(r, draft);
+  CHECK(whole.out.compare(0, r.out.size(), r.out) == 0);
+}
+
 TEST_CASE("a write in place with the mtime set back (rsync --inplace -a) still stops the run") {
   if (!mote_cli_test::have_cli()) return;
   const std::string model = tiny_copy("written_mtime_restored.mote");

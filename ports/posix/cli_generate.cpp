@@ -89,7 +89,10 @@ bool GenerationSettings::finish(std::string *error) {
     return false;
   }
   char message[256] = "";
-  if (mote_sampler_options_validate(&sampler, message, sizeof message) != MOTE_OK) {
+  // The draft model's session is opened later (open_generation): checked above by its flag.
+  mote_sampler_options checked = sampler;
+  if (checked.draft == MOTE_DRAFT_MODEL) checked.draft = MOTE_DRAFT_AUTO;
+  if (mote_sampler_options_validate(&checked, message, sizeof message) != MOTE_OK) {
     *error = message;
     return false;
   }

@@ -323,7 +323,12 @@ int command_bench(int argc, char **argv) {
           {"-md|--model-draft", Option::kString, &draft_model_path, "FILE", "with -f: a draft model"},
       }};
   kv.add_options(&command.options);
-  grammar.add_options(&command.options);
+  // The reply's grammar options, but not their --json: here it is -o json, as in llama-bench.
+  std::vector<Option> grammar_options;
+  grammar.add_options(&grammar_options);
+  for (const Option &o : grammar_options) {
+    if (std::string(o.names) != "--json") command.options.push_back(o);
+  }
   std::vector<std::string> positional;
   const int parsed = parse_command(command, argc, argv, &positional);
   if (parsed != kParsed) return parsed;
