@@ -30,9 +30,9 @@ namespace {
 // bench/README.md, "Tuning decisions").
 constexpr uint32_t kDefaultBatchSize = 64;
 
-// Drafted tokens a generation step checks at most by default: a pass over 9 tokens still costs
-// about one decode step on a model larger than the cache (bench/README.md, "Verify steps"), and
-// longer drafts are rarely kept whole.
+// Drafted tokens a generation step checks at most by default: a copied reply keeps most of 8 (the
+// edit task's replies: 82 of 83), a pass over 9 tokens costs 1.8-2.6 one-token steps
+// (bench/README.md, "verify-pass batches"), and MOTE_DRAFT_AUTO drafts fewer where fewer hold.
 constexpr uint32_t kDefaultDraftCapacity = 8;
 
 // Every flag bit mote_tokenize and mote_chat_tokenize define; any other is refused.

@@ -11,11 +11,13 @@
 
 namespace mote {
 
-// A checked token's cost relative to a one-token step, for choosing draft lengths: a step of
-// n <= 8 tokens costs about 1 + 0.15 (n - 1) one-token steps on a model larger than the cache
-// (bench/README.md, "Verify steps"); smaller models, served from cache, pay more per token, which
-// only makes the policy draft a little less than would pay.
-constexpr float kCheckedTokenCost = 0.15f;
+// A checked token's cost relative to a one-token step, for choosing draft lengths. Measured
+// (bench/README.md, "verify-pass batches", 1 thread, AMD Zen 4): a step of n = 2, 4, 8 tokens
+// costs 1.16, 1.71, 2.64 one-token steps on Qwen2.5-Coder-1.5B (0.16-0.24 a token, compute-bound
+// past n = 4), 1.03, 1.20, 1.78 on Qwen2.5-Coder-0.5B and 1.06, 1.24, 1.98 on SmolLM2 (0.03-0.14),
+// plus a classifier row per checked token in a real check. 0.2 errs towards drafting a little
+// less than would pay on the small models, never much more than pays on the large one.
+constexpr float kCheckedTokenCost = 0.2f;
 
 // How often one drafter's tokens were right, learned while generating.
 struct DraftStats {
