@@ -160,8 +160,7 @@ TEST_CASE("a draft model file written in place while generating stops the reply 
   REQUIRE(whole.code == 0);
   CHECK(whole.out == run_cli(reply_args(model) + " --draft none").out);  // drafting changes no byte
   CHECK(whole.err.find("drafts: ") != std::string::npos);
-  const Result r =
-      run_with_stdout_blocked(args, 8, [&] { overwrite_in_place(draft, data_offset(draft), 512, 0x3f); });
+  const Result r = run_with_stdout_blocked(args, 8, [&] { overwrite_in_place(draft, data_offset(draft), 512, 0x3f); });
   INFO("reply: " << r.out);
   expect_stopped(r, draft);
   CHECK(whole.out.compare(0, r.out.size(), r.out) == 0);

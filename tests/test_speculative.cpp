@@ -101,10 +101,10 @@ TEST_CASE("drafting gives plain decoding's greedy text on the tiny golden models
   REQUIRE(lines.size() >= 12);
   for (const std::string &line : lines) {
     CAPTURE(line);
-    auto m = convert_and_open(golden_path(manifest_value(line, "case") + ".bin"),
-                              golden_path(manifest_value(line, "tokenizer")),
-                              manifest_value(line, "dtype") == "f16" ? DType::f16 : DType::f32,
-                              manifest_value(line, "rope") == "split" ? RopeLayout::split_half : RopeLayout::interleaved);
+    auto m = convert_and_open(
+        golden_path(manifest_value(line, "case") + ".bin"), golden_path(manifest_value(line, "tokenizer")),
+        manifest_value(line, "dtype") == "f16" ? DType::f16 : DType::f32,
+        manifest_value(line, "rope") == "split" ? RopeLayout::split_half : RopeLayout::interleaved);
     const std::vector<int32_t> prompt = parse_ids(manifest_value(line, "tokens"));
     mote_sampler_options options = greedy_options();
     options.ignore_eos = 1;  // random weights end early otherwise
@@ -129,7 +129,8 @@ TEST_CASE("stories: drafting keeps greedy and sampled text, and drafts are kept"
       session_options.batch_size = batch;
       mote_sampler_options options = greedy_options();
       options.ignore_eos = 1;
-      const Generation plain = generate(model, kStoriesPrompt, 64, with_draft(options, MOTE_DRAFT_NONE), session_options);
+      const Generation plain =
+          generate(model, kStoriesPrompt, 64, with_draft(options, MOTE_DRAFT_NONE), session_options);
       const Generation drafted = generate(model, kStoriesPrompt, 64, options, session_options);
       check_same(plain, drafted);
       accepted += drafted.stats.accepted;
@@ -370,8 +371,9 @@ void check_real_reply(const mote_model &model, const char *name) {
   const Generation plain = generate(model, prompt, 64, with_draft(greedy, MOTE_DRAFT_NONE), session_options);
   const Generation drafted = generate(model, prompt, 64, greedy, session_options);
   check_same(plain, drafted);
-  MESSAGE(std::string(name) << " greedy: " << drafted.stats.generated << " tokens in " << drafted.stats.passes << " passes ("
-                << drafted.stats.accepted << " of " << drafted.stats.drafted << " drafted tokens kept)");
+  MESSAGE(std::string(name) << " greedy: " << drafted.stats.generated << " tokens in " << drafted.stats.passes
+                            << " passes (" << drafted.stats.accepted << " of " << drafted.stats.drafted
+                            << " drafted tokens kept)");
   CHECK(drafted.stats.accepted * 4 >= drafted.stats.generated);  // most of the list is copied
   mote_sampler_options sampled = mote_sampler_options_default();
   sampled.seed = 7;

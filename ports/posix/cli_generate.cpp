@@ -9,6 +9,21 @@
 
 namespace mote::cli {
 
+bool parse_draft_kind(const std::string &name, mote_draft_kind *kind) {
+  static const struct {
+    const char *name;
+    mote_draft_kind kind;
+  } kKinds[] = {
+      {"none", MOTE_DRAFT_NONE}, {"auto", MOTE_DRAFT_AUTO}, {"lookup", MOTE_DRAFT_LOOKUP}, {"model", MOTE_DRAFT_MODEL}};
+  for (const auto &k : kKinds) {
+    if (name == k.name) {
+      *kind = k.kind;
+      return true;
+    }
+  }
+  return false;
+}
+
 void GenerationSettings::use_chat_defaults() {
   // SmolLM2's model card suggests a low temperature for chat; flags still override these.
   sampler.temperature = 0.2f;
@@ -68,18 +83,10 @@ bool GenerationSettings::finish(std::string *error) {
     *error = "--threads must be in [1, " + std::to_string(kMaxThreads) + "]";
     return false;
   }
-  static const struct {
-    const char *name;
-    mote_draft_kind kind;
-  } kDraftKinds[] = {{"none", MOTE_DRAFT_NONE}, {"auto", MOTE_DRAFT_AUTO}, {"lookup", MOTE_DRAFT_LOOKUP},
-                     {"model", MOTE_DRAFT_MODEL}};
-  const auto named = std::find_if(std::begin(kDraftKinds), std::end(kDraftKinds),
-                                  [&](const auto &k) { return draft_kind == k.name; });
-  if (named == std::end(kDraftKinds)) {
+  if (!parse_draft_kind(draft_kind, &sampler.draft)) {
     *error = "--draft must be none, auto, lookup or model, not '" + draft_kind + "'";
     return false;
   }
-  sampler.draft = named->kind;
   if (sampler.draft == MOTE_DRAFT_MODEL && draft_model_path.empty()) {
     *error = "--draft model needs a draft model (-md FILE)";
     return false;

@@ -16,6 +16,9 @@
 
 namespace mote::cli {
 
+// --draft's names (none, auto, lookup, model); false for another.
+bool parse_draft_kind(const std::string &name, mote_draft_kind *kind);
+
 // What generating commands (run, chat) share: the model, the sampler, threads and context.
 struct GenerationSettings {
   std::string model_path;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli_generate.hpp"
 #include "cli_grammar.hpp"
 #include "cli_model.hpp"
 #include "cli_options.hpp"
@@ -35,7 +36,7 @@ struct BenchResult {
   uint32_t threads = 0, prompt_tokens = 0, gen_tokens = 0, depth = 0, batch = 0;
   Spread prompt_rate, decode_rate;
   // A reply test (-f): the drafter, and the tokens one forward pass yielded (1 without drafting).
-  const char *draft = nullptr;
+  std::string draft;  // empty: a prompt/decode test
   double tokens_per_pass = 1.0;
   double first_token_s = 0;
   size_t arena_bytes = 0;
@@ -144,10 +145,10 @@ bool measure_reply(const mote_model &model, const std::vector<int32_t> &prompt, 
 // llama-bench's test names: pp512, tg64, and "tg64 @ d4096" at a depth; a reply test names its
 // drafter and the tokens per pass.
 std::string test_name(const char *kind, uint32_t tokens, uint32_t depth, const BenchResult *reply = nullptr) {
-  if (reply != nullptr && reply->draft != nullptr) {
+  if (reply != nullptr && !reply->draft.empty()) {
     char text[96];
     std::snprintf(text, sizeof text, "reply%u draft=%s (%.2f tokens/pass)", static_cast<unsigned>(tokens),
-                  reply->draft, reply->tokens_per_pass);
+                  reply->draft.c_str(), reply->tokens_per_pass);
     return text;
   }
   std::string name = kind + std::to_string(tokens);
@@ -176,8 +177,8 @@ void print_results(const std::string &output, const std::string &model_path, mot
           model_path.c_str(), backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.gen_tokens, r.depth, reps,
           r.batch, kv_name(kv), r.prompt_rate.mean, r.prompt_rate.stddev, r.decode_rate.mean, r.decode_rate.stddev,
           static_cast<unsigned long long>(info.weight_bytes), r.arena_bytes,
-          r.decode_rate.mean * static_cast<double>(info.weight_bytes) / 1e9, r.first_token_s,
-          r.draft != nullptr ? r.draft : "", r.tokens_per_pass, i + 1 < results.size() ? "," : "");
+          r.decode_rate.mean * static_cast<double>(info.weight_bytes) / 1e9, r.first_token_s, r.draft.c_str(),
+          r.tokens_per_pass, i + 1 < results.size() ? "," : "");
     }
     std::printf("]\n");
   } else if (output == "csv") {
@@ -198,8 +199,8 @@ void print_results(const std::string &output, const std::string &model_path, mot
       const auto row = [&](const char *kind, uint32_t tokens, const Spread &rate) {
         if (tokens == 0) return;
         std::printf("| %s | %.1f MB | %s | %s | %u | %s | %.1f ± %.1f |\n", model_path.c_str(), weight_mb,
-                    backend_label, mote_isa_name(), r.threads, test_name(kind, tokens, r.depth, &r).c_str(),
-                    rate.mean, rate.stddev);
+                    backend_label, mote_isa_name(), r.threads, test_name(kind, tokens, r.depth, &r).c_str(), rate.mean,
+                    rate.stddev);
       };
       row("pp", r.prompt_tokens, r.prompt_rate);
       row("tg", r.gen_tokens, r.decode_rate);
@@ -231,11 +232,6 @@ bool run_reply_tests(const LoadedModel &loaded, const mote_model_info &info, con
     return false;
   }
   prompt.resize(n_prompt);
-  static const struct {
-    const char *name;
-    mote_draft_kind kind;
-  } kKinds[] = {{"none", MOTE_DRAFT_NONE}, {"auto", MOTE_DRAFT_AUTO}, {"lookup", MOTE_DRAFT_LOOKUP},
-                {"model", MOTE_DRAFT_MODEL}};
   std::unique_ptr<LoadedModel> draft_model;
   if (!draft_model_path.empty()) {
     draft_model = load_model(draft_model_path, error);
@@ -264,12 +260,12 @@ bool run_reply_tests(const LoadedModel &loaded, const mote_model_info &info, con
     std::stringstream names(draft_list);
     std::string name;
     while (std::getline(names, name, ',')) {
-      const auto kind = std::find_if(std::begin(kKinds), std::end(kKinds), [&](const auto &k) { return name == k.name; });
-      if (kind == std::end(kKinds)) {
+      mote_draft_kind kind = MOTE_DRAFT_NONE;
+      if (!parse_draft_kind(name, &kind)) {
         *error = "--draft: unknown drafter '" + name + "' (none, auto, lookup or model)";
         return false;
       }
-      if (kind->kind == MOTE_DRAFT_MODEL && !draft_session) {
+      if (kind == MOTE_DRAFT_MODEL && !draft_session) {
         *error = "--draft model needs a draft model (-md FILE)";
         return false;
       }
@@ -277,8 +273,8 @@ bool run_reply_tests(const LoadedModel &loaded, const mote_model_info &info, con
       result.threads = t;
       result.gen_tokens = n;
       result.batch = batch;
-      result.draft = kind->name;
-      if (!measure_reply(loaded.model, prompt, options, kind->kind, draft_session ? &draft_session->session : nullptr,
+      result.draft = name;
+      if (!measure_reply(loaded.model, prompt, options, kind, draft_session ? &draft_session->session : nullptr,
                          compiled ? &compiled->grammar : nullptr, reps, &result, error))
         return false;
       results->push_back(result);
@@ -352,7 +348,8 @@ int command_bench(int argc, char **argv) {
     return report("bench", "prompt or generated tokens must be at least 1", kExitUsage);
   if (!kv.finish(&error)) return report("bench", error, kExitUsage);
   if (!grammar.check(&error)) return report("bench", error, kExitUsage);
-  if (grammar.given() && reply_file.empty()) return report("bench", "a grammar needs a reply test (-f FILE)", kExitUsage);
+  if (grammar.given() && reply_file.empty())
+    return report("bench", "a grammar needs a reply test (-f FILE)", kExitUsage);
   mote_backend backend = MOTE_BACKEND_CPU;
   if (!parse_backend(backend_name, gpu, &backend, &error)) return report("bench", error, kExitUsage);
   if (model_path.empty()) {

@@ -428,7 +428,8 @@ int mote_models_share_vocabulary(const mote_model *target, const mote_model *dra
 
 mote_status mote_generate_stats(const mote_session *session, mote_generation_stats *stats) {
   const SessionGuard guard(session);
-  if (guard.session() == nullptr || stats == nullptr) return stats == nullptr ? MOTE_ERR_INVALID_ARGUMENT : guard.refusal();
+  if (guard.session() == nullptr || stats == nullptr)
+    return stats == nullptr ? MOTE_ERR_INVALID_ARGUMENT : guard.refusal();
   const GenerateTotals &t = guard.session()->generate_totals;
   stats->generated = t.generated;
   stats->passes = t.passes;
@@ -492,8 +493,8 @@ mote_status mote_sampler_options_validate(const mote_sampler_options *options, c
                 MOTE_MAX_DRAFT);
   }
   if (o.draft != MOTE_DRAFT_NONE && o.draft_min > o.draft_max) {
-    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "draft-min %u is above draft-max %u", static_cast<unsigned>(o.draft_min),
-                static_cast<unsigned>(o.draft_max));
+    return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "draft-min %u is above draft-max %u",
+                static_cast<unsigned>(o.draft_min), static_cast<unsigned>(o.draft_max));
   }
   if (!(o.draft_p_min >= 0.0f && o.draft_p_min <= 1.0f)) {
     return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "draft-p-min must be in [0, 1]");
@@ -557,7 +558,8 @@ mote_status mote_generate_constrained(mote_session *session, const int32_t *prom
   }
   // The draft model's session is held too: a call on it meanwhile is refused, and so is a
   // draft session already in use (the session itself, or one another thread is running).
-  mote_session *draft_handle = options != nullptr && options->draft != MOTE_DRAFT_NONE ? options->draft_session : nullptr;
+  mote_session *draft_handle =
+      options != nullptr && enum_value(options->draft) != MOTE_DRAFT_NONE ? options->draft_session : nullptr;
   if (draft_handle != nullptr && draft_handle->impl_ == session->impl_) {
     return fail(session_sink(*s), MOTE_ERR_INVALID_ARGUMENT, "the draft session is the session itself");
   }
@@ -567,8 +569,7 @@ mote_status mote_generate_constrained(mote_session *session, const int32_t *prom
                 draft_guard.refusal() == MOTE_ERR_BUSY ? "the draft session is busy with another call"
                                                        : "the draft session is null or was released");
   }
-  return generate(*s, prompt, n_prompt, max_new_tokens, options, g, draft_guard.session(), on_token, user,
-                  n_generated);
+  return generate(*s, prompt, n_prompt, max_new_tokens, options, g, draft_guard.session(), on_token, user, n_generated);
 }
 
 }  // extern "C"

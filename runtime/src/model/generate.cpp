@@ -117,8 +117,8 @@ namespace {
 // Picks a token from logits (modified in place) as the session would after its first `position`
 // tokens: the repetition penalty looks at the history before it, a grammar's mask at the token
 // before it, and the grammar accepts the pick (an end token is not accepted: nothing follows it).
-Status sample_at(Session &s, const mote_sampler_options &options, grammar::Grammar *g, float *logits,
-                 uint32_t position, int32_t *token) {
+Status sample_at(Session &s, const mote_sampler_options &options, grammar::Grammar *g, float *logits, uint32_t position,
+                 int32_t *token) {
   const ErrorSink sink = session_sink(s);
   const size_t last_n = static_cast<size_t>(options.repetition_last_n);
   const size_t n_recent = last_n < position ? last_n : position;
@@ -178,8 +178,8 @@ namespace {
 
 // One generation's drafters: which are on, what they learned, and the draft model's session.
 struct Drafters {
-  size_t max = 0, min = 1;  // drafted tokens per step (max 0: drafting is off)
-  bool adaptive = true;     // each drafter drafts only while its acceptance pays (MOTE_DRAFT_AUTO)
+  size_t max = 0, min = 1;              // drafted tokens per step (max 0: drafting is off)
+  bool adaptive = true;                 // each drafter drafts only while its acceptance pays (MOTE_DRAFT_AUTO)
   grammar::Grammar *grammar = nullptr;  // fast-forward through what it forces (null: off)
   DraftStats grammar_stats;
   bool lookup = false;
@@ -282,8 +282,9 @@ size_t draft_tokens(Drafters &d, const int32_t *tokens, size_t n, size_t availab
     int32_t pieces[kMaxForcedBytes];
     size_t n_pieces = 0;
     const TextSpan span{forced, n_forced};
-    if (n_forced > 0 && encode_byte_level(d.grammar->tokenizer, &span, 1, false, pieces, kMaxForcedBytes,
-                                          &n_pieces) == MOTE_OK && n_pieces > 1) {
+    if (n_forced > 0 &&
+        encode_byte_level(d.grammar->tokenizer, &span, 1, false, pieces, kMaxForcedBytes, &n_pieces) == MOTE_OK &&
+        n_pieces > 1) {
       size_t k = draft_length(d.grammar_stats, n_pieces - 1 < available ? n_pieces - 1 : available, kCheckedTokenCost);
       if (k >= d.min) {
         for (size_t i = 0; i < k; ++i) out[i] = pieces[i];
@@ -376,7 +377,8 @@ Status generate(Session &s, const int32_t *prompt, size_t n_prompt, uint32_t max
     if (status != MOTE_OK) return status;
     if (ends_generation(s.model, step[0]) && end_tokens_end) break;
     if (s.position >= s.context_length) {
-      return fail(sink, MOTE_ERR_CONTEXT_FULL, "the context of %u tokens is full", static_cast<unsigned>(s.context_length));
+      return fail(sink, MOTE_ERR_CONTEXT_FULL, "the context of %u tokens is full",
+                  static_cast<unsigned>(s.context_length));
     }
     const uint32_t start = s.position;
     // The drafts that fit the context, the reply and one batch.

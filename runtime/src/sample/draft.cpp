@@ -42,8 +42,7 @@ size_t lookup_draft(const int32_t *tokens, size_t n_tokens, size_t max, int32_t 
   size_t best_end = 0, best_match = 0;
   for (size_t end = n_tokens - 1; end >= kLookupMinNgram && best_match < kLookupMaxNgram; --end) {
     size_t match = 0;
-    while (match < kLookupMaxNgram && match < end && tokens[end - 1 - match] == tokens[n_tokens - 1 - match])
-      ++match;
+    while (match < kLookupMaxNgram && match < end && tokens[end - 1 - match] == tokens[n_tokens - 1 - match]) ++match;
     if (match >= kLookupMinNgram && match > best_match) {
       best_match = match;
       best_end = end;
