@@ -27,37 +27,9 @@ const char *const kSchemas[] = {
 };
 const char *const kRequests[] = {"a person", "a list of small numbers", "a color", "a list of items"};
 
-struct Grammar {
-  mote_grammar grammar{};
-  mote_test::AlignedBuffer arena{0};
-};
-
-std::unique_ptr<Grammar> compile(const mote_model &model, const std::string &schema) {
-  std::vector<char> text(1 << 16);
-  size_t n = 0;
-  char error[256] = "";
-  REQUIRE_MESSAGE(mote_grammar_from_json_schema(schema.data(), schema.size(), text.data(), text.size(), &n, error,
-                                                sizeof error) == MOTE_OK,
-                  error);
-  auto g = std::make_unique<Grammar>();
-  size_t bytes = 0;
-  REQUIRE(mote_grammar_arena_size(text.data(), n, &bytes, error, sizeof error) == MOTE_OK);
-  g->arena = mote_test::AlignedBuffer(bytes);
-  REQUIRE_MESSAGE(mote_grammar_init(&g->grammar, &model, text.data(), n, g->arena.data.get(), bytes, error,
-                                    sizeof error) == MOTE_OK,
-                  error);
-  return g;
-}
 
 std::vector<int32_t> chat_prompt(const mote_model &model, const std::string &request) {
-  const std::string text = "Reply with JSON only: " + request + ".";
-  const mote_chat_message message{MOTE_ROLE_USER, text.data(), text.size()};
-  std::vector<int32_t> tokens(512);
-  size_t n = 0;
-  REQUIRE(mote_chat_tokenize(&model, &message, 1, MOTE_CHAT_ADD_ASSISTANT_PROMPT, tokens.data(), tokens.size(), &n) ==
-          MOTE_OK);
-  tokens.resize(n);
-  return tokens;
+  return mote_test::chat_tokens(model, "Reply with JSON only: " + request + ".");
 }
 
 int append_piece(void *user, int32_t, const char *piece, size_t n) {
@@ -95,7 +67,7 @@ TEST_CASE("smollm2: every constrained output is valid JSON for its schema (json 
   std::string pairs = "[";
   int runs = 0;
   for (size_t k = 0; k < sizeof kSchemas / sizeof kSchemas[0]; ++k) {
-    auto g = compile(m->model, kSchemas[k]);
+    auto g = mote_test::compile_schema(m->model, kSchemas[k]);
     const std::vector<int32_t> prompt = chat_prompt(m->model, kRequests[k]);
     for (const float temperature : {0.0f, 0.8f, 1.2f}) {
       for (const uint64_t seed : {1u, 2u}) {
@@ -145,7 +117,7 @@ TEST_CASE("smollm2: the per-token cost of the grammar's mask against unconstrain
   mote_session_options options = mote_session_options_default();
   options.context_length = 256;
   auto s = mote_test::open_session(m->model, options);
-  auto g = compile(m->model, "{}");
+  auto g = mote_test::compile_schema(m->model, "{}");
   mote_model_info info;
   mote_model_info_get(&m->model, &info);
   const std::vector<int32_t> prompt = chat_prompt(m->model, "a small list of people with names and ages");

@@ -349,16 +349,9 @@ namespace {
 // A chat turn asking the model to repeat a text (the shape of an edit: the reply copies most of
 // the prompt), tokenized with the model's template.
 std::vector<int32_t> repeat_prompt(const mote_model &model) {
-  const std::string request =
-      "Copy this list exactly, one item per line:\n1. apples and pears\n2. a loaf of brown bread\n"
-      "3. two litres of milk\n4. a dozen eggs\n5. olive oil\n6. black pepper\n7. green tea";
-  const mote_chat_message message = {MOTE_ROLE_USER, request.data(), request.size()};
-  std::vector<int32_t> tokens(4096);
-  size_t n = 0;
-  REQUIRE(mote_chat_tokenize(&model, &message, 1, MOTE_CHAT_ADD_ASSISTANT_PROMPT, tokens.data(), tokens.size(), &n) ==
-          MOTE_OK);
-  tokens.resize(n);
-  return tokens;
+  return chat_tokens(model,
+                     "Copy this list exactly, one item per line:\n1. apples and pears\n2. a loaf of brown bread\n"
+                     "3. two litres of milk\n4. a dozen eggs\n5. olive oil\n6. black pepper\n7. green tea");
 }
 
 // Greedy and sampled replies with drafting off and on (the default options): the same tokens,
@@ -415,24 +408,10 @@ TEST_CASE("SmolLM2: grammar fast-forward drafts a JSON schema's keys, and the re
   const std::string schema =
       R"({"type":"object","properties":{"customer_name":{"type":"string"},"delivery_address":{"type":"string"},)"
       R"("number_of_items":{"type":"integer"}},"required":["customer_name","delivery_address","number_of_items"]})";
-  std::vector<char> text(1 << 16);
-  size_t n = 0;
-  char error[256] = "";
-  REQUIRE_MESSAGE(mote_grammar_from_json_schema(schema.data(), schema.size(), text.data(), text.size(), &n, error,
-                                                sizeof error) == MOTE_OK,
-                  error);
-  size_t bytes = 0;
-  REQUIRE(mote_grammar_arena_size(text.data(), n, &bytes, error, sizeof error) == MOTE_OK);
-  AlignedBuffer arena(bytes);
-  mote_grammar grammar{};
-  REQUIRE(mote_grammar_init(&grammar, &m->model, text.data(), n, arena.data.get(), bytes, error, sizeof error) ==
-          MOTE_OK);
-  const std::string request = "Reply with JSON only: Ann Lee orders 3 lamps for 5 Elm Street, Leeds.";
-  const mote_chat_message message{MOTE_ROLE_USER, request.data(), request.size()};
-  std::vector<int32_t> prompt(512);
-  REQUIRE(mote_chat_tokenize(&m->model, &message, 1, MOTE_CHAT_ADD_ASSISTANT_PROMPT, prompt.data(), prompt.size(),
-                             &n) == MOTE_OK);
-  prompt.resize(n);
+  auto compiled = compile_schema(m->model, schema);
+  mote_grammar &grammar = compiled->grammar;
+  const std::vector<int32_t> prompt =
+      chat_tokens(m->model, "Reply with JSON only: Ann Lee orders 3 lamps for 5 Elm Street, Leeds.");
   auto run = [&](mote_draft_kind kind) {
     mote_sampler_options options = greedy_options();
     options.draft = kind;

@@ -242,6 +242,40 @@ inline mote_session_options f32_kv_options() {
   return options;
 }
 
+// text as one user turn of the model's chat template, with the assistant's prompt after it.
+inline std::vector<int32_t> chat_tokens(const mote_model &model, const std::string &text) {
+  const mote_chat_message message{MOTE_ROLE_USER, text.data(), text.size()};
+  std::vector<int32_t> tokens(text.size() + 256);
+  size_t n = 0;
+  REQUIRE(mote_chat_tokenize(&model, &message, 1, MOTE_CHAT_ADD_ASSISTANT_PROMPT, tokens.data(), tokens.size(), &n) ==
+          MOTE_OK);
+  tokens.resize(n);
+  return tokens;
+}
+
+// A JSON schema's grammar compiled for model, in an arena of its own.
+struct SchemaGrammar {
+  mote_grammar grammar{};
+  AlignedBuffer arena{0};
+};
+
+inline std::unique_ptr<SchemaGrammar> compile_schema(const mote_model &model, const std::string &schema) {
+  std::vector<char> text(1 << 16);
+  size_t n = 0;
+  char error[256] = "";
+  REQUIRE_MESSAGE(mote_grammar_from_json_schema(schema.data(), schema.size(), text.data(), text.size(), &n, error,
+                                                sizeof error) == MOTE_OK,
+                  error);
+  auto g = std::make_unique<SchemaGrammar>();
+  size_t bytes = 0;
+  REQUIRE(mote_grammar_arena_size(text.data(), n, &bytes, error, sizeof error) == MOTE_OK);
+  g->arena = AlignedBuffer(bytes);
+  REQUIRE_MESSAGE(mote_grammar_init(&g->grammar, &model, text.data(), n, g->arena.data.get(), bytes, error,
+                                    sizeof error) == MOTE_OK,
+                  error);
+  return g;
+}
+
 // A session with an exactly sized arena.
 struct TestSession {
   AlignedBuffer arena{0};
