@@ -115,13 +115,24 @@ bool measure_reply(const mote_model &model, const std::vector<int32_t> &prompt, 
   sampler.draft_session = kind == MOTE_DRAFT_NONE || kind == MOTE_DRAFT_LOOKUP ? nullptr : draft_session;
   std::vector<double> rates;
   double tokens = 0, passes = 0;
+  // The prompt runs once; each repetition truncates to it less its last token and decodes that
+  // again (untimed), which gives the same logits as the whole prompt.
+  const auto failed = [&] {
+    *error = mote_session_error(session);
+    return false;
+  };
+  if (mote_prefill(session, prompt.data(), prompt.size() - 1) != MOTE_OK) return failed();
+  const uint32_t kept = mote_session_position(session);
+  // The draft model reads the prompt untimed too (a chat keeps it in step turn after turn); each
+  // reply then runs from what it holds, as mote_generate keeps it in step by common prefix.
+  if (sampler.draft_session != nullptr && (mote_session_reset(draft_session) != MOTE_OK ||
+                                           mote_prefill(draft_session, prompt.data(), prompt.size()) != MOTE_OK)) {
+    *error = mote_session_error(draft_session);
+    return false;
+  }
   for (uint32_t r = 0; r < reps; ++r) {
-    mote_session_reset(session);
-    if (draft_session != nullptr) mote_session_reset(draft_session);
-    if (mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK) {
-      *error = mote_session_error(session);
-      return false;
-    }
+    if (mote_session_truncate(session, kept) != MOTE_OK || mote_decode(session, prompt.back(), nullptr) != MOTE_OK)
+      return failed();
     uint32_t generated = 0;
     if (grammar != nullptr) mote_grammar_reset(grammar);
     const double t0 = now_seconds();
