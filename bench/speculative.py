@@ -164,7 +164,7 @@ def main():
             cells += [f"{plain:.1f}", f"{lookup[0]:.1f} ({lookup[1]:.0f}% kept)"]
             if args.draft_model:
                 spec = llama_spec(args, "llama-speculative-simple", tmp, schema_path, threads,
-                                  ["-md", args.draft_model, "--spec-draft-n-max", "8"])
+                                  ["-md", args.draft_model, "--spec-type", "draft-simple", "--spec-draft-n-max", "8"])
                 llama["llama-speculative-simple"] = spec[0]
                 cells.append(f"{spec[0]:.1f} ({spec[1]:.0f}% kept)")
             best_mote = max(v[0] for v in mote.values())
