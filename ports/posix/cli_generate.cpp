@@ -268,12 +268,14 @@ mote_status generate(mote_session *session, const GenerationSettings &settings, 
   return status;
 }
 
-void print_draft_stats(const Generated &generated) {
+std::string draft_stats(const Generated &generated) {
   const mote_generation_stats &d = generated.drafting;
-  if (d.drafted == 0 || d.passes == 0) return;
-  stats_line("drafts: %llu of %llu drafted tokens kept | %.2f tokens per forward pass\n",
-             static_cast<unsigned long long>(d.accepted), static_cast<unsigned long long>(d.drafted),
-             static_cast<double>(d.generated) / static_cast<double>(d.passes));
+  if (d.drafted == 0 || d.passes == 0) return "";
+  char text[96];
+  std::snprintf(text, sizeof text, " | drafts: %llu of %llu kept, %.2f tokens/pass",
+                static_cast<unsigned long long>(d.accepted), static_cast<unsigned long long>(d.drafted),
+                static_cast<double>(d.generated) / static_cast<double>(d.passes));
+  return text;
 }
 
 }  // namespace mote::cli

@@ -71,8 +71,8 @@ struct Generated {
   std::string error;  // why it failed (a status other than MOTE_OK or MOTE_ERR_CONTEXT_FULL)
   mote_generation_stats drafting{};  // forward passes, drafted and kept tokens
 };
-// The drafting statistics line on stderr ("drafts: ..."), when any token was drafted.
-void print_draft_stats(const Generated &generated);
+// " | drafts: K of D kept, T tokens/pass" for the stats line when any token was drafted; "" otherwise.
+std::string draft_stats(const Generated &generated);
 // mote_generate_constrained (the library's loop, no copy of it here) with the text printed from its
 // callback.
 mote_status generate(mote_session *session, const GenerationSettings &settings, FILE *out, Generated *generated,

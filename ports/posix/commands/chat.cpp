@@ -238,11 +238,10 @@ int run_chat_turn(GenerationSettings &settings, const PromptCache &cache, const 
     }
     stats_line("mote run: stopped: the context of %u tokens is full\n", context);
   }
-  stats_line("prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
+  stats_line("prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s%s\n",
              stats.prompt_tokens, stats.prompt_tokens / stats.prefill_seconds,
              (stats.prefill_seconds + stats.reply.first_token_seconds) * 1e3, static_cast<unsigned>(stats.reply.tokens),
-             stats.reply.tokens > 0 ? stats.reply.tokens / stats.reply.seconds : 0.0);
-  print_draft_stats(stats.reply);
+             stats.reply.tokens > 0 ? stats.reply.tokens / stats.reply.seconds : 0.0, draft_stats(stats.reply).c_str());
   if (interrupted()) return report("run", "interrupted", kExitInterrupted);
   return 0;
 }

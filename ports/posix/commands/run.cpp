@@ -124,11 +124,10 @@ int command_run(int argc, char **argv) {
   }
   if (reused > 0) stats_line("prompt cache: %zu of the prompt's %zu tokens reused\n", reused, tokens.size());
   const size_t prefilled = tokens.size() - reused;
-  stats_line("prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s\n",
+  stats_line("prompt: %zu tokens, %.1f tok/s | time to first token: %.1f ms | decode: %u tokens, %.1f tok/s%s\n",
              prefilled, prefilled / prefill_seconds, (prefill_seconds + generated.first_token_seconds) * 1e3,
-             static_cast<unsigned>(generated.tokens),
-             generated.tokens > 0 ? generated.tokens / generated.seconds : 0.0);
-  print_draft_stats(generated);
+             static_cast<unsigned>(generated.tokens), generated.tokens > 0 ? generated.tokens / generated.seconds : 0.0,
+             draft_stats(generated).c_str());
   if (interrupted()) return report("run", "interrupted", kExitInterrupted);
   return 0;
 }
