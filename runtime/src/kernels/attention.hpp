@@ -308,6 +308,16 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
     *end = b0 + kAttentionBlock < a.end ? b0 + kAttentionBlock : a.end;
     return *begin < *end;
   };
+  // Queries i, i + 1, ... (at most 4) whose part of the block is queries[i]'s [begin, end): how
+  // many share it, so a run shares its key or value loads.
+  const auto run_at = [&](size_t i, size_t b0, size_t begin, size_t end) {
+    size_t run = 1, run_begin, run_end;
+    while (run < 4 && i + run < n_queries && part(queries[i + run], b0, &run_begin, &run_end) && run_begin == begin &&
+           run_end == end) {
+      ++run;
+    }
+    return run;
+  };
   // An int8 cache's keys of a block, converted and scaled once for all the group's queries where
   // each run would redo it (a multiply per batch on the FMA ports, a quarter of a run's work):
   // the runs then take the f32 cache's loop, each product still the single-query kernel's (the
@@ -349,11 +359,7 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
         ++i;
         continue;
       }
-      size_t run = 1, run_begin, run_end;
-      while (run < 4 && i + run < n_queries && part(queries[i + run], b0, &run_begin, &run_end) && run_begin == begin &&
-             run_end == end) {
-        ++run;
-      }
+      const size_t run = run_at(i, b0, begin, end);
       float *rows[4];
       const float *qs[4];
       for (size_t r = 0; r < run; ++r) {
@@ -383,11 +389,7 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
         ++i;
         continue;
       }
-      size_t run = 1, run_begin, run_end;
-      while (run < 4 && i + run < n_queries && part(queries[i + run], b0, &run_begin, &run_end) && run_begin == begin &&
-             run_end == end) {
-        ++run;
-      }
+      const size_t run = run_at(i, b0, begin, end);
       float *outs[4];
       const float *ps[4];
       bool accumulate[4];
