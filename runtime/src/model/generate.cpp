@@ -180,24 +180,35 @@ namespace {
 struct Drafters {
   size_t max = 0, min = 1;              // drafted tokens per step (max 0: drafting is off)
   bool adaptive = true;                 // each drafter drafts only while its acceptance pays (MOTE_DRAFT_AUTO)
-  grammar::Grammar *grammar = nullptr;  // fast-forward through what it forces (null: off)
+  grammar::Grammar *grammar = nullptr;  // the generation's grammar (null: none), drafts are checked against it
+  bool forced = false;                  // fast-forward through what the grammar forces
   DraftStats grammar_stats;
   bool lookup = false;
-  DraftStats lookup_stats;
+  DraftStats lookup_stats[2];  // after a match of one token (with a grammar only), and of more
+  DraftStats text_stats;       // lookup by bytes (with fast-forward)
   int32_t lookup_shadow = -1;  // the first token of the last lookup proposal left unchecked (-1: none)
-  Session *model = nullptr;    // the draft model's session (null: none)
+  size_t lookup_shadow_length = 0;
+  Session *model = nullptr;  // the draft model's session (null: none)
   DraftStats model_stats;
   float model_cost = 0.0f;  // one draft-model decode step relative to one of the target's
   float p_min = 0.0f;
-  uint32_t steps_without_model = 0;  // since the draft model last drafted (it is tried again now and then)
 };
 
 // The most bytes grammar fast-forward drafts at once (a schema's longest keys run to ~30).
 constexpr size_t kMaxForcedBytes = 48;
 
-// A draft model that has stopped paying drafts one token again after this many steps, so its
-// acceptance is measured afresh.
-constexpr uint32_t kDraftModelRetry = 16;
+// A draft model's acceptance before its first checked draft: it is run from the first step
+// (while it has read no more than the prompt, catching up costs nothing) and measured there.
+// One that stops paying is not tried again in the generation: a try would cost its catching up
+// on every token since (a batch, but a compute-bound one: ~0.15 of a target step a token with
+// Qwen2.5-Coder 1.5B and 0.5B at 1 thread), and free text must not pay for it.
+constexpr float kDraftModelTrust = 0.95f;
+
+// A draft-model call's cost in its decode steps: the catching-up batch (the tokens kept since
+// its last call and the sampled one) and the top probability over the vocabulary (Qwen2.5-Coder
+// 1.5B with the 0.5B, 1 thread, AMD Zen 4: 0.62 of a target step a call against a bytes ratio
+// of 0.44).
+constexpr float kDraftModelCallCost = 1.4f;
 
 Status start_drafters(Session &s, const mote_sampler_options &o, grammar::Grammar *g, Session *draft, Drafters *d) {
   *d = Drafters{};
@@ -207,9 +218,10 @@ Status start_drafters(Session &s, const mote_sampler_options &o, grammar::Gramma
   d->min = o.draft_min > 1 ? o.draft_min : 1;
   d->adaptive = o.draft == MOTE_DRAFT_AUTO;
   d->lookup = o.draft != MOTE_DRAFT_MODEL;
+  d->grammar = g;
   // Forced bytes become tokens through the model's own encoder: byte-level BPE encodes a piece of
   // text as it would inside the reply (SentencePiece would open it with its dummy-prefix space).
-  if (o.draft == MOTE_DRAFT_AUTO && g != nullptr && has_byte_level_tokenizer(s.model)) d->grammar = g;
+  d->forced = o.draft == MOTE_DRAFT_AUTO && g != nullptr && has_byte_level_tokenizer(s.model);
   if (draft == nullptr || o.draft == MOTE_DRAFT_LOOKUP) return MOTE_OK;
   const ErrorSink sink = session_sink(s);
   if (draft == &s) return fail(sink, MOTE_ERR_INVALID_ARGUMENT, "the draft session is the session itself");
@@ -221,6 +233,8 @@ Status start_drafters(Session &s, const mote_sampler_options &o, grammar::Gramma
                 static_cast<unsigned>(s.model.view.config.vocab_size));
   }
   d->model = draft;
+  // A draft model is given to draft: it starts trusted, and its first drafts measure it.
+  d->model_stats.accept = kDraftModelTrust;
   // Decoding reads every weight once: the bytes are the steps' cost ratio on a memory-bound CPU.
   d->model_cost = static_cast<float>(draft->model.view.weight_bytes) /
                   static_cast<float>(s.model.view.weight_bytes > 0 ? s.model.view.weight_bytes : 1);
@@ -229,7 +243,7 @@ Status start_drafters(Session &s, const mote_sampler_options &o, grammar::Gramma
 }
 
 // Brings the draft model's cache to tokens[0, n) with the logits after the last one, running only
-// what differs from what it holds. False when they do not fit its context.
+// what differs from what it holds (in one batch). False when they do not fit its context.
 bool sync_draft_model(Session &m, const int32_t *tokens, size_t n) {
   if (n == 0 || n > m.context_length) return false;
   size_t common = 0;
@@ -251,70 +265,310 @@ float top_probability(const float *logits, size_t n, int32_t *top) {
   return static_cast<float>(1.0 / sum);
 }
 
-// Greedy drafts from the draft model after tokens[0, n): up to max, stopping at a token it
-// gives less than p_min.
-size_t draft_from_model(Drafters &d, const int32_t *tokens, size_t n, size_t max, int32_t *out) {
-  Session &m = *d.model;
-  if (!sync_draft_model(m, tokens, n)) return 0;
-  const size_t vocab = m.model.view.config.vocab_size;
-  size_t k = 0;
-  while (k < max) {
-    int32_t top = -1;
-    if (top_probability(m.state.logits, vocab, &top) < d.p_min || top < 0) break;
-    out[k++] = top;
-    if (k == max || m.position >= m.context_length || prefill(m, &top, 1, PrefillRequest{false, 0, nullptr}) != MOTE_OK)
-      break;
-  }
-  return k;
+// The most bytes a draft's tokens may spell when a grammar checks them.
+constexpr size_t kMaxDraftBytes = kMaxForcedPrefix;
+
+// The draft of one step, built in the session's history after the sampled token (the checking
+// pass writes those positions anyway) from runs of several drafters: a grammar's forced text,
+// then what prompt lookup or the draft model says follows it, then the grammar again, and so on.
+struct Draft {
+  int32_t *history;  // the session's tokens; the sampled one at start, the drafts after it
+  size_t start = 0, k = 0, available = 0;
+  struct Run {
+    DraftStats *by;
+    size_t end;  // the run is the drafts before end, after the run before it
+  };
+  Run runs[MOTE_MAX_DRAFT];
+  size_t n_runs = 0;
+  char bytes[kMaxDraftBytes];  // what the drafts spell (kept only with a grammar)
+  size_t n_bytes = 0;
+  // The forced text past the drafts that fast-forward left out (the next token starts with it).
+  char pending[kMaxForcedBytes];
+  size_t n_pending = 0;
+  DraftGain gain;
+
+  int32_t *end() { return history + start + 1 + k; }
+  size_t context() const { return start + 1 + k; }  // the tokens so far, sampled and drafted
+  size_t room() const { return available - k; }
+};
+
+// The piece token spells after prev, as the grammar reads it.
+void grammar_piece(const Session &s, int32_t prev, int32_t token, char *byte, const char **piece, size_t *n) {
+  piece_for(s.model.view.tokenizer, prev, token, byte, piece, n);
 }
 
-// Writes the tokens drafted to follow tokens[0, n) (the history and the sampled token) into out,
-// at most available, and says which drafter wrote them (null: none drafted).
-size_t draft_tokens(Drafters &d, const int32_t *tokens, size_t n, size_t available, int32_t *out, DraftStats **by) {
-  *by = nullptr;
-  d.lookup_shadow = -1;
-  if (available == 0) return 0;
-  if (d.grammar != nullptr) {
-    // The grammar holds the sampled token already: what it forces next, as the model would
-    // tokenize it, less the last token (the text after it may merge into it).
-    char forced[kMaxForcedBytes];
-    const size_t n_forced = grammar_forced_bytes(*d.grammar, forced, sizeof forced);
-    int32_t pieces[kMaxForcedBytes];
-    size_t n_pieces = 0;
-    const TextSpan span{forced, n_forced};
-    if (n_forced > 0 &&
-        encode_byte_level(d.grammar->tokenizer, &span, 1, false, pieces, kMaxForcedBytes, &n_pieces) == MOTE_OK &&
-        n_pieces > 1) {
-      size_t k = draft_length(d.grammar_stats, n_pieces - 1 < available ? n_pieces - 1 : available, kCheckedTokenCost);
-      if (k >= d.min) {
-        for (size_t i = 0; i < k; ++i) out[i] = pieces[i];
-        *by = &d.grammar_stats;
-        return k;
-      }
-    }
+// How many of the n tokens at the draft's end (written there, not yet counted) the grammar
+// admits after the drafts before them; all n without a grammar.
+size_t admitted(const Session &s, grammar::Grammar *g, const Draft &d, size_t n) {
+  if (g == nullptr) return n;
+  char text[kMaxDraftBytes];
+  std::memcpy(text, d.bytes, d.n_bytes);
+  size_t used = d.n_bytes;
+  grammar::TokenChecker checker(*g, uint64_t{1} << 20);
+  const int32_t *tokens = d.history + d.start + 1 + d.k;
+  for (size_t i = 0; i < n; ++i) {
+    if (ends_generation(s.model, tokens[i])) return i;  // the grammar takes no bytes for it
+    char byte = 0;
+    const char *piece = nullptr;
+    size_t len = 0;
+    grammar_piece(s, tokens[i - 1], tokens[i], &byte, &piece, &len);
+    if (used + len > sizeof text) return i;
+    std::memcpy(text + used, piece, len);
+    used += len;
+    if (checker.check(text, used) != grammar::Check::kAllowed) return i;
   }
-  if (d.lookup) {
-    const size_t found = lookup_draft(tokens, n, available, out);
-    const size_t k = d.adaptive ? draft_length(d.lookup_stats, found, kCheckedTokenCost) : found;
-    d.lookup_shadow = found > 0 && k < d.min ? out[0] : -1;
-    if (k >= d.min) {
-      *by = &d.lookup_stats;
-      return k;
-    }
+  return n;
+}
+
+// Counts the n tokens at the draft's end as drafted by `by`.
+void append(const Session &s, Draft &d, DraftStats *by, size_t n) {
+  if (n == 0) return;
+  d.n_pending = 0;  // the forced text's tokens, if they were, are drafted now
+  for (size_t i = 0; i < n; ++i) {
+    const size_t at = d.start + 1 + d.k + i;
+    char byte = 0;
+    const char *piece = nullptr;
+    size_t len = 0;
+    grammar_piece(s, d.history[at - 1], d.history[at], &byte, &piece, &len);
+    if (d.n_bytes + len > sizeof d.bytes) len = 0;  // only with a grammar, which admitted these bytes
+    std::memcpy(d.bytes + d.n_bytes, piece, len);
+    d.n_bytes += len;
   }
-  if (d.model != nullptr) {
-    size_t k = d.adaptive ? draft_length(d.model_stats, available, kCheckedTokenCost + d.model_cost) : available;
-    if (k == 0 && ++d.steps_without_model >= kDraftModelRetry) k = 1;
-    if (k > 0) {
-      d.steps_without_model = 0;
-      k = draft_from_model(d, tokens, n, k, out);
-      if (k >= d.min) {
-        *by = &d.model_stats;
-        return k;
-      }
-    }
+  d.k += n;
+  if (d.n_runs > 0 && d.runs[d.n_runs - 1].by == by) {
+    d.runs[d.n_runs - 1].end = d.k;
+  } else {
+    d.runs[d.n_runs++] = Draft::Run{by, d.k};
+  }
+}
+
+// Of n proposed tokens, how many the gate lets into the draft (all when not adaptive).
+size_t gate(const Drafters &dr, Draft &d, const DraftStats &stats, size_t n, float cost_per_token) {
+  if (!dr.adaptive) return n;
+  return extend_draft(d.gain, stats, n, cost_per_token);
+}
+
+// Grammar fast-forward: the text the grammar forces after the draft, as the model would tokenize
+// it, less the last token (the text after it may merge into it). True when it drafted.
+bool draft_forced(const Session &s, Drafters &dr, Draft &d) {
+  char forced[kMaxForcedBytes];
+  const size_t space = sizeof d.bytes - d.n_bytes;  // the drafts' bytes must stay whole for the checks
+  const size_t n_forced =
+      grammar_forced_bytes(*dr.grammar, d.bytes, d.n_bytes, forced, space < sizeof forced ? space : sizeof forced);
+  if (n_forced == 0) return false;
+  int32_t pieces[kMaxForcedBytes];
+  size_t n_pieces = 0;
+  const TextSpan span{forced, n_forced};
+  if (encode_byte_level(dr.grammar->tokenizer, &span, 1, false, pieces, kMaxForcedBytes, &n_pieces) != MOTE_OK ||
+      n_pieces < 2) {
+    return false;
+  }
+  size_t n = n_pieces - 1 < d.room() ? n_pieces - 1 : d.room();
+  n = gate(dr, d, dr.grammar_stats, n, kCheckedTokenCost);
+  std::memcpy(d.end(), pieces, n * sizeof(int32_t));
+  const size_t bytes_before = d.n_bytes;
+  append(s, d, &dr.grammar_stats, n);
+  if (n > 0) {
+    const size_t spelled = d.n_bytes - bytes_before;
+    d.n_pending = spelled < n_forced ? n_forced - spelled : 0;
+    std::memcpy(d.pending, forced + (n_forced - d.n_pending), d.n_pending);
+  }
+  return n > 0;
+}
+
+// The most tokens back that a left-out forced text is looked for.
+constexpr size_t kPendingLookback = 4096;
+
+// Where the forced text that fast-forward left out (d.pending) was written before as the start
+// of a token the grammar admits here (a key's closing quote as '":'): the latest such place, or
+// 0. The model writes a schema's structure the same way each time.
+size_t pending_place(const Session &s, grammar::Grammar *g, Draft &d) {
+  if (d.n_pending == 0 || g == nullptr) return 0;
+  const size_t end = d.context();
+  const size_t first = end > kPendingLookback ? end - kPendingLookback : 1;
+  for (size_t j = end - 1; j >= first; --j) {
+    char byte = 0;
+    const char *piece = nullptr;
+    size_t len = 0;
+    grammar_piece(s, d.history[j - 1], d.history[j], &byte, &piece, &len);
+    if (len < d.n_pending || std::memcmp(piece, d.pending, d.n_pending) != 0) continue;
+    d.end()[0] = d.history[j];
+    if (admitted(s, g, d, 1) == 1) return j;
   }
   return 0;
+}
+
+// How many places prompt lookup weighs when a grammar can tell which continuation fits.
+constexpr size_t kLookupPlaces = 4;
+
+// Prompt lookup after the draft, as far as the grammar admits it. With a grammar, a single
+// token's match counts too, and of the places found the one whose continuation the grammar
+// admits furthest wins (a schema's structure repeats: what followed this token the last time it
+// fit here). True when it drafted.
+bool draft_lookup(const Session &s, Drafters &dr, Draft &d) {
+  size_t places[kLookupPlaces], lengths[kLookupPlaces];
+  const size_t n_found = lookup_places(d.history, d.context(), dr.grammar != nullptr ? 1 : kLookupMinNgram, places,
+                                       lengths, kLookupPlaces);
+  size_t best = 0, fits = 0;
+  size_t n_places = n_found;
+  if (dr.grammar != nullptr && d.n_pending > 0) {
+    // After left-out forced text the match that counts is that text, not the tokens before it.
+    const size_t place = pending_place(s, dr.grammar, d);
+    n_places = place > 0 ? 1 : 0;
+    places[0] = place;
+    lengths[0] = 1;
+  }
+  for (size_t p = 0; p < n_places; ++p) {
+    size_t found = d.context() - places[p];
+    if (found > d.room()) found = d.room();
+    std::memmove(d.end(), d.history + places[p], found * sizeof(int32_t));
+    const size_t n = admitted(s, dr.grammar, d, found);
+    if (n > fits) {
+      best = p;
+      fits = n;
+    }
+    if (dr.grammar == nullptr || n == found) break;
+  }
+  if (fits == 0) return false;
+  if (n_places > 1) std::memmove(d.end(), d.history + places[best], fits * sizeof(int32_t));
+  const int32_t first = d.end()[0];
+  DraftStats &stats = dr.lookup_stats[lengths[best] > 1 ? 1 : 0];
+  const size_t n = gate(dr, d, stats, fits, kCheckedTokenCost);
+  // A proposal at the draft's start that the gate turned down is scored against what comes.
+  if (d.k == 0 && n == 0) {
+    dr.lookup_shadow = first;
+    dr.lookup_shadow_length = lengths[best] > 1 ? 1 : 0;
+  }
+  append(s, d, &stats, n);
+  return n > 0;
+}
+
+// Lookup by bytes: the context's last bytes that it reads (at most this many), the shortest and
+// longest match of its end, and the most bytes proposed after a match.
+constexpr size_t kTextWindow = 4096;
+constexpr size_t kTextMinMatch = 3, kTextMaxMatch = 32;
+constexpr size_t kTextProposal = 48;
+
+// Prompt lookup by bytes, where fast-forward is on (a grammar, byte-level BPE): the text after the
+// latest earlier occurrence of the longest end of the text so far, tokenized by the model's
+// encoder, less the last token. A reply quotes its prompt in other tokens than the prompt's
+// ('"recycled' against ' recycled', so token lookup fails on a quoted value's first tokens);
+// the bytes match where the tokens do not. True when it drafted.
+bool draft_text_lookup(const Session &s, Drafters &dr, Draft &d) {
+  char text[kTextWindow];
+  size_t from = sizeof text;
+  for (size_t j = d.context(); j > 1; --j) {
+    char byte = 0;
+    const char *piece = nullptr;
+    size_t len = 0;
+    grammar_piece(s, d.history[j - 2], d.history[j - 1], &byte, &piece, &len);
+    if (len > from) break;
+    from -= len;
+    std::memcpy(text + from, piece, len);
+  }
+  const char *t = text + from;
+  const size_t n = sizeof text - from;
+  size_t best = 0, best_end = 0;
+  for (size_t e = n > 0 ? n - 1 : 0; e > kTextMinMatch && best < kTextMaxMatch; --e) {
+    size_t m = 0;
+    while (m < kTextMaxMatch && m < e && t[e - 1 - m] == t[n - 1 - m]) ++m;
+    if (m > best) {
+      best = m;
+      best_end = e;
+    }
+  }
+  if (best < kTextMinMatch) return false;
+  const TextSpan span{t + best_end, n - best_end < kTextProposal ? n - best_end : kTextProposal};
+  int32_t pieces[kTextProposal];
+  size_t n_pieces = 0;
+  if (encode_byte_level(s.model.view.tokenizer, &span, 1, false, pieces, kTextProposal, &n_pieces) != MOTE_OK ||
+      n_pieces < 2) {
+    return false;
+  }
+  size_t found = n_pieces - 1 < d.room() ? n_pieces - 1 : d.room();
+  std::memcpy(d.end(), pieces, found * sizeof(int32_t));
+  found = admitted(s, dr.grammar, d, found);
+  const size_t k = gate(dr, d, dr.text_stats, found, kCheckedTokenCost);
+  append(s, d, &dr.text_stats, k);
+  return k > 0;
+}
+
+// The draft model's greedy tokens after the draft, while it gives them p_min, the grammar admits
+// them and the gate expects them to pay; with a grammar one at a time, so that the grammar's
+// forced text and prompt lookup come in between (the draft model then reads their tokens in one
+// batch instead of drafting them). Whether to run it at all is judged by its acceptance so far,
+// each token by the probability it gives the token (a close draft model's confidence predicts
+// the target's agreement better than an average does). True when it drafted.
+bool draft_model(const Session &s, Drafters &dr, Draft &d, bool *tried) {
+  size_t max = d.room();
+  if (dr.grammar != nullptr && max > 1) max = 1;
+  // A call's first token costs the catching-up pass too (measured: ~1.4 decode steps of the
+  // draft model a call, the catching-up batch and the top probability).
+  const float first_cost = kCheckedTokenCost + kDraftModelCallCost * dr.model_cost;
+  const float cost = kCheckedTokenCost + dr.model_cost;
+  if (dr.adaptive && !*tried) {
+    DraftGain trial = d.gain;
+    if (extend_draft(trial, dr.model_stats, 1, first_cost) == 0) return false;
+  }
+  *tried = true;
+  Session &m = *dr.model;
+  if (!sync_draft_model(m, d.history, d.context())) return false;
+  const size_t vocab = m.model.view.config.vocab_size;
+  size_t n = 0;
+  while (n < max) {
+    int32_t top = -1;
+    DraftStats confidence;
+    confidence.accept = top_probability(m.state.logits, vocab, &top);
+    if (confidence.accept < dr.p_min || top < 0) break;
+    if (dr.adaptive && extend_draft(d.gain, confidence, 1, n == 0 ? first_cost : cost) == 0) break;
+    d.end()[n] = top;
+    if (admitted(s, dr.grammar, d, n + 1) <= n) break;
+    ++n;
+    // The next token's logits only when it drafts on (the next sync reads this one in a batch).
+    if (n == max || m.position >= m.context_length || prefill(m, &top, 1, PrefillRequest{false, 0, nullptr}) != MOTE_OK)
+      break;
+  }
+  append(s, d, &dr.model_stats, n);
+  // A run that drafted nothing cost its catching up for nothing: a miss for the decision to run.
+  if (n == 0 && dr.adaptive) record_shadow(dr.model_stats, false);
+  return n > 0;
+}
+
+// Drafts the tokens that may follow the sampled one at history[start], at most available, and
+// says which drafter wrote which (d->runs). Each drafter continues from what the ones before it
+// drafted, as long as one has more and the gate expects the longer pass to pay.
+void draft_tokens(const Session &s, Drafters &dr, int32_t *history, size_t start, size_t available, Draft *d) {
+  d->history = history;
+  d->start = start;
+  d->available = available;
+  dr.lookup_shadow = -1;
+  bool model_tried = false;
+  while (d->room() > 0) {
+    const size_t before = d->k;
+    if (dr.forced) draft_forced(s, dr, *d);
+    if (d->room() > 0 && dr.lookup) draft_lookup(s, dr, *d);
+    if (d->k == before && d->room() > 0 && dr.lookup && dr.forced) draft_text_lookup(s, dr, *d);
+    if (d->k == before && d->room() > 0 && dr.model != nullptr) draft_model(s, dr, *d, &model_tried);
+    if (d->k == before) break;
+  }
+  if (d->k < dr.min) {
+    d->k = 0;
+    d->n_runs = 0;
+  }
+}
+
+// After a check that kept `kept` of the drafts and looked at `checked` of them (the kept ones,
+// and the first that differed when a token was sampled there), each drafter learns about its
+// runs.
+void record_runs(const Draft &d, size_t checked, size_t kept) {
+  size_t begin = 0;
+  for (size_t r = 0; r < d.n_runs; ++r) {
+    const size_t end = d.runs[r].end;
+    const size_t run_checked = checked > begin ? (checked < end ? checked : end) - begin : 0;
+    const size_t run_kept = kept > begin ? (kept < end ? kept : end) - begin : 0;
+    if (run_checked > 0) record_check(*d.runs[r].by, run_checked, run_kept);
+    begin = end;
+  }
 }
 
 // ---- the generation loop ----------------------------------------------------------------------
@@ -388,8 +642,10 @@ Status generate(Session &s, const int32_t *prompt, size_t n_prompt, uint32_t max
     if (left < available) available = left;
     if (s.batch_size - 1 < available) available = s.batch_size - 1;
     s.history[start] = step[0];  // the context is [0, start] while drafting (the pass writes it too)
-    DraftStats *drafter = nullptr;
-    const size_t k = draft_tokens(drafters, s.history, start + 1, available, step + 1, &drafter);
+    Draft draft;
+    draft_tokens(s, drafters, s.history, start, available, &draft);
+    const size_t k = draft.k;
+    std::memcpy(step + 1, s.history + start + 1, k * sizeof(int32_t));
     status = k == 0 ? prefill(s, step, 1, PrefillRequest{false, 0, nullptr})
                     : prefill(s, step, k + 1, PrefillRequest{false, 0, s.draft_logits});
     if (status != MOTE_OK) return status;
@@ -419,11 +675,12 @@ Status generate(Session &s, const int32_t *prompt, size_t n_prompt, uint32_t max
     }
     const bool sampled_next = !done && !stopped && status == MOTE_OK;  // step[0] is the next step's token
     if (shadow >= 0 && (kept > 0 || sampled_next)) {
-      record_shadow(drafters.lookup_stats, shadow == (kept > 0 ? s.history[start + 1] : step[0]));
+      record_shadow(drafters.lookup_stats[drafters.lookup_shadow_length],
+                    shadow == (kept > 0 ? s.history[start + 1] : step[0]));
     }
     if (k > 0) {
       const size_t checked = kept < k && sampled_next ? kept + 1 : kept;
-      record_check(*drafter, checked, kept);
+      record_runs(draft, checked, kept);
       s.generate_totals.drafted += checked;
       s.generate_totals.accepted += kept;
       // Forget the drafted tokens past the last one kept; its logits become the session's.

@@ -1,5 +1,7 @@
 #include "sample/draft.hpp"
 
+#include <cstring>
+
 namespace mote {
 namespace {
 
@@ -19,60 +21,70 @@ void record_check(DraftStats &stats, size_t drafted, size_t accepted) {
 
 void record_shadow(DraftStats &stats, bool hit) { record(stats, hit); }
 
-size_t draft_length(const DraftStats &stats, size_t available, float cost_per_token) {
-  // Tokens a pass yields: the sampled one, plus drafted token j when it and all before it hold.
-  float expected = 1.0f, all_held = 1.0f, best = 1.0f;
-  size_t best_length = 0;
-  for (size_t k = 1; k <= available; ++k) {
-    all_held *= stats.accept;
-    expected += all_held;
-    const float per_cost = expected / (1.0f + cost_per_token * static_cast<float>(k));
-    if (per_cost > best) {
-      best = per_cost;
-      best_length = k;
-    }
-  }
-  return best_length;
-}
-
-size_t lookup_draft(const int32_t *tokens, size_t n_tokens, size_t max, int32_t *out) {
-  if (n_tokens <= kLookupMinNgram || max == 0) return 0;
+size_t lookup_places(const int32_t *tokens, size_t n_tokens, size_t min_ngram, size_t *places, size_t *lengths,
+                     size_t max_places) {
+  if (min_ngram == 0) min_ngram = 1;
+  if (n_tokens <= min_ngram || max_places == 0) return 0;
   // One backward scan: at each earlier end position, how many of the last tokens match there;
-  // the latest position of the longest match wins (recent text predicts best).
-  size_t best_end = 0, best_match = 0;
-  for (size_t end = n_tokens - 1; end >= kLookupMinNgram && best_match < kLookupMaxNgram; --end) {
+  // the first (latest) position seen for each match length is that length's place.
+  size_t latest[kLookupMaxNgram + 1] = {};
+  size_t longest = 0;
+  for (size_t end = n_tokens - 1; end >= min_ngram && longest < kLookupMaxNgram; --end) {
     size_t match = 0;
     while (match < kLookupMaxNgram && match < end && tokens[end - 1 - match] == tokens[n_tokens - 1 - match]) ++match;
-    if (match >= kLookupMinNgram && match > best_match) {
-      best_match = match;
-      best_end = end;
+    for (size_t m = match; m >= min_ngram && latest[m] == 0; --m) latest[m] = end;
+    if (match > longest) longest = match;
+  }
+  size_t n = 0;
+  for (size_t m = kLookupMaxNgram; m >= min_ngram && n < max_places; --m) {
+    if (latest[m] != 0 && (n == 0 || places[n - 1] != latest[m])) {
+      places[n] = latest[m];
+      lengths[n++] = m;
     }
   }
-  if (best_match == 0) return 0;
-  size_t n = 0;
-  for (size_t i = best_end; i < n_tokens && n < max; ++i) out[n++] = tokens[i];
   return n;
 }
 
-size_t grammar_forced_bytes(grammar::Grammar &g, char *out, size_t max) {
-  if (grammar::is_complete(g)) return 0;
+size_t extend_draft(DraftGain &gain, const DraftStats &stats, size_t n, float cost_per_token) {
+  // A token pays when its expected yield per cost beats the draft's so far; the yields fall
+  // token by token, so the first that does not pay ends the run.
+  size_t k = 0;
+  while (k < n) {
+    const float reach = gain.reach * stats.accept;
+    if ((gain.expected + reach) * gain.cost <= gain.expected * (gain.cost + cost_per_token)) break;
+    gain.expected += reach;
+    gain.reach = reach;
+    gain.cost += cost_per_token;
+    ++k;
+  }
+  return k;
+}
+
+size_t grammar_forced_bytes(grammar::Grammar &g, const char *prefix, size_t n_prefix, char *out, size_t max) {
+  if (n_prefix > kMaxForcedPrefix) return 0;
+  if (n_prefix == 0 && grammar::is_complete(g)) return 0;
   bool first[256];
-  grammar::first_bytes(g, first);
+  if (n_prefix == 0) grammar::first_bytes(g, first);
+  char text[kMaxForcedPrefix + 64];
+  if (max > sizeof text - n_prefix) max = sizeof text - n_prefix;
+  std::memcpy(text, prefix, n_prefix);
   // Each check shares the matcher work of the bytes before it: about one step per byte tried.
   grammar::TokenChecker checker(g, uint64_t{1} << 20);
   size_t n = 0;
   while (n < max) {
     int only = -1;
+    char *at = text + n_prefix + n;
     for (int b = 0; b < 256; ++b) {
-      if (n == 0 && !first[b]) continue;
-      out[n] = static_cast<char>(b);
-      const grammar::Check check = checker.check(out, n + 1);
+      if (n_prefix == 0 && n == 0 && !first[b]) continue;
+      *at = static_cast<char>(b);
+      const grammar::Check check = checker.check(text, n_prefix + n + 1);
       if (check == grammar::Check::kOverBudget) return n;
       if (check != grammar::Check::kAllowed) continue;
       if (only >= 0) return n;  // a second byte fits: a choice
       only = b;
     }
     if (only < 0) return n;  // nothing fits: the grammar ends here
+    *at = static_cast<char>(only);
     out[n++] = static_cast<char>(only);
   }
   return n;

@@ -12,12 +12,13 @@
 namespace mote {
 
 // A checked token's cost relative to a one-token step, for choosing draft lengths. Measured
-// (bench/README.md, "verify-pass batches", 1 thread, AMD Zen 4): a step of n = 2, 4, 8 tokens
-// costs 1.16, 1.71, 2.64 one-token steps on Qwen2.5-Coder-1.5B (0.16-0.24 a token, compute-bound
-// past n = 4), 1.03, 1.20, 1.78 on Qwen2.5-Coder-0.5B and 1.06, 1.24, 1.98 on SmolLM2 (0.03-0.14),
-// plus a classifier row per checked token in a real check. 0.2 errs towards drafting a little
-// less than would pay on the small models, never much more than pays on the large one.
-constexpr float kCheckedTokenCost = 0.2f;
+// (bench/README.md, "verify-pass batches", 1 thread, AMD Zen 4): a step of n = 2, 4, 8, 16 tokens
+// costs 1.16, 1.71, 2.64, 4.68 one-token steps on Qwen2.5-Coder-1.5B (0.16 for the first drafted
+// token, 0.23-0.28 for each after it: compute-bound past n = 2 on one core), 1.03, 1.20, 1.78
+// on Qwen2.5-Coder-0.5B and 1.06, 1.24, 1.98 on SmolLM2 (0.03-0.14). 0.25 counts the large
+// model's real cost (a draft that only breaks even there makes free text slower than plain
+// decoding) and drafts a little less than would pay on the small ones.
+constexpr float kCheckedTokenCost = 0.25f;
 
 // How often one drafter's tokens were right, learned while generating.
 struct DraftStats {
@@ -34,22 +35,36 @@ void record_check(DraftStats &stats, size_t drafted, size_t accepted);
 // Counts an unchecked proposal whose first token was (hit) or was not the generated one.
 void record_shadow(DraftStats &stats, bool hit);
 
-// The draft length (at most available) that maximises the expected tokens per pass cost, where
-// each drafted token costs cost_per_token of a one-token step (checking, plus drafting it for a
-// draft model) and is kept with stats.accept after the ones before it; 0 when no length beats
-// decoding one token.
-size_t draft_length(const DraftStats &stats, size_t available, float cost_per_token);
-
-// Prompt lookup: finds the latest earlier occurrence of the last n tokens of tokens[0, n_tokens)
-// (n from kLookupMaxNgram down to kLookupMinNgram, the longest that occurs) and writes what
-// followed it, at most max tokens, into out. Returns how many (0: no occurrence). O(n_tokens).
+// Prompt lookup matches the last kLookupMaxNgram tokens at most, kLookupMinNgram at least (one
+// token matches too much to go by alone; with a grammar to check the continuation it may).
 constexpr size_t kLookupMaxNgram = 4;
 constexpr size_t kLookupMinNgram = 2;
-size_t lookup_draft(const int32_t *tokens, size_t n_tokens, size_t max, int32_t *out);
 
-// Grammar fast-forward: the bytes g admits next as its only choice, one after another (a JSON
-// schema's keys and punctuation), at most max, into out; g does not change. Stops at the first
-// position with a choice (or none), and where the grammar could also end.
-size_t grammar_forced_bytes(grammar::Grammar &g, char *out, size_t max);
+// The places prompt lookup may continue from, best first: for each match length from
+// kLookupMaxNgram down to min_ngram, the latest earlier occurrence of the last tokens (the index
+// of the token after it, and the length), at most max_places into places and lengths. Returns
+// how many. O(n_tokens). A grammar tells which place's continuation fits, so it can afford
+// single-token matches.
+size_t lookup_places(const int32_t *tokens, size_t n_tokens, size_t min_ngram, size_t *places, size_t *lengths,
+                     size_t max_places);
+
+// A draft's expected worth while it is built from several drafters' runs: each token is kept
+// with its drafter's acceptance when every token before it was.
+struct DraftGain {
+  float expected = 1.0f;  // tokens the pass is expected to yield (the sampled one, and the drafts)
+  float reach = 1.0f;     // P(every drafted token so far holds)
+  float cost = 1.0f;      // the pass's cost in one-token steps
+};
+
+// How many of n more tokens from a drafter with these stats (each costing cost_per_token) raise
+// the draft's expected tokens per cost (gain is updated for them); 0 when none does.
+size_t extend_draft(DraftGain &gain, const DraftStats &stats, size_t n, float cost_per_token);
+
+// Grammar fast-forward: the bytes g admits as its only choice after prefix (bytes g would take
+// next, already checked; n_prefix at most kMaxForcedPrefix), one after another (a JSON schema's
+// keys and punctuation), at most max, into out; g does not change. Stops at the first position
+// with a choice (or none), and where the grammar could also end.
+constexpr size_t kMaxForcedPrefix = 256;
+size_t grammar_forced_bytes(grammar::Grammar &g, const char *prefix, size_t n_prefix, char *out, size_t max);
 
 }  // namespace mote
