@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -125,6 +126,42 @@ def svg_chart(groups, path):
         fh.write("\n".join(out) + "\n")
 
 
+def mote_only(args, wanted):
+    """Plain and auto per task and thread count, each binary in turn for --rounds rounds (load on a
+    shared host moves between runs, so every cell is the median of its rounds)."""
+    binaries = [("mote", args.mote)] + ([("baseline", args.baseline)] if args.baseline else [])
+    print(f"model {os.path.basename(args.model)}, draft {os.path.basename(args.draft_model or '-')}, "
+          f"{args.tokens} tokens greedy, {args.rounds} rounds")
+    for threads in [int(t) for t in args.threads.split(",")]:
+        rows = []
+        for name, file, schema in TASKS:
+            if file not in wanted:
+                continue
+            task = os.path.join(HERE, "speculative", file)
+            schema_path = os.path.join(HERE, "speculative", schema) if schema else None
+            runs = {b: [] for b, _ in binaries}
+            loads = []
+            for _ in range(args.rounds):
+                for label, binary in binaries:
+                    loads.append(os.getloadavg()[0])
+                    runs[label].append(mote_rates(argparse.Namespace(**{**vars(args), "mote": binary, "reps": 1}),
+                                                  task, schema_path, threads, ["none", "auto"]))
+            rows.append((name, runs, min(loads), max(loads)))
+        header = ["task", "load (1 min)"]
+        for label, _ in binaries:
+            header += [f"{label} plain tok/s", f"{label} auto tok/s", f"{label} auto / plain", f"{label} tokens/pass"]
+        print(f"\n{threads} thread(s)\n\n| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+        for name, runs, low, high in rows:
+            cells = [name, f"{low:.1f}-{high:.1f}"]
+            for label, _ in binaries:
+                ratios = [r["auto"][0] / r["none"][0] for r in runs[label]]
+                cells += [f"{statistics.median(r['none'][0] for r in runs[label]):.1f}",
+                          f"{statistics.median(r['auto'][0] for r in runs[label]):.1f}",
+                          f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})",
+                          f"{runs[label][0]['auto'][1]:.2f}"]
+            print("| " + " | ".join(cells) + " |", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--mote", default="build/default/mote")
@@ -136,8 +173,16 @@ def main():
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--tasks", default=",".join(t[1] for t in TASKS), help="prompt files of bench/speculative to run")
     p.add_argument("--svg", help="write the bar chart here")
+    p.add_argument("--mote-only", action="store_true",
+                   help="mote plain and auto alone, --rounds times in turn (and --baseline's in between), the "
+                        "median of each: the table of issue 37's goals on a shared, noisy host")
+    p.add_argument("--rounds", type=int, default=3, help="with --mote-only: measurements of each cell")
+    p.add_argument("--baseline", help="with --mote-only: another mote binary measured in turn with --mote")
     args = p.parse_args()
     wanted = args.tasks.split(",")
+    if args.mote_only:
+        mote_only(args, wanted)
+        return
     drafters = ["none", "auto", "lookup"] + (["model"] if args.draft_model else [])
     groups = []
     tmp = os.path.join(os.environ.get("TMPDIR", "/tmp"), "mote-speculative-prompt.txt")
