@@ -3,6 +3,7 @@
 // int8 (q8_0) elements, the last with a scale per position and block of 32.
 #pragma once
 
+#include "kernels/attention_q8_keys.hpp"
 #include "kernels/attention_query.hpp"
 #include "kernels/matvec.hpp"
 #include "kernels/quant.hpp"
@@ -90,10 +91,6 @@ inline void attention_scores(float *scores, const float *q, const Element *k, co
     }
   }
 }
-
-// Positions a group reads per block: a block's keys of a 64-wide f16 head are 8 KB, read from
-// memory once and from L1 by every other query of the group.
-constexpr size_t kAttentionBlock = 64;
 
 // out[i] = sum_t p[i][t] v_t for kQueries queries over the same n_pos <= kAttentionBlock
 // positions, element by element in position order (fused steps), with a panel of out's batches
@@ -268,31 +265,12 @@ inline void attention_scores_shared(float *const *scores, const float *const *q,
   }
 }
 
-// Rows [first, last) of a head (kv_stride apart) as floats at to (head_dim apart), each element
-// times its block's scale where scales has them: scaled_element's values, batch by batch.
-template <class Arch, class Element, class Scales>
-inline void convert_rows(float *to, const Element *x, const Scales &scales, size_t first, size_t last,
-                         size_t head_dim, size_t kv_stride) {
-  using Batch = Floats<Arch>;
-  constexpr size_t W = Batch::size;
-  const size_t simd_end = head_dim - head_dim % W;
-  for (size_t t = first; t < last; ++t, to += head_dim) {
-    const Element *row = x + t * kv_stride;
-    __builtin_prefetch(row + kPrefetchAhead * kv_stride);
-    for (size_t c = 0; c < simd_end; c += W) {
-      Batch values = load_floats<Arch>(row + c);
-      if constexpr (Scales::kScaled) values = values * Batch(scales.at(t, c));
-      values.store_unaligned(to + c);
-    }
-    for (size_t c = simd_end; c < head_dim; ++c) to[c] = scaled_element<Arch>(row, scales, t, c);
-  }
-}
-
 // Every query of a group over its positions [first, end), block by block: scores of a block for
 // every query, then each query's softmax, then the values block by block. Each key's score and
 // each value step are the single-query kernel's (the score kernels and attention_values_block
 // compute every position alone, in position order; attention() takes its values in the same
-// blocks of positions), so each query's result is attention()'s to the bit.
+// blocks of positions), so each query's result is attention()'s to the bit. An 8-bit cache's
+// scores on x86 are integer products (attention_q8_keys.hpp), the same for a group of one.
 template <class Arch, class Element, class Scales>
 inline void attention_group(const AttentionQuery *queries, size_t n_queries, const Element *k, const Scales &key_scales,
                             const Element *v, const Scales &value_scales, size_t head_dim, size_t kv_stride,
@@ -318,60 +296,54 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
     }
     return run;
   };
-  // An int8 cache's keys of a block, converted and scaled once for all the group's queries where
-  // each run would redo it (a multiply per batch on the FMA ports, a quarter of a run's work):
-  // the runs then take the f32 cache's loop, each product still the single-query kernel's (the
-  // same float(k) * scale per element). 32 KB of stack (head_dim <= 128), on the x86 tables
-  // (W >= 8) only. (Values converted so gained nothing: their loop converts a batch once for a
-  // run's queries already, and the scales are in the probabilities.)
-  constexpr size_t kScratch = 8192;
-  constexpr bool kConvertible = Scales::kScaled && Floats<Arch>::size >= 8;
-  const bool convert = kConvertible && kAttentionBlock * head_dim <= kScratch;
-  alignas(64) float converted[kConvertible ? kScratch : 1];
-  // The positions [*first, *last) of the block from b0 that any query reads.
-  const auto block_span = [&](size_t b0, size_t *first, size_t *last) {
+  const auto score_run = [&](size_t run, float *const *rows, const float *const *qs, size_t begin, size_t end) {
+    const Element *keys = k + begin * kv_stride;
+    const Scales scales = key_scales.from(begin);
+    const size_t n = end - begin;
+    if (run == 4) attention_scores_shared<Arch, 4>(rows, qs, keys, scales, n, head_dim, kv_stride, scale);
+    if (run == 3) attention_scores_shared<Arch, 3>(rows, qs, keys, scales, n, head_dim, kv_stride, scale);
+    if (run == 2) attention_scores_shared<Arch, 2>(rows, qs, keys, scales, n, head_dim, kv_stride, scale);
+    if (run == 1) attention_scores<Arch>(rows[0], qs[0], keys, scales, n, head_dim, kv_stride, scale);
+  };
+  // Runs of up to 4 consecutive queries over the same part of the block [b0, b0 + kAttentionBlock)
+  // share its key and value loads: for_each_run(b0, f) calls f(i, run, begin, end) for each.
+  const auto for_each_run = [&](size_t b0, const auto &f) {
     size_t begin, end;
-    *first = hi;
-    *last = b0;
-    for (size_t i = 0; i < n_queries; ++i) {
-      if (!part(queries[i], b0, &begin, &end)) continue;
-      *first = begin < *first ? begin : *first;
-      *last = end > *last ? end : *last;
-    }
-  };
-  const auto score_run = [&](size_t run, float *const *rows, const float *const *qs, const auto *keys,
-                             const auto &scales, size_t n, size_t stride) {
-    if (run == 4) attention_scores_shared<Arch, 4>(rows, qs, keys, scales, n, head_dim, stride, scale);
-    if (run == 3) attention_scores_shared<Arch, 3>(rows, qs, keys, scales, n, head_dim, stride, scale);
-    if (run == 2) attention_scores_shared<Arch, 2>(rows, qs, keys, scales, n, head_dim, stride, scale);
-    if (run == 1) attention_scores<Arch>(rows[0], qs[0], keys, scales, n, head_dim, stride, scale);
-  };
-  size_t begin, end, first, last;
-  for (size_t b0 = lo; b0 < hi; b0 += kAttentionBlock) {
-    if (convert) {
-      block_span(b0, &first, &last);
-      convert_rows<Arch>(converted + (first - b0) * head_dim, k, key_scales, first, last, head_dim, kv_stride);
-    }
-    // Runs of up to 4 consecutive queries over the same part of the block share its key loads.
     for (size_t i = 0; i < n_queries;) {
-      const AttentionQuery &a = queries[i];
-      if (!part(a, b0, &begin, &end)) {
+      if (!part(queries[i], b0, &begin, &end)) {
         ++i;
         continue;
       }
       const size_t run = run_at(i, b0, begin, end);
-      float *rows[4];
-      const float *qs[4];
-      for (size_t r = 0; r < run; ++r) {
-        rows[r] = queries[i + r].scores + (begin - queries[i + r].first);
-        qs[r] = queries[i + r].q;
-      }
-      if (convert) {
-        score_run(run, rows, qs, converted + (begin - b0) * head_dim, Unscaled{}, end - begin, head_dim);
-      } else {
-        score_run(run, rows, qs, k + begin * kv_stride, key_scales.from(begin), end - begin, kv_stride);
-      }
+      f(i, run, begin, end);
       i += run;
+    }
+  };
+#if defined(__AVX2__)
+  if constexpr (Scales::kScaled) {
+    if (!q8_integer_scores<Arch>(queries, n_queries, k, key_scales, head_dim, kv_stride, scale, lo, hi, part,
+                                 for_each_run)) {
+      // More queries than the quantized queries' scratch holds: the group in two (each query's
+      // result is its own, whatever the group).
+      const size_t half = n_queries / 2;
+      attention_group<Arch>(queries, half, k, key_scales, v, value_scales, head_dim, kv_stride, scale);
+      attention_group<Arch>(queries + half, n_queries - half, k, key_scales, v, value_scales, head_dim, kv_stride,
+                            scale);
+      return;
+    }
+  } else
+#endif
+  {
+    for (size_t b0 = lo; b0 < hi; b0 += kAttentionBlock) {
+      for_each_run(b0, [&](size_t i, size_t run, size_t begin, size_t end) {
+        float *rows[4];
+        const float *qs[4];
+        for (size_t r = 0; r < run; ++r) {
+          rows[r] = queries[i + r].scores + (begin - queries[i + r].first);
+          qs[r] = queries[i + r].q;
+        }
+        score_run(run, rows, qs, begin, end);
+      });
     }
   }
   for (const AttentionQuery *a = queries; a < queries + n_queries; ++a) softmax<Arch>(a->scores, a->end - a->first);
@@ -383,13 +355,7 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
     if (run == 1) attention_values_block<Arch, 1>(outs, ps, values, scales, n, head_dim, kv_stride, accumulate);
   };
   for (size_t b0 = lo; b0 < hi; b0 += kAttentionBlock) {
-    // Runs of up to 4 consecutive queries over the same part of the block share its value loads.
-    for (size_t i = 0; i < n_queries;) {
-      if (!part(queries[i], b0, &begin, &end)) {
-        ++i;
-        continue;
-      }
-      const size_t run = run_at(i, b0, begin, end);
+    for_each_run(b0, [&](size_t i, size_t run, size_t begin, size_t end) {
       float *outs[4];
       const float *ps[4];
       bool accumulate[4];
@@ -400,8 +366,7 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
         accumulate[r] = begin > a.first;
       }
       value_run(run, outs, ps, v + begin * kv_stride, value_scales.from(begin), end - begin, accumulate);
-      i += run;
-    }
+    });
   }
 }
 
@@ -425,13 +390,14 @@ void attention_group_q8(const AttentionQuery *queries, size_t n_queries, const i
                         BlockScales{v_scale, scale_stride}, head_dim, kv_stride, scale);
 }
 
-// attention_q8: each block of 32 (or fewer, at a head's end) keys and values carries a scale.
+// attention_q8: each block of 32 (or fewer, at a head's end) keys and values carries a scale. A
+// group of one query, so that it is every group's kernel (the integer scores on x86).
 template <class Arch>
 void attention_q8(float *out, float *scores, const float *q, const int8_t *k, const float *k_scale, const int8_t *v,
                   const float *v_scale, size_t n_pos, size_t head_dim, size_t kv_stride, size_t scale_stride,
                   float scale) {
-  attention<Arch>(out, scores, q, k, BlockScales{k_scale, scale_stride}, v, BlockScales{v_scale, scale_stride}, n_pos,
-                  head_dim, kv_stride, scale);
+  const AttentionQuery query{q, out, scores, 0, n_pos};
+  attention_group_q8<Arch>(&query, 1, k, k_scale, v, v_scale, head_dim, kv_stride, scale_stride, scale);
 }
 
 template <class Arch>

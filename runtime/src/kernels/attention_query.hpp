@@ -7,6 +7,10 @@
 
 namespace mote::kernels {
 
+// Positions a group reads per block: a block's keys of a 64-wide f16 head are 8 KB, read from
+// memory once and from L1 by every other query of the group.
+constexpr size_t kAttentionBlock = 64;
+
 struct AttentionQuery {
   const float *q;  // head_dim values
   float *out;      // head_dim values
