@@ -457,7 +457,8 @@ TEST_CASE("simd rope matches the scalar twin") {
 TEST_CASE("simd attention matches the scalar twin") {
   const KernelTable &ref = mote::kernels::scalar_kernels();
   std::mt19937 rng(6);
-  const size_t head_dims[] = {1, 7, 8, 9, 16, 17, 32, 48, 64, 100, 128};
+  // 544: an 8-bit cache's keys laid out 16 positions at a time on x86; 4100: scored one by one.
+  const size_t head_dims[] = {1, 7, 8, 9, 16, 17, 32, 48, 64, 100, 128, 544, 4100};
   const size_t positions[] = {1, 2, 7, 8, 9, 33, 100, 257};
   const size_t n_kv_heads = 3;  // k and v rows are strided past the other heads
   for (const KernelTable *t : simd_tables()) {
@@ -644,8 +645,9 @@ TEST_CASE("attention groups give every query the single-query kernel's bits") {
                                                  {{0, 4097}, {0, 4098}, {0, 4099}, {0, 4100}},
                                                  {{4033, 4097}, {4034, 4098}, {3098, 4098}, {0, 4098}, {4000, 4001}},
                                                  {{1, 2}, {100, 357}, {63, 64}, {64, 65}, {0, 129}}};
-  // 64 and 80: an int8 cache's keys converted once per block on the x86 tables; 160: read directly.
-  for (size_t head_dim : {64, 80, 160}) {
+  // 80 and 160: head_dims that are not whole 32s and 64s; 544: an 8-bit cache's keys laid out 16
+  // positions at a time on x86.
+  for (size_t head_dim : {64, 80, 160, 544}) {
     const size_t kv_stride = n_kv_heads * head_dim, blocks = (head_dim + 31) / 32, scale_stride = n_kv_heads * blocks;
     const std::vector<float> k = random_floats(max_pos * kv_stride, rng), v = random_floats(max_pos * kv_stride, rng);
     const std::vector<uint16_t> k_half = to_halves(k), v_half = to_halves(v);

@@ -306,7 +306,7 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
     if (run == 1) attention_scores<Arch>(rows[0], qs[0], keys, scales, n, head_dim, kv_stride, scale);
   };
   // Runs of up to 4 consecutive queries over the same part of the block [b0, b0 + kAttentionBlock)
-  // share its key and value loads: for_each_run(b0, f) calls f(i, run, begin, end) for each.
+  // share its key or value loads: for_each_run(b0, f) calls f(i, run, begin, end) for each.
   const auto for_each_run = [&](size_t b0, const auto &f) {
     size_t begin, end;
     for (size_t i = 0; i < n_queries;) {
@@ -321,8 +321,7 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
   };
 #if defined(__AVX2__)
   if constexpr (Scales::kScaled) {
-    if (!q8_integer_scores<Arch>(queries, n_queries, k, key_scales, head_dim, kv_stride, scale, lo, hi, part,
-                                 for_each_run)) {
+    if (!q8_integer_scores<Arch>(queries, n_queries, k, key_scales, head_dim, kv_stride, scale, lo, hi, part)) {
       // More queries than the quantized queries' scratch holds: the group in two (each query's
       // result is its own, whatever the group).
       const size_t half = n_queries / 2;
