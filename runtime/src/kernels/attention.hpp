@@ -38,11 +38,6 @@ inline float scaled_element(const Element *row, const Scales &scales, size_t t, 
   return Scales::kScaled ? to_float<Arch>(row[c]) * scales.at(t, c) : to_float<Arch>(row[c]);
 }
 
-// An int8 cache's rows of a head are a cache line or less, a few lines apart: the hardware
-// prefetchers left them to be fetched on demand (decode at depth 4096 ran at half the f16 cache's
-// speed), so the scaled loops fetch kPrefetchAhead positions ahead. (f16 rows gain nothing.)
-constexpr size_t kPrefetchAhead = 16;
-
 // scores[t] = scale * dot(k_t, q) for t < n_pos (k_t's elements scaled as loaded), one batch
 // width W of keys at a time: their W partial-sum batches go through one transposing reduction
 // (sum_rows: a few instructions a key, where a horizontal sum per key dominated 64-wide heads).
@@ -63,7 +58,7 @@ inline void attention_scores(float *scores, const float *q, const Element *k, co
     for (size_t j = 0; j < W; ++j) {
       ts[j] = t0 + j < last ? t0 + j : last;
       rows[j] = k + ts[j] * kv_stride;
-      if (Scales::kScaled) __builtin_prefetch(rows[j] + kPrefetchAhead * kv_stride);
+      prefetch_row<Arch>(rows[j] + kPrefetchAhead * kv_stride, head_dim);
     }
     Batch total[W];
 #pragma GCC unroll 16
@@ -146,7 +141,7 @@ inline void attention_values_block(float *const *out, const float *const *p, con
     }
     for (size_t t = 0; t < n_pos; ++t) {
       const Element *row = v + t * kv_stride + c0;
-      if (Scales::kScaled) __builtin_prefetch(row + kPrefetchAhead * kv_stride);
+      prefetch_row<Arch>(row + kPrefetchAhead * kv_stride, n_batches * W);
       Batch weight[kQueries][kPanelBlocks];
 #pragma GCC unroll 8
       for (size_t i = 0; i < kQueries; ++i) {
@@ -231,7 +226,7 @@ inline void attention_scores_shared(float *const *scores, const float *const *q,
     for (size_t j = 0; j < kKeys; ++j) {
       ts[j] = t0 + j < last ? t0 + j : last;
       rows[j] = k + ts[j] * kv_stride;
-      if (Scales::kScaled) __builtin_prefetch(rows[j] + kPrefetchAhead * kv_stride);
+      prefetch_row<Arch>(rows[j] + kPrefetchAhead * kv_stride, head_dim);
     }
     Batch sums[kQueries][kKeys];
     for (size_t i = 0; i < kQueries; ++i) {

@@ -145,6 +145,7 @@ inline void pack_key_quads(uint32_t *words, float *scales_out, const int8_t *k, 
       for (size_t r = 0; r < 8; ++r) {
         const size_t t = p0 + c * L + half + r < last ? p0 + c * L + half + r : last - 1;
         rows[r] = k + t * kv_stride;
+        prefetch_row<Arch>(rows[r] + kPrefetchAhead * kv_stride, head_dim);
         for (size_t b = 0; b < n_blocks; ++b) {
           scales_out[(c * n_blocks + b) * L + half + r] = key_scales.at(t, b * kQuantBlock);
         }

@@ -11,6 +11,21 @@ namespace mote::kernels {
 // memory once and from L1 by every other query of the group.
 constexpr size_t kAttentionBlock = 64;
 
+// Decoding at depth streams the whole cache from memory once per token, a head's row (a cache
+// line or two) every kv_stride bytes: the hardware prefetchers left those rows to be fetched on
+// demand (perf: most of a decode step's samples on the first use of each row; decode at depth
+// 4096 ran at a quarter of the read bandwidth), so the loops ask for the rows kPrefetchAhead
+// positions ahead, every line of each.
+constexpr size_t kPrefetchAhead = 16;
+// (A template on the kernel table's Arch, as every kernel function: no symbol shared between
+// translation units built for different instruction sets.)
+template <class Arch, class Element>
+inline void prefetch_row(const Element *row, size_t head_dim) {
+  for (size_t line = 0; line < head_dim * sizeof(Element); line += 64) {
+    __builtin_prefetch(reinterpret_cast<const char *>(row) + line);
+  }
+}
+
 struct AttentionQuery {
   const float *q;  // head_dim values
   float *out;      // head_dim values
