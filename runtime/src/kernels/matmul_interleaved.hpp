@@ -119,21 +119,54 @@ struct RowQuads {
   int8x16_t half[2];  // rows 0-3 and 4-7, 4 bytes each
 };
 
-// acc[i] += sum_j w[4 i + j] * x[j] for the 4 rows of w, x one 4-byte quad.
-template <class Arch>
-inline int32x4_t dot_quads(int32x4_t acc, int8x16_t w, const int8_t *x) {
-  int32_t quad;
-  __builtin_memcpy(&quad, x, sizeof quad);
-  const int8x16_t xq = vreinterpretq_s8_s32(vdupq_n_s32(quad));
-#if defined(__ARM_FEATURE_DOTPROD)
-  return vdotq_s32(acc, w, xq);
-#else
+// Quad `lane` (0..3: bytes 4 lane .. 4 lane + 3) of x16 in every 32-bit lane.
+inline int8x16_t quad_of(int8x16_t x16, int lane) {
+  const int32x4_t v = vreinterpretq_s32_s8(x16);
+  switch (lane) {  // the lane must be an immediate; after unrolling the switch folds away
+    case 0: return vreinterpretq_s8_s32(vdupq_lane_s32(vget_low_s32(v), 0));
+    case 1: return vreinterpretq_s8_s32(vdupq_lane_s32(vget_low_s32(v), 1));
+    case 2: return vreinterpretq_s8_s32(vdupq_lane_s32(vget_high_s32(v), 0));
+    default: return vreinterpretq_s8_s32(vdupq_lane_s32(vget_high_s32(v), 1));
+  }
+}
+
+// acc[i] += sum_j w[4 i + j] * xq[4 i + j] for the 4 rows of w, xq the same quad in every lane:
+// the widening multiplies and pairwise adds of CPUs without the dot-product extension.
+inline int32x4_t dot_broadcast(int32x4_t acc, int8x16_t w, int8x16_t xq) {
   const int32x4_t low = vpaddlq_s16(vmull_s8(vget_low_s8(w), vget_low_s8(xq)));     // rows 0, 1: two pairs each
   const int32x4_t high = vpaddlq_s16(vmull_s8(vget_high_s8(w), vget_high_s8(xq)));  // rows 2, 3
   const int32x2_t rows01 = vpadd_s32(vget_low_s32(low), vget_high_s32(low));
   const int32x2_t rows23 = vpadd_s32(vget_low_s32(high), vget_high_s32(high));
   return vaddq_s32(acc, vcombine_s32(rows01, rows23));
+}
+
+// acc[i] += the 4-byte dot of row i of w with activation quad `lane` of x16 (16 activation bytes
+// loaded once): sdot by element, so no broadcast per quad, where the CPU has the dot-product
+// extension.
+template <class Arch>
+inline int32x4_t dot_lane(int32x4_t acc, int8x16_t w, int8x16_t x16, int lane) {
+#if defined(__ARM_FEATURE_DOTPROD) && defined(__aarch64__)
+  switch (lane) {
+    case 0: return vdotq_laneq_s32(acc, w, x16, 0);
+    case 1: return vdotq_laneq_s32(acc, w, x16, 1);
+    case 2: return vdotq_laneq_s32(acc, w, x16, 2);
+    default: return vdotq_laneq_s32(acc, w, x16, 3);
+  }
+#elif defined(__ARM_FEATURE_DOTPROD)
+  return vdotq_s32(acc, w, quad_of(x16, lane));
+#else
+  return dot_broadcast(acc, w, quad_of(x16, lane));
 #endif
+}
+
+// Per row: sum over quads k < N of w[k] dotted with activation quad First + k of xs (16 bytes a
+// register, so quads 4i .. 4i + 3 in xs[i]).
+template <class Arch, size_t N, size_t First = 0>
+inline int32x4_t row_dots(const int8x16_t *w, const int8x16_t *xs) {
+  int32x4_t sums = vdupq_n_s32(0);
+#pragma GCC unroll 8
+  for (size_t k = 0; k < N; ++k) sums = dot_lane<Arch>(sums, w[k], xs[(First + k) / 4], static_cast<int>((First + k) % 4));
+  return sums;
 }
 
 // The 32 quant values of 8 rows as signed bytes: quads[k] holds elements 4k .. 4k + 3.
@@ -145,11 +178,8 @@ struct SignedQuads {
 
 template <class Arch, class Block>
 inline void load_scales8(const uint16_t *halves, float32x4_t *out) {
-  for (size_t h = 0; h < 2; ++h) {
-    const float lanes[4] = {half_to_float(Arch{}, halves[4 * h]), half_to_float(Arch{}, halves[4 * h + 1]),
-                            half_to_float(Arch{}, halves[4 * h + 2]), half_to_float(Arch{}, halves[4 * h + 3])};
-    out[h] = vld1q_f32(lanes);
-  }
+  // The same exact conversion as half_to_float, four at a time (fcvtl on aarch64).
+  for (size_t h = 0; h < 2; ++h) out[h] = load_halves(Arch{}, halves + 4 * h);
 }
 
 // 0x10 in byte j of lane i where bit 4e + j of qh[i] is set, for 4 rows' qh words: the 4 bits
@@ -213,10 +243,11 @@ inline void interleaved_tile(float *out, size_t out_stride, const Block *group, 
     if constexpr (kHasMin) load_scales8<Arch, Block>(group[b].m, m);
     for (size_t t = 0; t < K; ++t) {
       const size_t xb = (token0 + t) * n_blocks + b;
-      const int8_t *xq = x.q + xb * kQuantBlock;
+      const int8x16_t xs[2] = {vld1q_s8(x.q + xb * kQuantBlock), vld1q_s8(x.q + xb * kQuantBlock + 16)};
       for (size_t h = 0; h < 2; ++h) {
-        int32x4_t sums = vdupq_n_s32(0);
-        for (size_t k = 0; k < 8; ++k) sums = dot_quads<Arch>(sums, w.quads[k].half[h], xq + 4 * k);
+        const int8x16_t w_half[8] = {w.quads[0].half[h], w.quads[1].half[h], w.quads[2].half[h], w.quads[3].half[h],
+                                     w.quads[4].half[h], w.quads[5].half[h], w.quads[6].half[h], w.quads[7].half[h]};
+        const int32x4_t sums = row_dots<Arch, 8>(w_half, xs);
         acc[t][h] = Isa::fma(acc[t][h], vcvtq_f32_s32(sums), vmulq_f32(w.d[h], vdupq_n_f32(x.scale[xb])));
         if constexpr (kHasMin) {
           mins[t][h] = Isa::fma(mins[t][h], m[h], vdupq_n_f32(x.scale[xb] * static_cast<float>(x.block_sum[xb])));
