@@ -334,99 +334,7 @@ inline void store_rows(float *out, typename W::Floats acc, typename W::Floats mi
 // from them by lane (sdot by element). The super-block is unrolled whole, so its scale vectors
 // and constants are made once per super-block, and each code register is made with one to three
 // instructions (bit-select and shift-insert put the high bits in place).
-inline uint8x16_t row_bytes(const uint8_t *p, size_t half) { return vld1q_u8(p + 16 * half); }
-inline uint32x4_t row_words(const uint8_t *p, size_t half) { return vreinterpretq_u32_u8(row_bytes(p, half)); }
-
-// Byte j (0..3) of every row's 32-bit word, zero-extended (the shifts' immediates: the switch
-// folds once the callers' loops are unrolled).
-inline uint32x4_t word_byte_u32(uint32x4_t words, size_t j) {
-#if defined(__aarch64__)
-  // Bytes 1 and 2 by one table lookup (indexes past 15 give 0).
-  static constexpr uint8_t kPick[2][16] = {{1, 255, 255, 255, 5, 255, 255, 255, 9, 255, 255, 255, 13, 255, 255, 255},
-                                           {2, 255, 255, 255, 6, 255, 255, 255, 10, 255, 255, 255, 14, 255, 255, 255}};
-#endif
-  switch (j) {
-    case 0: return vandq_u32(words, vdupq_n_u32(0xFF));
-#if defined(__aarch64__)
-    case 1:
-    case 2: return vreinterpretq_u32_u8(vqtbl1q_u8(vreinterpretq_u8_u32(words), vld1q_u8(kPick[j - 1])));
-#else
-    case 1: return vandq_u32(vshrq_n_u32(words, 8), vdupq_n_u32(0xFF));
-    case 2: return vandq_u32(vshrq_n_u32(words, 16), vdupq_n_u32(0xFF));
-#endif
-    default: return vshrq_n_u32(words, 24);
-  }
-}
-inline int32x4_t word_byte_ints(uint32x4_t words, size_t j) { return vreinterpretq_s32_u32(word_byte_u32(words, j)); }
-inline float32x4_t word_byte(uint32x4_t words, size_t j) { return vcvtq_f32_u32(word_byte_u32(words, j)); }
-// Byte j of every row's word, sign-extended.
-inline int32x4_t word_byte_signed(int32x4_t words, size_t j) {
-  switch (j) {
-    case 0: return vshrq_n_s32(vshlq_n_s32(words, 24), 24);
-    case 1: return vshrq_n_s32(vshlq_n_s32(words, 16), 24);
-    case 2: return vshrq_n_s32(vshlq_n_s32(words, 8), 24);
-    default: return vshrq_n_s32(words, 24);
-  }
-}
-// Every byte shifted left by n (right by -n), -7 <= n <= 7.
-inline uint8x16_t shift_bytes(uint8x16_t v, int n) {
-  switch (n) {
-    case 7: return vshlq_n_u8(v, 7);
-    case 6: return vshlq_n_u8(v, 6);
-    case 5: return vshlq_n_u8(v, 5);
-    case 4: return vshlq_n_u8(v, 4);
-    case 3: return vshlq_n_u8(v, 3);
-    case 2: return vshlq_n_u8(v, 2);
-    case 1: return vshlq_n_u8(v, 1);
-    case 0: return v;
-    case -1: return vshrq_n_u8(v, 1);
-    case -2: return vshrq_n_u8(v, 2);
-    case -3: return vshrq_n_u8(v, 3);
-    case -4: return vshrq_n_u8(v, 4);
-    case -5: return vshrq_n_u8(v, 5);
-    case -6: return vshrq_n_u8(v, 6);
-    default: return vshrq_n_u8(v, 7);
-  }
-}
-// Bits 2j, 2j + 1 of every byte (j = 0..3) as its low two bits.
-inline uint8x16_t crumb(uint8x16_t v, size_t j) {
-  return j == 3 ? vshrq_n_u8(v, 6) : vandq_u8(shift_bytes(v, -2 * static_cast<int>(j)), vdupq_n_u8(3));
-}
-// op(the int32x2_t holding lane `lane` of v, that lane's index in it as an integral_constant):
-// the by-element multiplies need the index as an immediate.
-template <class Op>
-inline int32x4_t by_lane(int32x4_t v, size_t lane, Op op) {
-  switch (lane) {
-    case 0: return op(vget_low_s32(v), std::integral_constant<int, 0>{});
-    case 1: return op(vget_low_s32(v), std::integral_constant<int, 1>{});
-    case 2: return op(vget_high_s32(v), std::integral_constant<int, 0>{});
-    default: return op(vget_high_s32(v), std::integral_constant<int, 1>{});
-  }
-}
-// acc - a * lane `lane` of v (the codes' offset times each half's activation sum).
-inline int32x4_t mls_lane(int32x4_t acc, int32x4_t a, int32x4_t v, size_t lane) {
-  return by_lane(v, lane, [&](int32x2_t pair, auto i) { return vmlsq_lane_s32(acc, a, pair, decltype(i)::value); });
-}
-inline int32x4_t mla_lane(int32x4_t acc, int32x4_t a, int32x4_t v, size_t lane) {
-  return by_lane(v, lane, [&](int32x2_t pair, auto i) { return vmlaq_lane_s32(acc, a, pair, decltype(i)::value); });
-}
-inline int32x4_t mul_lane(int32x4_t a, int32x4_t v, size_t lane) {
-  return by_lane(v, lane, [&](int32x2_t pair, auto i) { return vmulq_lane_s32(a, pair, decltype(i)::value); });
-}
-// Sub-block xb's 32 activation bytes.
-struct BlockBytes {
-  int8x16_t q[2];
-};
-inline BlockBytes block_bytes(const Q8Activations &x, size_t xb) {
-  return {{vld1q_s8(x.q + xb * kQuantBlock), vld1q_s8(x.q + xb * kQuantBlock + 16)}};
-}
-// The 16 half sums of a super-block's activations (sub-block s: lanes 2s % 4, 2s % 4 + 1 of
-// vector s / 2), times 2^kShift.
-template <int kShift>
-inline void super_half_sums(int32x4_t *out, const Q8Activations &x, size_t xb0) {
-  for (size_t i = 0; i < 4; ++i) out[i] = vshlq_n_s32(vld1q_s32(x.half_sum + 2 * xb0 + 4 * i), kShift);
-}
-
+// (row_bytes, word_byte, shift_bytes, crumb, mls_lane, block_bytes, step_fence: matmul_interleaved.hpp.)
 // x86's fold_sixteen on 4 rows: sum = sc0 * h0 + sc1 * h1 with the halves' exact dots of the
 // unsigned codes, less the offset times sc * each half's activation sum (offsets: super_half_sums).
 template <class Arch>
@@ -438,16 +346,6 @@ inline void fold_sixteen(float32x4_t &lanes, const int8x16_t *codes, int32x4_t s
     sums = mls_lane(sums, sc1, offsets[s / 2], (2 * s + 1) % 4);
   }
   lanes = QuantIsa<Arch>::fma(lanes, vcvtq_f32_s32(sums), vmulq_n_f32(d, d_x));
-}
-
-// A fence between the unrolled steps of a super-block (a volatile asm with a memory clobber: no
-// instruction is scheduled across it, no load reused over it): without it GCC hoists the loads
-// of later steps over the current one and keeps activation scalars for later steps, and the
-// super-block spills a third of its instructions to the stack.
-inline void step_fence() {
-#if defined(__GNUC__)
-  __asm__ __volatile__("" ::: "memory");
-#endif
 }
 
 // One group's 8 rows as two q registers' lanes.
@@ -482,8 +380,9 @@ struct KMinGroupOps {
   }
 
   template <size_t K>
-  static void super_block(NeonLanes *acc, NeonLanes *acc_mins, const Group &g, size_t, const Q8Activations &x,
+  static void super_block(NeonLanes *acc, NeonLanes *acc_mins, const Group &g, size_t, const Q8Activations &x_in,
                           const size_t *xb0) {
+    const Q8Activations x = x_in;  // its pointers in registers over the step fences
     // -dmin * m is -(dmin * m) to the bit (rounding is symmetric), so dmin is negated once.
     float32x4_t d[2], negative_dmin[2];
     load_scales8<Arch, Group>(g.fields, d);
@@ -547,8 +446,9 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   }
 
   template <size_t K>
-  static void super_block(NeonLanes *acc, NeonLanes *, const BlockQ6_Kx8 &g, size_t, const Q8Activations &x,
+  static void super_block(NeonLanes *acc, NeonLanes *, const BlockQ6_Kx8 &g, size_t, const Q8Activations &x_in,
                           const size_t *xb0) {
+    const Q8Activations x = x_in;  // its pointers in registers over the step fences
     float32x4_t d[2];
     load_scales8<Arch, BlockQ6_Kx8>(g.fields, d);
     int32x4_t offsets[K][4];
@@ -590,8 +490,9 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
   }
 
   template <size_t K>
-  static void super_block(NeonLanes *acc, NeonLanes *, const BlockQ3_Kx8 &g, size_t, const Q8Activations &x,
+  static void super_block(NeonLanes *acc, NeonLanes *, const BlockQ3_Kx8 &g, size_t, const Q8Activations &x_in,
                           const size_t *xb0) {
+    const Q8Activations x = x_in;  // its pointers in registers over the step fences
     float32x4_t d[2];
     load_scales8<Arch, BlockQ3_Kx8>(g.fields, d);
     int32x4_t offsets[K][4];
@@ -629,8 +530,9 @@ template <class Arch, class W>
 struct KGroupOps<Arch, BlockQ2_Kx8, W> {
   using Isa = QuantIsa<Arch>;
   template <size_t K>
-  static void super_block(NeonLanes *acc, NeonLanes *acc_mins, const BlockQ2_Kx8 &g, size_t, const Q8Activations &x,
+  static void super_block(NeonLanes *acc, NeonLanes *acc_mins, const BlockQ2_Kx8 &g, size_t, const Q8Activations &x_in,
                           const size_t *xb0) {
+    const Q8Activations x = x_in;  // its pointers in registers over the step fences
     // -(dmin * d_x) is (-dmin) * d_x to the bit, so dmin is negated once.
     float32x4_t d[2], negative_dmin[2];
     load_scales8<Arch, BlockQ2_Kx8>(g.fields, d);
