@@ -119,20 +119,158 @@ struct RowQuads {
   int8x16_t half[2];  // rows 0-3 and 4-7, 4 bytes each
 };
 
-// acc[i] += sum_j w[4 i + j] * x[j] for the 4 rows of w, x one 4-byte quad.
-template <class Arch>
-inline int32x4_t dot_quads(int32x4_t acc, int8x16_t w, const int8_t *x) {
-  int32_t quad;
-  __builtin_memcpy(&quad, x, sizeof quad);
-  const int8x16_t xq = vreinterpretq_s8_s32(vdupq_n_s32(quad));
-#if defined(__ARM_FEATURE_DOTPROD)
-  return vdotq_s32(acc, w, xq);
-#else
+// Quad `lane` (0..3: bytes 4 lane .. 4 lane + 3) of x16 in every 32-bit lane.
+inline int8x16_t quad_of(int8x16_t x16, int lane) {
+  const int32x4_t v = vreinterpretq_s32_s8(x16);
+  switch (lane) {  // the lane must be an immediate; after unrolling the switch folds away
+    case 0: return vreinterpretq_s8_s32(vdupq_lane_s32(vget_low_s32(v), 0));
+    case 1: return vreinterpretq_s8_s32(vdupq_lane_s32(vget_low_s32(v), 1));
+    case 2: return vreinterpretq_s8_s32(vdupq_lane_s32(vget_high_s32(v), 0));
+    default: return vreinterpretq_s8_s32(vdupq_lane_s32(vget_high_s32(v), 1));
+  }
+}
+
+// acc[i] += sum_j w[4 i + j] * xq[4 i + j] for the 4 rows of w, xq the same quad in every lane:
+// the widening multiplies and pairwise adds of CPUs without the dot-product extension.
+inline int32x4_t dot_broadcast(int32x4_t acc, int8x16_t w, int8x16_t xq) {
   const int32x4_t low = vpaddlq_s16(vmull_s8(vget_low_s8(w), vget_low_s8(xq)));     // rows 0, 1: two pairs each
   const int32x4_t high = vpaddlq_s16(vmull_s8(vget_high_s8(w), vget_high_s8(xq)));  // rows 2, 3
   const int32x2_t rows01 = vpadd_s32(vget_low_s32(low), vget_high_s32(low));
   const int32x2_t rows23 = vpadd_s32(vget_low_s32(high), vget_high_s32(high));
   return vaddq_s32(acc, vcombine_s32(rows01, rows23));
+}
+
+// acc[i] += the 4-byte dot of row i of w with activation quad `lane` of x16 (16 activation bytes
+// loaded once): sdot by element, so no broadcast per quad, where the CPU has the dot-product
+// extension.
+template <class Arch>
+inline int32x4_t dot_lane(int32x4_t acc, int8x16_t w, int8x16_t x16, int lane) {
+#if defined(__ARM_FEATURE_DOTPROD) && defined(__aarch64__)
+  switch (lane) {
+    case 0: return vdotq_laneq_s32(acc, w, x16, 0);
+    case 1: return vdotq_laneq_s32(acc, w, x16, 1);
+    case 2: return vdotq_laneq_s32(acc, w, x16, 2);
+    default: return vdotq_laneq_s32(acc, w, x16, 3);
+  }
+#elif defined(__ARM_FEATURE_DOTPROD)
+  return vdotq_s32(acc, w, quad_of(x16, lane));
+#else
+  return dot_broadcast(acc, w, quad_of(x16, lane));
+#endif
+}
+
+// Per row: sum over quads k < N of w[k] dotted with activation quad First + k of xs (16 bytes a
+// register, so quads 4i .. 4i + 3 in xs[i]). One chain: splitting it in two gained a little on
+// the A55 model and lost on the A76 (llvm-mca, bench/mca).
+template <class Arch, size_t N, size_t First = 0>
+inline int32x4_t row_dots(const int8x16_t *w, const int8x16_t *xs) {
+  int32x4_t sums = vdupq_n_s32(0);
+#pragma GCC unroll 8
+  for (size_t k = 0; k < N; ++k) sums = dot_lane<Arch>(sums, w[k], xs[(First + k) / 4], static_cast<int>((First + k) % 4));
+  return sums;
+}
+
+// --- the K layouts' helpers (matmul_interleaved_k.hpp) ---
+inline uint8x16_t row_bytes(const uint8_t *p, size_t half) { return vld1q_u8(p + 16 * half); }
+inline uint32x4_t row_words(const uint8_t *p, size_t half) { return vreinterpretq_u32_u8(row_bytes(p, half)); }
+
+// Byte j (0..3) of every row's 32-bit word, zero-extended (the shifts' immediates: the switch
+// folds once the callers' loops are unrolled).
+inline uint32x4_t word_byte_u32(uint32x4_t words, size_t j) {
+#if defined(__aarch64__)
+  // Bytes 1 and 2 by one table lookup (indexes past 15 give 0).
+  static constexpr uint8_t kPick[2][16] = {{1, 255, 255, 255, 5, 255, 255, 255, 9, 255, 255, 255, 13, 255, 255, 255},
+                                           {2, 255, 255, 255, 6, 255, 255, 255, 10, 255, 255, 255, 14, 255, 255, 255}};
+#endif
+  switch (j) {
+    case 0: return vandq_u32(words, vdupq_n_u32(0xFF));
+#if defined(__aarch64__)
+    case 1:
+    case 2: return vreinterpretq_u32_u8(vqtbl1q_u8(vreinterpretq_u8_u32(words), vld1q_u8(kPick[j - 1])));
+#else
+    case 1: return vandq_u32(vshrq_n_u32(words, 8), vdupq_n_u32(0xFF));
+    case 2: return vandq_u32(vshrq_n_u32(words, 16), vdupq_n_u32(0xFF));
+#endif
+    default: return vshrq_n_u32(words, 24);
+  }
+}
+inline int32x4_t word_byte_ints(uint32x4_t words, size_t j) { return vreinterpretq_s32_u32(word_byte_u32(words, j)); }
+inline float32x4_t word_byte(uint32x4_t words, size_t j) { return vcvtq_f32_u32(word_byte_u32(words, j)); }
+// Byte j of every row's word, sign-extended.
+inline int32x4_t word_byte_signed(int32x4_t words, size_t j) {
+  switch (j) {
+    case 0: return vshrq_n_s32(vshlq_n_s32(words, 24), 24);
+    case 1: return vshrq_n_s32(vshlq_n_s32(words, 16), 24);
+    case 2: return vshrq_n_s32(vshlq_n_s32(words, 8), 24);
+    default: return vshrq_n_s32(words, 24);
+  }
+}
+// Every byte shifted left by n (right by -n), -7 <= n <= 7.
+inline uint8x16_t shift_bytes(uint8x16_t v, int n) {
+  switch (n) {
+    case 7: return vshlq_n_u8(v, 7);
+    case 6: return vshlq_n_u8(v, 6);
+    case 5: return vshlq_n_u8(v, 5);
+    case 4: return vshlq_n_u8(v, 4);
+    case 3: return vshlq_n_u8(v, 3);
+    case 2: return vshlq_n_u8(v, 2);
+    case 1: return vshlq_n_u8(v, 1);
+    case 0: return v;
+    case -1: return vshrq_n_u8(v, 1);
+    case -2: return vshrq_n_u8(v, 2);
+    case -3: return vshrq_n_u8(v, 3);
+    case -4: return vshrq_n_u8(v, 4);
+    case -5: return vshrq_n_u8(v, 5);
+    case -6: return vshrq_n_u8(v, 6);
+    default: return vshrq_n_u8(v, 7);
+  }
+}
+// Bits 2j, 2j + 1 of every byte (j = 0..3) as its low two bits.
+inline uint8x16_t crumb(uint8x16_t v, size_t j) {
+  return j == 3 ? vshrq_n_u8(v, 6) : vandq_u8(shift_bytes(v, -2 * static_cast<int>(j)), vdupq_n_u8(3));
+}
+// op(the int32x2_t holding lane `lane` of v, that lane's index in it as an integral_constant):
+// the by-element multiplies need the index as an immediate.
+template <class Op>
+inline int32x4_t by_lane(int32x4_t v, size_t lane, Op op) {
+  switch (lane) {
+    case 0: return op(vget_low_s32(v), std::integral_constant<int, 0>{});
+    case 1: return op(vget_low_s32(v), std::integral_constant<int, 1>{});
+    case 2: return op(vget_high_s32(v), std::integral_constant<int, 0>{});
+    default: return op(vget_high_s32(v), std::integral_constant<int, 1>{});
+  }
+}
+// acc - a * lane `lane` of v (the codes' offset times each half's activation sum).
+inline int32x4_t mls_lane(int32x4_t acc, int32x4_t a, int32x4_t v, size_t lane) {
+  return by_lane(v, lane, [&](int32x2_t pair, auto i) { return vmlsq_lane_s32(acc, a, pair, decltype(i)::value); });
+}
+inline int32x4_t mla_lane(int32x4_t acc, int32x4_t a, int32x4_t v, size_t lane) {
+  return by_lane(v, lane, [&](int32x2_t pair, auto i) { return vmlaq_lane_s32(acc, a, pair, decltype(i)::value); });
+}
+inline int32x4_t mul_lane(int32x4_t a, int32x4_t v, size_t lane) {
+  return by_lane(v, lane, [&](int32x2_t pair, auto i) { return vmulq_lane_s32(a, pair, decltype(i)::value); });
+}
+// Sub-block xb's 32 activation bytes.
+struct BlockBytes {
+  int8x16_t q[2];
+};
+inline BlockBytes block_bytes(const Q8Activations &x, size_t xb) {
+  return {{vld1q_s8(x.q + xb * kQuantBlock), vld1q_s8(x.q + xb * kQuantBlock + 16)}};
+}
+// The 16 half sums of a super-block's activations (sub-block s: lanes 2s % 4, 2s % 4 + 1 of
+// vector s / 2), times 2^kShift.
+template <int kShift>
+inline void super_half_sums(int32x4_t *out, const Q8Activations &x, size_t xb0) {
+  for (size_t i = 0; i < 4; ++i) out[i] = vshlq_n_s32(vld1q_s32(x.half_sum + 2 * xb0 + 4 * i), kShift);
+}
+
+// A fence between the unrolled steps of a super-block (a volatile asm with a memory clobber: no
+// instruction is scheduled across it, no load reused over it): without it GCC hoists the loads
+// of later steps over the current one and keeps activation scalars for later steps, and the
+// super-block spills a third of its instructions to the stack.
+inline void step_fence() {
+#if defined(__GNUC__)
+  __asm__ __volatile__("" ::: "memory");
 #endif
 }
 
@@ -145,11 +283,8 @@ struct SignedQuads {
 
 template <class Arch, class Block>
 inline void load_scales8(const uint16_t *halves, float32x4_t *out) {
-  for (size_t h = 0; h < 2; ++h) {
-    const float lanes[4] = {half_to_float(Arch{}, halves[4 * h]), half_to_float(Arch{}, halves[4 * h + 1]),
-                            half_to_float(Arch{}, halves[4 * h + 2]), half_to_float(Arch{}, halves[4 * h + 3])};
-    out[h] = vld1q_f32(lanes);
-  }
+  // The same exact conversion as half_to_float, four at a time (fcvtl on aarch64).
+  for (size_t h = 0; h < 2; ++h) out[h] = load_halves(Arch{}, halves + 4 * h);
 }
 
 // 0x10 in byte j of lane i where bit 4e + j of qh[i] is set, for 4 rows' qh words: the 4 bits
@@ -213,10 +348,11 @@ inline void interleaved_tile(float *out, size_t out_stride, const Block *group, 
     if constexpr (kHasMin) load_scales8<Arch, Block>(group[b].m, m);
     for (size_t t = 0; t < K; ++t) {
       const size_t xb = (token0 + t) * n_blocks + b;
-      const int8_t *xq = x.q + xb * kQuantBlock;
+      const int8x16_t xs[2] = {vld1q_s8(x.q + xb * kQuantBlock), vld1q_s8(x.q + xb * kQuantBlock + 16)};
       for (size_t h = 0; h < 2; ++h) {
-        int32x4_t sums = vdupq_n_s32(0);
-        for (size_t k = 0; k < 8; ++k) sums = dot_quads<Arch>(sums, w.quads[k].half[h], xq + 4 * k);
+        const int8x16_t w_half[8] = {w.quads[0].half[h], w.quads[1].half[h], w.quads[2].half[h], w.quads[3].half[h],
+                                     w.quads[4].half[h], w.quads[5].half[h], w.quads[6].half[h], w.quads[7].half[h]};
+        const int32x4_t sums = row_dots<Arch, 8>(w_half, xs);
         acc[t][h] = Isa::fma(acc[t][h], vcvtq_f32_s32(sums), vmulq_f32(w.d[h], vdupq_n_f32(x.scale[xb])));
         if constexpr (kHasMin) {
           mins[t][h] = Isa::fma(mins[t][h], m[h], vdupq_n_f32(x.scale[xb] * static_cast<float>(x.block_sum[xb])));
