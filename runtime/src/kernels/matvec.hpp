@@ -55,53 +55,44 @@ inline float dot_row(const Weight *row, const float *x, size_t cols) {
   return finish_row<Arch>(sum, row, x, simd_end, cols);
 }
 
-// R rows at once share every load of x, and give R independent FMA chains (one per row).
-template <class Arch, size_t R, class Weight>
-inline void dot_n_rows(float *out, const Weight *w, size_t row_stride, const float *x, size_t cols) {
+// Four rows at once share every load of x.
+template <class Arch, class Weight>
+inline void dot_4_rows(float *out, const Weight *w, size_t row_stride, const float *x, size_t cols) {
   using Batch = Floats<Arch>;
   constexpr size_t width = Batch::size;
   const size_t simd_end = cols - cols % width;
-  Batch acc[R];
-#pragma GCC unroll 8
-  for (size_t i = 0; i < R; ++i) acc[i] = Batch(0.0f);
-  // R rows are R short streams (a row of 576 halves is 18 cache lines), too short for the
-  // hardware prefetcher to ramp up: ask for the rows 8 rows below (the next tile's where R is 8),
-  // into L2 (prefetcht2 on x86), at the pace these are read. 8 rows into L2 beat 4 into L1 and
-  // 16 into L2 (bench/README.md, "Tuning decisions").
+  const Weight *row0 = w;
+  const Weight *row1 = w + row_stride;
+  const Weight *row2 = w + 2 * row_stride;
+  const Weight *row3 = w + 3 * row_stride;
+  Batch acc[4] = {Batch(0.0f), Batch(0.0f), Batch(0.0f), Batch(0.0f)};
+  // Four rows are four short streams (a row of 576 halves is 18 cache lines), too short for the
+  // hardware prefetcher to ramp up: ask for the rows 8 rows below, into L2 (prefetcht2 on x86),
+  // at the pace these are read. 8 rows into L2 beat 4 into L1 and 16 into L2 (bench/README.md, "Tuning decisions").
   const char *ahead_block = reinterpret_cast<const char *>(w + 8 * row_stride);
-  constexpr size_t kStepBytes = R * width * sizeof(Weight);
+  constexpr size_t kStepBytes = 4 * width * sizeof(Weight);
   for (size_t c = 0; c < simd_end; c += width) {
-    const char *ahead = ahead_block + R * c * sizeof(Weight);
-#pragma GCC unroll 8
+    const char *ahead = ahead_block + 4 * c * sizeof(Weight);
     for (size_t b = 0; b < kStepBytes; b += 64) __builtin_prefetch(ahead + b, 0, 1);
     const Batch xc = Batch::load_unaligned(x + c);
-#pragma GCC unroll 8
-    for (size_t i = 0; i < R; ++i) acc[i] = xsimd::fma(load_floats<Arch>(w + i * row_stride + c), xc, acc[i]);
+    acc[0] = xsimd::fma(load_floats<Arch>(row0 + c), xc, acc[0]);
+    acc[1] = xsimd::fma(load_floats<Arch>(row1 + c), xc, acc[1]);
+    acc[2] = xsimd::fma(load_floats<Arch>(row2 + c), xc, acc[2]);
+    acc[3] = xsimd::fma(load_floats<Arch>(row3 + c), xc, acc[3]);
   }
-  float sums[R];
-  reduce_rows<Arch>(acc, R, sums);
-#pragma GCC unroll 8
-  for (size_t i = 0; i < R; ++i) out[i] = finish_row<Arch>(sums[i], w + i * row_stride, x, simd_end, cols);
+  float sums[4];
+  reduce_rows<Arch>(acc, 4, sums);
+  out[0] = finish_row<Arch>(sums[0], row0, x, simd_end, cols);
+  out[1] = finish_row<Arch>(sums[1], row1, x, simd_end, cols);
+  out[2] = finish_row<Arch>(sums[2], row2, x, simd_end, cols);
+  out[3] = finish_row<Arch>(sums[3], row3, x, simd_end, cols);
 }
-
-// Rows per dot_n_rows tile. x86: 8, as an FMA's latency (4 cycles on Zen 4, 2 pipes) needs 8
-// chains in flight to issue one per pipe and cycle; 4 rows left avx2's f16 product at ~0.9x
-// ggml's AVX-512 one (issue 36). Each row keeps its one order: the same bits at any tile size.
-#if defined(__AVX2__)
-constexpr size_t kDotRows = 8;
-#else
-constexpr size_t kDotRows = 4;
-#endif
 
 // out[r] = dot(w + r * row_stride, x) over cols columns, for r < rows.
 template <class Arch, class Weight>
 inline void dot_rows(float *out, const Weight *w, size_t row_stride, const float *x, size_t rows, size_t cols) {
   size_t r = 0;
-  for (; r + kDotRows <= rows; r += kDotRows)
-    dot_n_rows<Arch, kDotRows>(out + r, w + r * row_stride, row_stride, x, cols);
-  if constexpr (kDotRows > 4) {
-    for (; r + 4 <= rows; r += 4) dot_n_rows<Arch, 4>(out + r, w + r * row_stride, row_stride, x, cols);
-  }
+  for (; r + 4 <= rows; r += 4) dot_4_rows<Arch>(out + r, w + r * row_stride, row_stride, x, cols);
   for (; r < rows; ++r) out[r] = dot_row<Arch>(w + r * row_stride, x, cols);
 }
 
