@@ -305,13 +305,14 @@ size_t admitted(const Session &s, grammar::Grammar *g, const Draft &d, size_t n)
   std::memcpy(text, d.bytes, d.n_bytes);
   size_t used = d.n_bytes;
   grammar::TokenChecker checker(*g, uint64_t{1} << 20);
-  const int32_t *tokens = d.history + d.start + 1 + d.k;
+  const int32_t *before = d.history + d.start + d.k;  // before[i]: the token before token i
+  const int32_t *tokens = before + 1;
   for (size_t i = 0; i < n; ++i) {
     if (ends_generation(s.model, tokens[i])) return i;  // the grammar takes no bytes for it
     char byte = 0;
     const char *piece = nullptr;
     size_t len = 0;
-    grammar_piece(s, tokens[i - 1], tokens[i], &byte, &piece, &len);
+    grammar_piece(s, before[i], tokens[i], &byte, &piece, &len);
     if (used + len > sizeof text) return i;
     std::memcpy(text + used, piece, len);
     used += len;
