@@ -1,6 +1,7 @@
 // Single-head attention over xsimd batches: scores by the same row dot products as matvec,
 // softmax, then the value rows added up weighted by their probabilities; one body for f32, f16 and
-// int8 (q8_0) elements, the last with a scale per position and block of 32.
+// int8 (q8_0) elements, the last with a scale per position and block of 32 (its scores in integer
+// products on x86: attention_q8_keys.hpp).
 #pragma once
 
 #include "kernels/attention_q8_keys.hpp"
