@@ -32,9 +32,10 @@ struct Shape {
 // FFN up/gate, FFN down and classifier (the shapes bench/kernel_compare.py puts next to ggml's).
 constexpr Shape kMatvecShapes[] = {{288, 288},   {768, 288},   {576, 576},   {576, 1536},  {32000, 288},
                                    {49152, 576}, {1536, 1536}, {8960, 1536}, {1536, 8960}, {151936, 1536}};
-// Prefill's batched products.
+// Prefill's batched products, and the short batches of a speculative check (2-8 tokens: a step
+// of n tokens should cost about one token's, issue 37).
 constexpr Shape kMatmulShapes[] = {{288, 288}, {576, 576}, {1536, 576}, {576, 1536}, {1536, 1536}};
-constexpr size_t kMatmulTokens[] = {4, 16, 64};
+constexpr size_t kMatmulTokens[] = {2, 3, 4, 8, 16, 64};
 
 // 64-byte aligned, as tensors are in a .mote file.
 template <class T>

@@ -81,6 +81,17 @@ inline typename W::Floats add_halves(typename W::Floats acc, typename W::Ints h0
   return W::fma(W::to_float(sums), W::mul(d, W::splat(x.scale[xb])), acc);
 }
 
+// h less kOffset times the activation sum of 16-value half `half_index` (a broadcast and a shift).
+template <class W, int kOffset>
+inline typename W::Ints less_offset(typename W::Ints h, const Q8Activations &x, size_t half_index) {
+  if constexpr (kOffset == 0) {
+    return h;
+  } else {
+    static_assert((kOffset & (kOffset - 1)) == 0, "the offset is a power of two");
+    return W::sub32(h, W::shift_left32(W::words(x.half_sum[half_index]), log2_exact(kOffset)));
+  }
+}
+
 // Sub-block s of a type scaled per 16 values (q6_k, q3_k, q2_k) for K tokens: per row
 // sum = sc0 * h0 + sc1 * h1, h the dot of (code - kOffset) with each 16-value half's activations
 // (unsigned codes <= kMaxCode in the dots, the offset taken off through the halves' sums).
@@ -93,14 +104,8 @@ inline void fold_sixteen(typename W::Floats *acc, const typename W::Ints *codes,
   for (size_t t = 0; t < K; ++t) {
     const size_t xb = xb0[t] + s;
     const int8_t *xq = x.q + xb * kQuantBlock;
-    Ints h0 = row_dots<W, kMaxCode, 4>(codes, xq), h1 = row_dots<W, kMaxCode, 4>(codes + 4, xq + 16);
-    if constexpr (kOffset != 0) {
-      // kOffset * each half's activation sum: a broadcast load and a shift.
-      static_assert((kOffset & (kOffset - 1)) == 0, "the offset is a power of two");
-      constexpr int kShift = log2_exact(kOffset);
-      h0 = W::sub32(h0, W::shift_left32(W::words(x.half_sum[2 * xb]), kShift));
-      h1 = W::sub32(h1, W::shift_left32(W::words(x.half_sum[2 * xb + 1]), kShift));
-    }
+    const Ints h0 = less_offset<W, kOffset>(row_dots<W, kMaxCode, 4>(codes, xq), x, 2 * xb);
+    const Ints h1 = less_offset<W, kOffset>(row_dots<W, kMaxCode, 4>(codes + 4, xq + 16), x, 2 * xb + 1);
     acc[t] = add_halves<W>(acc[t], h0, h1, sc0, sc1, d, x, xb);
   }
 }
@@ -119,6 +124,12 @@ struct KMinGroupOps {
   // float(16 S) * (d / 16 * sc * d_x) is float(S) * (d * sc * d_x) to the bit, as scaling by a
   // power of two is exact in every rounding (products of real models' scales stay normal).
   static constexpr bool kHighNibblesInPlace = kVnniDots && !kFifthBit;
+  // Two sub-blocks per read of their bytes (sub_block_pair) for tiles of several tokens with int32
+  // dots, where it measured faster (bench_matvec 1536x1536, 2-8 tokens: 1.0-1.2x avx512_vnni,
+  // 1.04-1.6x avx2_vnni); one token (decode) and the int16 pair sums measured no faster or slower
+  // (0.8-1.1x; bench/README.md log, 2026-12-07).
+  template <size_t K>
+  static constexpr bool kPairedSubBlocks = kVnniDots && K > 1;
 
   // A super-block's factors for every row: d, dmin and k_scales_mins on 8 rows' words at once
   // (a, b, c are bytes 0-3, 4-7, 8-11 of each row).
@@ -143,26 +154,43 @@ struct KMinGroupOps {
     return f;
   }
 
-  // Sub-block s: the low (s even) or high nibbles of qs bytes 32 (s / 2) .. + 31, one register
-  // per quad (re-read per sub-block: 16 live registers would spill on AVX2).
-  static void sub_block_codes(Ints *codes, const Group &g, size_t next, size_t s) {
+  // Sub-block s's 4-bit codes in qs bytes v: the low nibbles (s even) or the high ones.
+  static Ints nibbles(Ints v, size_t s) {
     const Ints four = W::bytes(0x0F);
+    if constexpr (kHighNibblesInPlace) return W::and_(v, s % 2 == 0 ? four : W::bytes(0xF0));
+    return W::and_(s % 2 == 0 ? v : W::shift_right16(v, 4), four);
+  }
+  // q5: bit s of the qh bytes (qh quad k holds elements 4k .. 4k + 3) moved straight to bit 4
+  // (16-bit shifts: what crosses a byte is masked off).
+  static Ints fifth_bits(Ints qh, size_t s) {
+    const Ints moved = s < 4    ? W::shift_left16(qh, static_cast<int>(4 - s))
+                       : s == 4 ? qh
+                                : W::shift_right16(qh, static_cast<int>(s - 4));
+    return W::and_(moved, W::bytes(0x10));
+  }
+  static Ints qs_quad(const Group &g, size_t next, size_t j, size_t k) {
+    return W::load(&g, next, kQsAt + 256 * j + 32 * k);
+  }
+  static Ints qh_quad(const Group &g, size_t next, size_t k) { return W::load(&g, next, kRest + 96 + 32 * k); }
+
+  // Sub-block s, one register per quad (re-read per sub-block: 16 live registers would spill on
+  // AVX2).
+  static void sub_block_codes(Ints *codes, const Group &g, size_t next, size_t s) {
 #pragma GCC unroll 8
     for (size_t k = 0; k < 8; ++k) {
-      const Ints v = W::load(&g, next, kQsAt + 256 * (s / 2) + 32 * k);
-      if constexpr (kHighNibblesInPlace) {
-        codes[k] = W::and_(v, s % 2 == 0 ? four : W::bytes(0xF0));
-      } else {
-        codes[k] = W::and_(s % 2 == 0 ? v : W::shift_right16(v, 4), four);
-      }
-      if constexpr (kFifthBit) {  // bit s of qh[l]: qh quad k holds elements 4k .. 4k + 3
-        // Bit s moved straight to bit 4 (16-bit shifts: what crosses a byte is masked off).
-        const Ints qh = W::load(&g, next, kRest + 96 + 32 * k);
-        const Ints moved = s < 4    ? W::shift_left16(qh, static_cast<int>(4 - s))
-                           : s == 4 ? qh
-                                    : W::shift_right16(qh, static_cast<int>(s - 4));
-        codes[k] = W::or_(codes[k], W::and_(moved, W::bytes(0x10)));
-      }
+      codes[k] = nibbles(qs_quad(g, next, s / 2, k), s);
+      if constexpr (kFifthBit) codes[k] = W::or_(codes[k], fifth_bits(qh_quad(g, next, k), s));
+    }
+  }
+  // Quad k of sub-blocks 2j and 2j + 1 from one read of their qs bytes (and of q5's qh quad).
+  static void pair_codes(Ints *low, Ints *high, const Group &g, size_t next, size_t j, size_t k) {
+    const Ints v = qs_quad(g, next, j, k);
+    *low = nibbles(v, 2 * j);
+    *high = nibbles(v, 2 * j + 1);
+    if constexpr (kFifthBit) {
+      const Ints qh = qh_quad(g, next, k);
+      *low = W::or_(*low, fifth_bits(qh, 2 * j));
+      *high = W::or_(*high, fifth_bits(qh, 2 * j + 1));
     }
   }
 
@@ -173,20 +201,54 @@ struct KMinGroupOps {
     acc_min = W::fma(m_sub, W::splat(x.scaled_sum[xb]), acc_min);
   }
 
+  // Sub-blocks 2j and 2j + 1 of K tokens, quad by quad, with int32 dots: each weight register
+  // read serves 2K dots where a sub-block at a time serves K. The sums are the same exact
+  // integers and the rows' float steps still come in sub-block order: the same bits.
+  template <size_t K>
+  static void sub_block_pair(Floats *acc, Floats *acc_mins, const Group &g, size_t next, const Factors &f,
+                             const Q8Activations &x, const size_t *xb0, size_t j) {
+    Ints sums[2][K];
+#pragma GCC unroll 8
+    for (size_t t = 0; t < K; ++t) sums[0][t] = sums[1][t] = W::zero();
+#pragma GCC unroll 8
+    for (size_t k = 0; k < 8; ++k) {
+      Ints low, high;
+      pair_codes(&low, &high, g, next, j, k);
+#pragma GCC unroll 8
+      for (size_t t = 0; t < K; ++t) {
+        const int8_t *xq = x.q + (xb0[t] + 2 * j) * kQuantBlock;
+        sums[0][t] = W::dot_add(sums[0][t], low, W::quad(W::quads(xq), k));
+        sums[1][t] = W::dot_add(sums[1][t], high, W::quad(W::quads(xq + kQuantBlock), k));
+      }
+    }
+#pragma GCC unroll 2
+    for (size_t h = 0; h < 2; ++h) {
+      const size_t s = 2 * j + h;
+      const Floats d_sub = f.d_sub(s), m_sub = f.m_sub(s);
+#pragma GCC unroll 8
+      for (size_t t = 0; t < K; ++t) add_sub_block(acc[t], acc_mins[t], sums[h][t], d_sub, m_sub, x, xb0[t] + s);
+    }
+  }
+
   template <size_t K>
   static void super_block(Floats *acc, Floats *acc_mins, const Group &g, size_t next, const Q8Activations &x,
                           const size_t *xb0) {
     const Factors f = factors(g, next);
+    if constexpr (kPairedSubBlocks<K>) {
+#pragma GCC unroll 4
+      for (size_t j = 0; j < kSubBlocks / 2; ++j) sub_block_pair<K>(acc, acc_mins, g, next, f, x, xb0, j);
+    } else {
 #pragma GCC unroll 8
-    for (size_t s = 0; s < kSubBlocks; ++s) {
-      Ints codes[8];
-      sub_block_codes(codes, g, next, s);
-      const Floats d_sub = f.d_sub(s), m_sub = f.m_sub(s);
+      for (size_t s = 0; s < kSubBlocks; ++s) {
+        Ints codes[8];
+        sub_block_codes(codes, g, next, s);
+        const Floats d_sub = f.d_sub(s), m_sub = f.m_sub(s);
 #pragma GCC unroll 8
-      for (size_t t = 0; t < K; ++t) {
-        const size_t xb = xb0[t] + s;
-        add_sub_block(acc[t], acc_mins[t], row_dots<W, kMaxCode, 8>(codes, x.q + xb * kQuantBlock), d_sub, m_sub, x,
-                      xb);
+        for (size_t t = 0; t < K; ++t) {
+          const size_t xb = xb0[t] + s;
+          add_sub_block(acc[t], acc_mins[t], row_dots<W, kMaxCode, 8>(codes, x.q + xb * kQuantBlock), d_sub, m_sub, x,
+                        xb);
+        }
       }
     }
   }
