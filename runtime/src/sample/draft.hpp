@@ -17,7 +17,10 @@ namespace mote {
 // token, 0.23-0.28 for each after it: compute-bound past n = 2 on one core), 1.03, 1.20, 1.78
 // on Qwen2.5-Coder-0.5B and 1.06, 1.24, 1.98 on SmolLM2 (0.03-0.14). 0.25 counts the large
 // model's real cost (a draft that only breaks even there makes free text slower than plain
-// decoding) and drafts a little less than would pay on the small ones.
+// decoding) and drafts a little less than would pay on the small ones. Since the K tiles'
+// paired sub-blocks (2026-12-07) the 1.5B's n = 2, 3, 4, 8 cost 1.08, 1.35, 1.52, 2.22 steps
+// (~0.17 a token), but a gate at 0.18 made JSON extraction slower (1.32 -> 1.19x), so 0.25 stays
+// (bench/README.md, "verify-pass tiles for the K types").
 constexpr float kCheckedTokenCost = 0.25f;
 
 // How often one drafter's tokens were right, learned while generating.
