@@ -197,12 +197,17 @@ struct Drafters {
 // The most bytes grammar fast-forward drafts at once (a schema's longest keys run to ~30).
 constexpr size_t kMaxForcedBytes = 48;
 
-// A draft model's acceptance before its first checked draft: it is run from the first step
-// (while it has read no more than the prompt, catching up costs nothing) and measured there.
-// One that stops paying is not tried again in the generation: a try would cost its catching up
-// on every token since (a batch, but a compute-bound one: ~0.15 of a target step a token with
-// Qwen2.5-Coder 1.5B and 0.5B at 1 thread), and free text must not pay for it.
+// A draft model's acceptance before its first checked draft: it is tried from the first step and
+// measured there. One that stops paying is not tried again in the generation: a try would cost
+// its catching up on every token since, and free text must not pay for it.
 constexpr float kDraftModelTrust = 0.95f;
+
+// Reading a token it has not seen (the prompt at its first call, every token since at a retry)
+// costs the draft model a prompt token's share of its decode step: Qwen2.5-Coder-0.5B at 1
+// thread, pp512 472.5 against tg64 72.4 tok/s, 0.15 (0.11 at 2 threads: 825.7 / 89.3). Unpriced,
+// a 1151-token prompt (document QA) made `auto` read it all for a few drafts: 20.8 tok/s against
+// 52.5 without the draft model (bench/README.md log, 2026-12-07 04:40).
+constexpr float kDraftCatchUpTokenCost = 0.15f;
 
 // A draft-model call's cost in its decode steps: the catching-up batch (the tokens kept since
 // its last call and the sampled one) and the top probability over the vocabulary (Qwen2.5-Coder
@@ -505,14 +510,16 @@ bool draft_model(const Session &s, Drafters &dr, Draft &d, bool *tried) {
   if (dr.grammar != nullptr && max > 1) max = 1;
   // A call's first token costs the catching-up pass too (measured: ~1.4 decode steps of the
   // draft model a call, the catching-up batch and the top probability).
-  const float first_cost = kCheckedTokenCost + kDraftModelCallCost * dr.model_cost;
+  Session &m = *dr.model;
+  const size_t unread = d.context() > m.position ? d.context() - m.position : 0;
+  const float first_cost =
+      kCheckedTokenCost + (kDraftModelCallCost + kDraftCatchUpTokenCost * static_cast<float>(unread)) * dr.model_cost;
   const float cost = kCheckedTokenCost + dr.model_cost;
   if (dr.adaptive && !*tried) {
     DraftGain trial = d.gain;
     if (extend_draft(trial, dr.model_stats, 1, first_cost) == 0) return false;
   }
   *tried = true;
-  Session &m = *dr.model;
   if (!sync_draft_model(m, d.history, d.context())) return false;
   const size_t vocab = m.model.view.config.vocab_size;
   size_t n = 0;
