@@ -508,8 +508,9 @@ bool draft_text_lookup(const Session &s, Drafters &dr, Draft &d) {
 bool draft_model(const Session &s, Drafters &dr, Draft &d, bool *tried) {
   size_t max = d.room();
   if (dr.grammar != nullptr && max > 1) max = 1;
-  // A call's first token costs the catching-up pass too (measured: ~1.4 decode steps of the
-  // draft model a call, the catching-up batch and the top probability).
+  // A call's first token costs the catching-up pass too (~1.4 decode steps of the draft model a
+  // call, the catching-up batch and the top probability), and every token past the draft
+  // model's position (the whole prompt at its first call).
   Session &m = *dr.model;
   const size_t unread = d.context() > m.position ? d.context() - m.position : 0;
   const float first_cost =
