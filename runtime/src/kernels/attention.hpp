@@ -4,6 +4,8 @@
 // products on x86: attention_q8_keys.hpp).
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/attention_q8_keys.hpp"
 #include "kernels/attention_query.hpp"
 #include "kernels/matvec.hpp"
@@ -261,6 +263,25 @@ inline void attention_scores_shared(float *const *scores, const float *const *q,
   }
 }
 
+// Calls f(std::integral_constant<size_t, run>) for 1 <= run <= N: a run's length as a template
+// argument, so each length gets its own register tiles.
+template <size_t N, class F>
+inline void with_run(size_t run, const F &f) {
+  if (run == N) {
+    f(std::integral_constant<size_t, N>{});
+  } else if constexpr (N > 1) {
+    with_run<N - 1>(run, f);
+  }
+}
+
+// The most queries that share one pass over a block's values: an 8-bit value costs two
+// conversions and a scale (worth sharing with up to 8 queries), an f16 value one conversion (past
+// 4 queries, the narrower panels' extra probability broadcasts cost more than the conversions
+// saved). bench_attention, avx512_vnni, 128-wide heads x 6 queries at depth 4096 on AMD Zen 5:
+// q8_0 100-104 -> 94 us with runs of 6, f16 122 -> 129.5 us.
+template <class Scales>
+constexpr size_t kMaxValueRun = Scales::kScaled ? 8 : 4;
+
 // Every query of a group over its positions [first, end), block by block: scores of a block for
 // every query, then each query's softmax, then the values block by block. Each key's score and
 // each value step are the single-query kernel's (the score kernels and attention_values_block
@@ -284,9 +305,9 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
   };
   // Queries i, i + 1, ... (at most 4) whose part of the block is queries[i]'s [begin, end): how
   // many share it, so a run shares its key or value loads.
-  const auto run_at = [&](size_t i, size_t b0, size_t begin, size_t end) {
+  const auto run_at = [&](size_t i, size_t b0, size_t begin, size_t end, size_t max_run) {
     size_t run = 1, run_begin, run_end;
-    while (run < 4 && i + run < n_queries && part(queries[i + run], b0, &run_begin, &run_end) && run_begin == begin &&
+    while (run < max_run && i + run < n_queries && part(queries[i + run], b0, &run_begin, &run_end) && run_begin == begin &&
            run_end == end) {
       ++run;
     }
@@ -303,14 +324,14 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
   };
   // Runs of up to 4 consecutive queries over the same part of the block [b0, b0 + kAttentionBlock)
   // share its key or value loads: for_each_run(b0, f) calls f(i, run, begin, end) for each.
-  const auto for_each_run = [&](size_t b0, const auto &f) {
+  const auto for_each_run = [&](size_t b0, size_t max_run, const auto &f) {
     size_t begin, end;
     for (size_t i = 0; i < n_queries;) {
       if (!part(queries[i], b0, &begin, &end)) {
         ++i;
         continue;
       }
-      const size_t run = run_at(i, b0, begin, end);
+      const size_t run = run_at(i, b0, begin, end, max_run);
       f(i, run, begin, end);
       i += run;
     }
@@ -330,7 +351,7 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
 #endif
   {
     for (size_t b0 = lo; b0 < hi; b0 += kAttentionBlock) {
-      for_each_run(b0, [&](size_t i, size_t run, size_t begin, size_t end) {
+      for_each_run(b0, 4, [&](size_t i, size_t run, size_t begin, size_t end) {
         float *rows[4];
         const float *qs[4];
         for (size_t r = 0; r < run; ++r) {
@@ -344,16 +365,16 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
   for (const AttentionQuery *a = queries; a < queries + n_queries; ++a) softmax<Arch>(a->scores, a->end - a->first);
   const auto value_run = [&](size_t run, float *const *outs, const float *const *ps, const Element *values,
                              const Scales &scales, size_t n, const bool *accumulate) {
-    if (run == 4) attention_values_block<Arch, 4>(outs, ps, values, scales, n, head_dim, kv_stride, accumulate);
-    if (run == 3) attention_values_block<Arch, 3>(outs, ps, values, scales, n, head_dim, kv_stride, accumulate);
-    if (run == 2) attention_values_block<Arch, 2>(outs, ps, values, scales, n, head_dim, kv_stride, accumulate);
-    if (run == 1) attention_values_block<Arch, 1>(outs, ps, values, scales, n, head_dim, kv_stride, accumulate);
+    with_run<kMaxValueRun<Scales>>(run, [&](auto queries_in_run) {
+      attention_values_block<Arch, decltype(queries_in_run)::value>(outs, ps, values, scales, n, head_dim, kv_stride,
+                                                                    accumulate);
+    });
   };
   for (size_t b0 = lo; b0 < hi; b0 += kAttentionBlock) {
-    for_each_run(b0, [&](size_t i, size_t run, size_t begin, size_t end) {
-      float *outs[4];
-      const float *ps[4];
-      bool accumulate[4];
+    for_each_run(b0, kMaxValueRun<Scales>, [&](size_t i, size_t run, size_t begin, size_t end) {
+      float *outs[kMaxValueRun<Scales>];
+      const float *ps[kMaxValueRun<Scales>];
+      bool accumulate[kMaxValueRun<Scales>];
       for (size_t r = 0; r < run; ++r) {
         const AttentionQuery &a = queries[i + r];
         outs[r] = a.out;

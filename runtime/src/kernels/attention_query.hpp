@@ -16,7 +16,7 @@ constexpr size_t kAttentionBlock = 64;
 // demand (perf: most of a decode step's samples on the first use of each row; decode at depth
 // 4096 ran at a quarter of the read bandwidth), so the loops ask for the rows kPrefetchAhead
 // positions ahead, every line of each. Far enough ahead to cover a DRAM miss while a group of
-// three 64-wide queries works through the positions between (AMD Zen 4, SmolLM2-135M decode at
+// three 64-wide queries works through the positions between (AMD Zen 5, SmolLM2-135M decode at
 // depth 4096, 1 thread: 16 positions 90 tok/s, 24 98, 48 105-119, 96 101 with an f16 cache; q8_0
 // 106, 116, 135-143, 139-143; bench/README.md "prefetch distance at depth").
 constexpr size_t kPrefetchAhead = 48;

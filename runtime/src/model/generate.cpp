@@ -211,7 +211,7 @@ constexpr float kDraftCatchUpTokenCost = 0.15f;
 
 // A draft-model call's cost in its decode steps: the catching-up batch (the tokens kept since
 // its last call and the sampled one) and the top probability over the vocabulary (Qwen2.5-Coder
-// 1.5B with the 0.5B, 1 thread, AMD Zen 4: 0.62 of a target step a call against a bytes ratio
+// 1.5B with the 0.5B, 1 thread, AMD Zen 5: 0.62 of a target step a call against a bytes ratio
 // of 0.44).
 constexpr float kDraftModelCallCost = 1.4f;
 

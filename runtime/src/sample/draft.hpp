@@ -12,7 +12,7 @@
 namespace mote {
 
 // A checked token's cost relative to a one-token step, for choosing draft lengths. Measured
-// (bench/README.md, "verify-pass batches", 1 thread, AMD Zen 4): a step of n = 2, 4, 8, 16 tokens
+// (bench/README.md, "verify-pass batches", 1 thread, AMD Zen 5): a step of n = 2, 4, 8, 16 tokens
 // costs 1.16, 1.71, 2.64, 4.68 one-token steps on Qwen2.5-Coder-1.5B (0.16 for the first drafted
 // token, 0.23-0.28 for each after it: compute-bound past n = 2 on one core), 1.03, 1.20, 1.78
 // on Qwen2.5-Coder-0.5B and 1.06, 1.24, 1.98 on SmolLM2 (0.03-0.14). 0.25 counts the large
