@@ -1,7 +1,7 @@
 // Single-head attention over xsimd batches: scores by the same row dot products as matvec,
 // softmax, then the value rows added up weighted by their probabilities; one body for f32, f16 and
 // int8 (q8_0) elements, the last with a scale per position and block of 32 (its scores in integer
-// products on x86: attention_q8_keys.hpp).
+// products on x86 and aarch64: attention_q8_keys.hpp).
 #pragma once
 
 #include <type_traits>
@@ -287,7 +287,8 @@ constexpr size_t kMaxValueRun = Scales::kScaled ? 8 : 4;
 // each value step are the single-query kernel's (the score kernels and attention_values_block
 // compute every position alone, in position order; attention() takes its values in the same
 // blocks of positions), so each query's result is attention()'s to the bit. An 8-bit cache's
-// scores on x86 are integer products (attention_q8_keys.hpp), the same for a group of one.
+// scores on x86 and aarch64 are integer products (attention_q8_keys.hpp), the same for a group of
+// one.
 template <class Arch, class Element, class Scales>
 inline void attention_group(const AttentionQuery *queries, size_t n_queries, const Element *k, const Scales &key_scales,
                             const Element *v, const Scales &value_scales, size_t head_dim, size_t kv_stride,
@@ -336,7 +337,7 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
       i += run;
     }
   };
-#if defined(__AVX2__)
+#if defined(MOTE_Q8_INTEGER_SCORES)
   if constexpr (Scales::kScaled) {
     if (!q8_integer_scores<Arch>(queries, n_queries, k, key_scales, head_dim, kv_stride, scale, lo, hi, part)) {
       // More queries than the quantized queries' scratch holds: the group in two (each query's
@@ -407,7 +408,7 @@ void attention_group_q8(const AttentionQuery *queries, size_t n_queries, const i
 }
 
 // attention_q8: each block of 32 (or fewer, at a head's end) keys and values carries a scale. A
-// group of one query, so that it is every group's kernel (the integer scores on x86).
+// group of one query, so that it is every group's kernel (the integer scores on x86 and aarch64).
 template <class Arch>
 void attention_q8(float *out, float *scores, const float *q, const int8_t *k, const float *k_scale, const int8_t *v,
                   const float *v_scale, size_t n_pos, size_t head_dim, size_t kv_stride, size_t scale_stride,
