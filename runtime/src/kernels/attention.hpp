@@ -6,6 +6,8 @@
 
 #include <type_traits>
 
+#include <type_traits>
+
 #include "kernels/attention_q8_keys.hpp"
 #include "kernels/attention_query.hpp"
 #include "kernels/matvec.hpp"
@@ -46,9 +48,9 @@ inline float scaled_element(const Element *row, const Scales &scales, size_t t, 
 // (sum_rows: a few instructions a key, where a horizontal sum per key dominated 64-wide heads).
 // A short last group repeats its last key in the unused slots (computed, then dropped), so every
 // key takes the same path. The columns past the last whole batch are added one by one.
-template <class Arch, class Element, class Scales>
+template <class Arch, class Element, class Scales, class HeadDim>
 inline void attention_scores(float *scores, const float *q, const Element *k, const Scales &key_scales, size_t n_pos,
-                             size_t head_dim, size_t kv_stride, float scale) {
+                             HeadDim head_dim, size_t kv_stride, float scale) {
   using Batch = Floats<Arch>;
   constexpr size_t W = Batch::size;
   const size_t simd_end = head_dim - head_dim % W;
@@ -100,9 +102,9 @@ inline void attention_scores(float *scores, const float *q, const Element *k, co
 // accumulate[i]: out[i] already holds the sum over earlier positions, and the steps go on from it
 // (the same steps as one call over all the positions). Each lane's steps are the same whatever
 // kQueries and the panel width, so a query's result is the same alone or in a group.
-template <class Arch, size_t kQueries, class Element, class Scales>
+template <class Arch, size_t kQueries, class Element, class Scales, class HeadDim>
 inline void attention_values_block(float *const *out, const float *const *p, const Element *v,
-                                   const Scales &value_scales, size_t n_pos, size_t head_dim, size_t kv_stride,
+                                   const Scales &value_scales, size_t n_pos, HeadDim head_dim, size_t kv_stride,
                                    const bool *accumulate) {
   using Batch = Floats<Arch>;
   constexpr size_t W = Batch::size;
@@ -211,9 +213,9 @@ inline void attention(float *out, float *scores, const float *q, const Element *
 // (and converted) once for all of them, kKeys keys at a time so that every (query, key) partial
 // sum stays in a register. Each score is attention_scores' to the bit: the same steps per lane,
 // and reduce_rows sums a key's partials alike beside any others.
-template <class Arch, size_t kQueries, class Element, class Scales>
+template <class Arch, size_t kQueries, class Element, class Scales, class HeadDim>
 inline void attention_scores_shared(float *const *scores, const float *const *q, const Element *k,
-                                    const Scales &key_scales, size_t n_pos, size_t head_dim, size_t kv_stride,
+                                    const Scales &key_scales, size_t n_pos, HeadDim head_dim, size_t kv_stride,
                                     float scale) {
   using Batch = Floats<Arch>;
   constexpr size_t W = Batch::size;
@@ -289,10 +291,10 @@ constexpr size_t kMaxValueRun = Scales::kScaled ? 8 : 4;
 // blocks of positions), so each query's result is attention()'s to the bit. An 8-bit cache's
 // scores on x86 and aarch64 are integer products (attention_q8_keys.hpp), the same for a group of
 // one.
-template <class Arch, class Element, class Scales>
-inline void attention_group(const AttentionQuery *queries, size_t n_queries, const Element *k, const Scales &key_scales,
-                            const Element *v, const Scales &value_scales, size_t head_dim, size_t kv_stride,
-                            float scale) {
+template <class Arch, class Element, class Scales, class HeadDim>
+inline void attention_group_at(const AttentionQuery *queries, size_t n_queries, const Element *k,
+                               const Scales &key_scales, const Element *v, const Scales &value_scales, HeadDim head_dim,
+                               size_t kv_stride, float scale) {
   size_t lo = queries[0].first, hi = queries[0].end;
   for (size_t i = 1; i < n_queries; ++i) {
     lo = queries[i].first < lo ? queries[i].first : lo;
@@ -343,9 +345,9 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
       // More queries than the quantized queries' scratch holds: the group in two (each query's
       // result is its own, whatever the group).
       const size_t half = n_queries / 2;
-      attention_group<Arch>(queries, half, k, key_scales, v, value_scales, head_dim, kv_stride, scale);
-      attention_group<Arch>(queries + half, n_queries - half, k, key_scales, v, value_scales, head_dim, kv_stride,
-                            scale);
+      attention_group_at<Arch>(queries, half, k, key_scales, v, value_scales, head_dim, kv_stride, scale);
+      attention_group_at<Arch>(queries + half, n_queries - half, k, key_scales, v, value_scales, head_dim, kv_stride,
+                               scale);
       return;
     }
   } else
@@ -384,6 +386,23 @@ inline void attention_group(const AttentionQuery *queries, size_t n_queries, con
       }
       value_run(run, outs, ps, v + begin * kv_stride, value_scales.from(begin), end - begin, accumulate);
     });
+  }
+}
+
+// The common head widths as compile-time constants (every column loop unrolled, the row
+// pointers' offsets immediate), any other at run time: the same steps either way.
+template <class Arch, class Element, class Scales>
+inline void attention_group(const AttentionQuery *queries, size_t n_queries, const Element *k, const Scales &key_scales,
+                            const Element *v, const Scales &value_scales, size_t head_dim, size_t kv_stride,
+                            float scale) {
+  if (head_dim == 64) {
+    attention_group_at<Arch>(queries, n_queries, k, key_scales, v, value_scales, std::integral_constant<size_t, 64>{},
+                             kv_stride, scale);
+  } else if (head_dim == 128) {
+    attention_group_at<Arch>(queries, n_queries, k, key_scales, v, value_scales, std::integral_constant<size_t, 128>{},
+                             kv_stride, scale);
+  } else {
+    attention_group_at<Arch>(queries, n_queries, k, key_scales, v, value_scales, head_dim, kv_stride, scale);
   }
 }
 
