@@ -184,6 +184,11 @@ TEST_CASE("cli: run") {
   const Result f32 = run_cli(sampled + " --kv f32");
   CHECK(f32.code == 0);
   CHECK(!f32.out.empty());
+  // --no-mmap reads the same bytes into memory: the same text; bench and perplexity take it too.
+  const Result copied = run_cli(sampled + " --no-mmap");
+  CHECK(copied.code == 0);
+  CHECK(copied.out == first.out);
+  CHECK(run_cli("bench -m " + model + " -p 4 -n 2 -r 1 -t 1 --no-mmap").code == 0);
 
   // More tokens than the context holds: stops, says so, and still succeeds.
   const Result full = run_cli("run -m " + model + " -p 'a' -n 100 --ctx 8 --temp 0");

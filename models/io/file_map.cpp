@@ -204,11 +204,44 @@ FileMap::~FileMap() {
     g_guarded[guard_slot_].end.store(0);
     g_guarded[guard_slot_].begin.store(0);
   }
-  if (data_ != nullptr) munmap(data_, size_);
+  if (data_ != nullptr) munmap(data_, mapped_);
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool FileMap::open(const std::string &path, std::string *error) {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+// The size bytes of fd (at offset 0) read into anonymous memory at a 2 MiB boundary, advised into
+// huge pages and then made read-only; its mapping's length in *mapped. Null with errno on failure.
+void *read_into_huge_pages(int fd, size_t size, size_t *mapped) {
+  const size_t rounded = (size + kHugePage - 1) / kHugePage * kHugePage;
+  if (rounded < size || rounded > SIZE_MAX - kHugePage) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  void *raw = mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  // Keep the 2 MiB-aligned part: the pages before and after it go back.
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t start = (begin + kHugePage - 1) / kHugePage * kHugePage;
+  if (start > begin) munmap(raw, start - begin);
+  if (begin + kHugePage > start) munmap(reinterpret_cast<void *>(start + rounded), begin + kHugePage - start);
+  void *data = reinterpret_cast<void *>(start);
+  madvise(data, rounded, MADV_HUGEPAGE);  // refused without THP: small pages then, still a copy
+  if (!read_exactly(fd, data, size) || mprotect(data, rounded, PROT_READ) != 0) {
+    const int code = errno != 0 ? errno : EIO;
+    munmap(data, rounded);
+    errno = code;
+    return nullptr;
+  }
+  *mapped = rounded;
+  return data;
+}
+
+}  // namespace
+
+bool FileMap::open(const std::string &path, std::string *error, Load load) {
   uint64_t size = 0;
   const int fd = open_regular_file(path, &size, error);
   if (fd < 0) return false;
@@ -227,14 +260,27 @@ bool FileMap::open(const std::string &path, std::string *error) {
   fstat(fd, &st);
   // MAP_PRIVATE only keeps this process's own writes private; others' writes show through in
   // pages this process never wrote (see change()).
-  void *data = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
-  if (data == MAP_FAILED) {
-    *error = "cannot map '" + path + "': " + std::strerror(errno);
-    ::close(fd);
-    return false;
+  size_t mapped = static_cast<size_t>(size);
+  void *data = nullptr;
+  if (load == Load::kCopy) {
+    errno = 0;
+    data = read_into_huge_pages(fd, static_cast<size_t>(size), &mapped);
+    if (data == nullptr) {
+      *error = "cannot read '" + path + "' into memory: " + std::strerror(errno != 0 ? errno : EIO);
+      ::close(fd);
+      return false;
+    }
+  } else {
+    data = mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED) {
+      *error = "cannot map '" + path + "': " + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
   }
   data_ = data;
   size_ = static_cast<size_t>(size);
+  mapped_ = mapped;
   fd_ = fd;  // kept for change(): one fstat, no path lookup
   mtime_ns_ = nanoseconds(st.st_mtim);
   ctime_ns_ = nanoseconds(st.st_ctim);

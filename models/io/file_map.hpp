@@ -23,10 +23,16 @@ class FileMap {
   FileMap &operator=(const FileMap &) = delete;
   ~FileMap();
 
-  // Maps path read-only (MAP_PRIVATE); on failure returns false with a one-line reason in *error.
-  // The descriptor stays open and the file's identity is taken with fstat before the mapping
-  // exists, so a write that lands while a loader reads the bytes is seen by change().
-  bool open(const std::string &path, std::string *error);
+  // How open() gives the file's bytes. kMap: mapped read-only (MAP_PRIVATE), pages loaded as
+  // they are touched and shared with the page cache. kCopy: read whole into anonymous memory
+  // aligned to 2 MiB and advised into transparent huge pages (where the kernel gives them): a
+  // copy, but a decode that streams every weight then walks one page table entry per 2 MiB, not
+  // per 4 KiB (the CLI's --no-mmap).
+  enum class Load { kMap, kCopy };
+  // Opens path read-only as load says; on failure returns false with a one-line reason in *error.
+  // The descriptor stays open and the file's identity is taken with fstat before a byte is
+  // mapped or read, so a write that lands while a loader reads the bytes is seen by change().
+  bool open(const std::string &path, std::string *error, Load load = Load::kMap);
   const void *data() const { return data_; }
   const uint8_t *bytes() const { return static_cast<const uint8_t *>(data_); }
   size_t size() const { return size_; }
@@ -60,7 +66,7 @@ class FileMap {
 
  private:
   void *data_ = nullptr;
-  size_t size_ = 0;
+  size_t size_ = 0, mapped_ = 0;  // mapped_: the mapping's length (a copy's is whole 2 MiB pages)
   int fd_ = -1;
   int64_t mtime_ns_ = 0, ctime_ns_ = 0;
   int guard_slot_ = -1;

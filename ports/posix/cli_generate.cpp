@@ -73,6 +73,7 @@ void GenerationSettings::add_options(std::vector<Option> *options) {
   };
   options->insert(options->end(), mine.begin(), mine.end());
   kv.add_options(options);
+  load.add_options(options);
   grammar.add_options(options);
 }
 
@@ -127,13 +128,13 @@ bool open_generation(const GenerationSettings &settings, std::unique_ptr<LoadedM
              " is not installed: run models/fetch_smollm2.sh";
     return false;
   }
-  *loaded = load_model(settings.model_path, error);
+  *loaded = load_model(settings.model_path, error, settings.load.load());
   if (!*loaded) return false;
   *holder = open_session((*loaded)->model, settings.session_options(), error);
   if (*holder == nullptr) return false;
   if (!settings.draft_model_path.empty() && settings.sampler.draft != MOTE_DRAFT_NONE) {
     auto draft = std::make_shared<GenerationSettings::DraftModel>();
-    draft->model = load_model(settings.draft_model_path, error);
+    draft->model = load_model(settings.draft_model_path, error, settings.load.load());
     if (!draft->model) {
       *error = "draft model: " + *error;
       return false;

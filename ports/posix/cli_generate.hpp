@@ -23,6 +23,7 @@ bool parse_draft_kind(const std::string &name, mote_draft_kind *kind);
 struct GenerationSettings {
   std::string model_path;
   KvCacheOptions kv;
+  ModelLoadOptions load;  // --no-mmap (the draft model too)
   uint32_t n_new = 256;  // UINT32_MAX (-n -1): until the context is full or the end of the turn
   uint32_t threads = available_cpus();
   uint32_t context = 0;

@@ -17,10 +17,11 @@ std::vector<LoadedModel *> &watched_models() {
   return models;
 }
 
-// Maps file.path (or copies the bytes converted in memory to aligned storage) and opens it with
-// mote_model_open; false with the mapping's one-line error, or the reader's message and
-// *rejected set.
-bool open_model_file(const ModelFile &file, LoadedModel *loaded, std::string *error, bool *rejected) {
+// Maps or reads file.path as load says (or copies the bytes converted in memory to aligned
+// storage) and opens it with mote_model_open; false with the mapping's one-line error, or the
+// reader's message and *rejected set.
+bool open_model_file(const ModelFile &file, posix::FileMap::Load load, LoadedModel *loaded, std::string *error,
+                     bool *rejected) {
   loaded->path = file.path;
   *rejected = false;
   const void *bytes = nullptr;
@@ -35,7 +36,7 @@ bool open_model_file(const ModelFile &file, LoadedModel *loaded, std::string *er
     std::memcpy(loaded->in_memory.get(), file.converted.data(), n);
     bytes = loaded->in_memory.get();
   } else {
-    if (!loaded->file.open(file.path, error)) return false;
+    if (!loaded->file.open(file.path, error, load)) return false;
     // The CLI owns its process: a model file truncated under it is a message, not "Bus error".
     loaded->file.exit_on_truncation("mote: model file '" + file.path +
                                     "' changed while running (truncated?); stopping");
@@ -85,19 +86,19 @@ void exit_if_model_changed() {
   for (LoadedModel *model : watched_models()) model->exit_if_changed();
 }
 
-std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error) {
+std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error, posix::FileMap::Load load) {
   ModelFile file;
   if (!resolve_model_file(path, false, &file, error)) return nullptr;
   auto loaded = std::make_unique<LoadedModel>();
   bool rejected = false;
-  bool opened = open_model_file(file, loaded.get(), error, &rejected);
+  bool opened = open_model_file(file, load, loaded.get(), error, &rejected);
   if (!opened && file.cache_entry) {
     // A cache entry that does not open is the cache's fault, not the GGUF's: convert it again.
     std::fprintf(stderr, "mote: cache file %s does not open (%s); converting %s again\n", file.path.c_str(),
                  error->c_str(), path.c_str());
     loaded = std::make_unique<LoadedModel>();
     if (!resolve_model_file(path, true, &file, error)) return nullptr;
-    opened = open_model_file(file, loaded.get(), error, &rejected);
+    opened = open_model_file(file, load, loaded.get(), error, &rejected);
   }
   if (!opened && rejected) {
     const std::string hint = error->compare(0, 9, "bad magic") == 0 ? foreign_format_hint(path) : "";

@@ -41,9 +41,12 @@ struct LoadedModel {
 
  private:
   uint64_t checksum_ = 0;  // the payload checksum of the bytes as loaded
-  friend std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error);
+  friend std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error,
+                                                posix::FileMap::Load load);
 };
-std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error);
+// load: kCopy for --no-mmap (posix::FileMap::Load).
+std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error,
+                                        posix::FileMap::Load load = posix::FileMap::Load::kMap);
 
 // exit_if_changed() for every LoadedModel alive (generate and prefill_with_progress call it).
 void exit_if_model_changed();

@@ -190,6 +190,11 @@ void KvCacheOptions::add_options(std::vector<Option> *options) {
   options->insert(options->end(), mine.begin(), mine.end());
 }
 
+void ModelLoadOptions::add_options(std::vector<Option> *options) {
+  options->push_back({"--no-mmap", Option::kSwitch, &no_mmap, nullptr,
+                      "read the model into memory (2 MiB pages) instead of mapping it: a copy, fewer TLB misses"});
+}
+
 bool KvCacheOptions::finish(std::string *error) {
   // mote keeps K and V in one type: llama.cpp's separate spellings must agree with each other.
   if (!k.empty() && !v.empty() && k != v) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "io/file_map.hpp"
 #include "mote/mote.h"
 
 namespace mote::cli {
@@ -66,6 +67,14 @@ struct KvCacheOptions {
   mote_kv_dtype dtype = MOTE_KV_F16;
   void add_options(std::vector<Option> *options);
   bool finish(std::string *error);
+};
+
+// --no-mmap (llama.cpp's spelling): read the model into memory in 2 MiB pages instead of mapping
+// the file (posix::FileMap::Load::kCopy).
+struct ModelLoadOptions {
+  bool no_mmap = false;
+  void add_options(std::vector<Option> *options);
+  posix::FileMap::Load load() const { return no_mmap ? posix::FileMap::Load::kCopy : posix::FileMap::Load::kMap; }
 };
 
 // --backend NAME (cpu or cuda; --gpu is --backend cuda): false with the usage message otherwise.

@@ -299,6 +299,7 @@ bool run_reply_tests(const LoadedModel &loaded, const mote_model_info &info, con
 int command_bench(int argc, char **argv) {
   std::string model_path, backend_name = "cpu", output = "md", reply_file, draft_model_path, draft_list = "none,auto";
   KvCacheOptions kv;
+  ModelLoadOptions load;
   GrammarOptions grammar;  // -f: the reply's grammar or JSON schema
   bool gpu = false, json = false;
   std::vector<uint32_t> threads = {available_cpus()}, prompt_tokens = {128}, gen_tokens = {64}, depths = {0};
@@ -330,6 +331,7 @@ int command_bench(int argc, char **argv) {
           {"-md|--model-draft", Option::kString, &draft_model_path, "FILE", "with -f: a draft model"},
       }};
   kv.add_options(&command.options);
+  load.add_options(&command.options);
   // The reply's grammar options, but not their --json: here it is -o json, as in llama-bench.
   std::vector<Option> grammar_options;
   grammar.add_options(&grammar_options);
@@ -374,7 +376,7 @@ int command_bench(int argc, char **argv) {
   }
 
   const double open_start = now_seconds();  // model open to first token: mapping, upload, first prefill
-  auto loaded = load_model(model_path, &error);
+  auto loaded = load_model(model_path, &error, load.load());
   if (!loaded) return report("bench", error, kExitError);
   mote_model_info info;
   mote_model_info_get(&loaded->model, &info);

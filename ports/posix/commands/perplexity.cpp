@@ -279,6 +279,7 @@ int command_perplexity(int argc, char **argv) {
   uint32_t window = 0, threads = available_cpus(), batch = mote_session_options_default().batch_size, chunks = 0;
   bool window_given = false, chunks_given = false;
   KvCacheOptions kv;
+  ModelLoadOptions load;
   BaseLogits base;
   CommandHelp command{
       "perplexity",
@@ -302,6 +303,7 @@ int command_perplexity(int argc, char **argv) {
            "compare with the base saved in --kl-divergence-base FILE"},
       }};
   kv.add_options(&command.options);
+  load.add_options(&command.options);
   std::vector<std::string> positional;
   const int parsed = parse_command(command, argc, argv, &positional);
   if (parsed != kParsed) return parsed;
@@ -316,7 +318,7 @@ int command_perplexity(int argc, char **argv) {
   if (!kv.finish(&error)) return report("perplexity", error, kExitUsage);
   if (chunks_given && chunks == 0) return report("perplexity", "--chunks must be at least 1", kExitUsage);
 
-  auto loaded = load_model(model_path, &error);
+  auto loaded = load_model(model_path, &error, load.load());
   if (!loaded) return report("perplexity", error, kExitError);
   const mote_model &model = loaded->model;
   mote_model_info info;
