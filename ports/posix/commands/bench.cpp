@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -168,9 +169,26 @@ std::string test_name(const char *kind, uint32_t tokens, uint32_t depth, const B
 
 const char *kv_name(mote_kv_dtype kv) { return kv == MOTE_KV_F32 ? "f32" : kv == MOTE_KV_F16 ? "f16" : "q8_0"; }
 
+// The weight bytes one decoding step reads: every tensor, but a single row of a token embedding
+// table that is not also the classifier (a separate "output") and of learned positions.
+uint64_t decode_weight_bytes(const mote_model &model, const mote_model_info &info) {
+  uint64_t bytes = info.weight_bytes, embedding_rest = 0;
+  bool separate_classifier = false;
+  for (uint32_t i = 0; i < info.n_tensors; ++i) {
+    mote_tensor_info t;
+    if (mote_model_tensor(&model, i, &t) != MOTE_OK || t.n_dims != 2 || t.shape[0] == 0) continue;
+    const uint64_t all_but_a_row = t.size - t.size / t.shape[0];
+    if (std::strcmp(t.name, "output") == 0) separate_classifier = true;
+    if (std::strcmp(t.name, "token_embd") == 0) embedding_rest = all_but_a_row;
+    if (std::strcmp(t.name, "position_embd") == 0) bytes -= all_but_a_row;
+  }
+  return separate_classifier ? bytes - embedding_rest : bytes;
+}
+
 // The results as -o asks: one JSON array, CSV rows, or a markdown table with a summary line.
+// decode_bytes: decode_weight_bytes(), what the summary's GB/s count.
 void print_results(const std::string &output, const std::string &model_path, mote_backend backend,
-                   const mote_model_info &info, mote_kv_dtype kv, uint32_t reps,
+                   const mote_model_info &info, uint64_t decode_bytes, mote_kv_dtype kv, uint32_t reps,
                    const std::vector<BenchResult> &results) {
   const char *backend_label = mote_backend_name(backend);
   const double weight_mb = info.weight_bytes / 1e6;
@@ -188,7 +206,7 @@ void print_results(const std::string &output, const std::string &model_path, mot
           model_path.c_str(), backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.gen_tokens, r.depth, reps,
           r.batch, kv_name(kv), r.prompt_rate.mean, r.prompt_rate.stddev, r.decode_rate.mean, r.decode_rate.stddev,
           static_cast<unsigned long long>(info.weight_bytes), r.arena_bytes,
-          r.decode_rate.mean * static_cast<double>(info.weight_bytes) / 1e9, r.first_token_s, r.draft.c_str(),
+          r.decode_rate.mean * static_cast<double>(decode_bytes) / 1e9, r.first_token_s, r.draft.c_str(),
           r.tokens_per_pass, i + 1 < results.size() ? "," : "");
     }
     std::printf("]\n");
@@ -216,8 +234,9 @@ void print_results(const std::string &output, const std::string &model_path, mot
       row("pp", r.prompt_tokens, r.prompt_rate);
       row("tg", r.gen_tokens, r.decode_rate);
     }
-    std::printf("\nmodel open to first token: %.3f s; decode reads %.2f GB/s of weights (first row)\n",
-                results.front().first_token_s, results.front().decode_rate.mean * info.weight_bytes / 1e9);
+    std::printf("\nmodel open to first token: %.3f s; decode reads %.2f GB/s of weights (first row; %.1f MB a token)\n",
+                results.front().first_token_s, results.front().decode_rate.mean * static_cast<double>(decode_bytes) / 1e9,
+                static_cast<double>(decode_bytes) / 1e6);
   }
 }
 
@@ -380,13 +399,14 @@ int command_bench(int argc, char **argv) {
   if (!loaded) return report("bench", error, kExitError);
   mote_model_info info;
   mote_model_info_get(&loaded->model, &info);
+  const uint64_t decode_bytes = decode_weight_bytes(loaded->model, info);
   std::vector<BenchResult> results;
   if (!reply_file.empty()) {
     if (!run_reply_tests(*loaded, info, reply_file, draft_list, draft_model_path, grammar, threads, gen_tokens, batch,
                          kv.dtype, reps, &results, &error))
       return report("bench", error, kExitError);
     loaded->exit_if_changed();
-    print_results(output, model_path, backend, info, kv.dtype, reps, results);
+    print_results(output, model_path, backend, info, decode_bytes, kv.dtype, reps, results);
     return 0;
   }
   for (uint32_t t : threads) {
@@ -421,7 +441,7 @@ int command_bench(int argc, char **argv) {
   }
 
   loaded->exit_if_changed();  // rates measured on a model written in place would mislead
-  print_results(output, model_path, backend, info, kv.dtype, reps, results);
+  print_results(output, model_path, backend, info, decode_bytes, kv.dtype, reps, results);
   return 0;
 }
 
