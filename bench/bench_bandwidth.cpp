@@ -56,21 +56,15 @@ uint64_t read_words(const uint64_t *data, long words, int threads) {
   return sum;
 }
 
-void read_bandwidth(benchmark::State &state) {
-  const uint64_t *data = buffer();
+// range(0) threads reading the 1 GiB of data again and again.
+void read_gib(benchmark::State &state, const uint64_t *data) {
   const int threads = static_cast<int>(state.range(0));
   for (auto _ : state)
     benchmark::DoNotOptimize(read_words(data, static_cast<long>(kBytes / sizeof(uint64_t)), threads));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(kBytes));
 }
-
-void read_bandwidth_huge_pages(benchmark::State &state) {
-  const uint64_t *data = huge_page_buffer();
-  const int threads = static_cast<int>(state.range(0));
-  for (auto _ : state)
-    benchmark::DoNotOptimize(read_words(data, static_cast<long>(kBytes / sizeof(uint64_t)), threads));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(kBytes));
-}
+void read_bandwidth(benchmark::State &state) { read_gib(state, buffer()); }
+void read_bandwidth_huge_pages(benchmark::State &state) { read_gib(state, huge_page_buffer()); }
 
 // range(1) threads rereading a buffer of range(0) MiB: where the caches stop helping a stream
 // that is read again and again, as decoding rereads the weights once per token (a model that
