@@ -235,6 +235,9 @@ void *read_into_huge_pages(int fd, size_t size, size_t *mapped) {
     errno = code;
     return nullptr;
   }
+  // The copy is the one this process reads: the page cache's may go (a device with little RAM
+  // would otherwise hold the model twice; advice only, for pages nobody else holds).
+  posix_fadvise(fd, 0, static_cast<off_t>(size), POSIX_FADV_DONTNEED);
   *mapped = rounded;
   return data;
 }
