@@ -270,7 +270,7 @@ TEST_CASE("a malformed or foreign state is refused with one line and the session
            std::to_string(good.size()) + " its header says"},
       {"magic", bad_magic, 0, MOTE_ERR_INVALID_ARGUMENT, "not a mote session state (bad magic)"},
       {"text", text_file, 0, MOTE_ERR_INVALID_ARGUMENT, "not a mote session state (bad magic)"},
-      {"version", bad_version, 0, MOTE_ERR_UNSUPPORTED, "session state version 1; this build reads version 2"},
+      {"version", bad_version, 0, MOTE_ERR_UNSUPPORTED, "session state version 1; this build reads version 3"},
       {"header size", edited(8, 96), 0, MOTE_ERR_INVALID_ARGUMENT, "session state header size 96 is not 88"},
       {"reserved word", edited(12, 1), 0, MOTE_ERR_INVALID_ARGUMENT, "session state's reserved word is not 0"},
       {"flipped byte", flipped, 0, MOTE_ERR_INVALID_ARGUMENT, "session state checksum mismatch"},

@@ -196,16 +196,25 @@ void add_block_output(Session &s, const float *bias, const Norm &sandwich, const
   if (s.spec.post_norm) normalize(s, st.x, st.x, post, dim, n_tokens);
 }
 
-// Offsets of one layer in the KV cache: its values, and its q8_0 scales.
+// Where one layer's keys and values lie in the KV cache: head by head, each head's positions in
+// order (head-major), so the rows a group of queries attends to are one contiguous stream. With
+// the heads interleaved position by position, a 64-wide f16 head's 128-byte row came from every
+// 384 bytes (SmolLM2) and decode at depth waited for them: at depth 4096, 1 thread, SmolLM2 f16
+// 138-143 -> 163-174 tok/s, q8_0 155-160 -> 177-179, Qwen2.5-Coder-1.5B q8_0 26.6-26.8 -> 28.7-29.1
+// (bench/README.md, "the cache head-major"). head(h): the element of head h's position 0; its
+// q8_0 scales from scales(h), blocks_per_head a position.
 struct LayerCache {
-  size_t base, scale_base, scale_stride;  // scale_stride: q8_0 scales per position
+  size_t base, head_elements;        // the layer's first element; a head's elements (context x head_dim)
+  size_t scale_base, head_scales;    // the same for the scales (context x blocks_per_head)
+  size_t head(size_t h) const { return base + h * head_elements; }
+  size_t scales(size_t h) const { return scale_base + h * head_scales; }
 };
 
 LayerCache layer_cache(const Session &s, uint32_t layer) {
   const format::ModelConfig &c = s.model.view.config;
-  const size_t scale_stride = c.n_kv_heads * s.cache.blocks_per_head;
-  return {static_cast<size_t>(layer) * s.context_length * c.n_kv_heads * c.head_dim,
-          static_cast<size_t>(layer) * s.context_length * scale_stride, scale_stride};
+  const size_t head_elements = s.context_length * c.head_dim, head_scales = s.context_length * s.cache.blocks_per_head;
+  return {static_cast<size_t>(layer) * c.n_kv_heads * head_elements, head_elements,
+          static_cast<size_t>(layer) * c.n_kv_heads * head_scales, head_scales};
 }
 
 // q, k and v of the batch: projected (plus biases), q and k normalized per head and rotated,
@@ -229,10 +238,16 @@ void project_qkv(Session &s, const LayerWeights &lw, const RopeTable &angles, co
     rope(st.q + t * q_dim, cos, sin, c.n_heads, head_dim);
     rope(st.k + t * kv_dim, cos, sin, c.n_kv_heads, head_dim);
   }
-  const size_t index = lc.base + s.position * kv_dim, first_scale = lc.scale_base + s.position * lc.scale_stride;
   const KvType &kv = *s.cache.type;
-  kv.store(s.cache.keys, s.cache.key_scales, index, first_scale, st.k, n_tokens * kv_dim, head_dim);
-  kv.store(s.cache.values, s.cache.value_scales, index, first_scale, st.v, n_tokens * kv_dim, head_dim);
+  for (size_t h = 0; h < c.n_kv_heads; ++h) {
+    for (size_t t = 0; t < n_tokens; ++t) {
+      const size_t index = lc.head(h) + (s.position + t) * head_dim;
+      const size_t first_scale = lc.scales(h) + (s.position + t) * s.cache.blocks_per_head;
+      const size_t from = t * kv_dim + h * head_dim;
+      kv.store(s.cache.keys, s.cache.key_scales, index, first_scale, st.k + from, head_dim, head_dim);
+      kv.store(s.cache.values, s.cache.value_scales, index, first_scale, st.v + from, head_dim, head_dim);
+    }
+  }
 }
 
 // Each query head attends over positions [first, pos + t] of its key/value head (the last
@@ -244,7 +259,7 @@ void attend(Session &s, const LayerCache &lc, bool windowed, size_t n_tokens) {
   const kernels::KernelTable &k = *s.kernels;
   RunState &st = s.state;
   const size_t pos = s.position, head_dim = c.head_dim;
-  const size_t q_dim = c.n_heads * head_dim, kv_dim = c.n_kv_heads * head_dim;
+  const size_t q_dim = c.n_heads * head_dim;
   const size_t heads_per_kv = c.n_heads / c.n_kv_heads;
   const float scale = s.spec.attention_scale;
   const size_t attention_work = 2 * c.n_heads * n_tokens * (pos + n_tokens) * head_dim;  // q.k, then p.v
@@ -273,10 +288,10 @@ void attend(Session &s, const LayerCache &lc, bool windowed, size_t n_tokens) {
                               rows + n_queries * s.context_length, first, end};
       }
     }
-    const KvSpan span{s.cache.keys,       s.cache.values,       lc.base + kv_head * head_dim,
-                      s.cache.key_scales, s.cache.value_scales, lc.scale_base + kv_head * s.cache.blocks_per_head,
-                      lc.scale_stride};
-    s.cache.type->attend(k, queries, n_queries, span, head_dim, kv_dim, scale);
+    const KvSpan span{s.cache.keys,       s.cache.values,       lc.head(kv_head),
+                      s.cache.key_scales, s.cache.value_scales, lc.scales(kv_head),
+                      s.cache.blocks_per_head};
+    s.cache.type->attend(k, queries, n_queries, span, head_dim, head_dim, scale);
   });
 }
 

@@ -14,7 +14,7 @@ namespace mote {
 
 // One key/value head of a layer as the attention kernels read it, from position 0 on.
 struct KvSpan {
-  const void *keys, *values;               // the layer-major arrays of the cache
+  const void *keys, *values;               // the cache: layer, then head, then position
   size_t first;                            // the element of position 0's head
   const float *key_scales, *value_scales;  // block-scaled types only
   size_t first_scale;                      // position 0's first scale of the head

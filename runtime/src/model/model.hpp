@@ -106,9 +106,9 @@ struct RunState {
 };
 
 struct KvCache {
-  void *keys;                // (n_layers, context, kv_dim) of f32, f16 or int8
+  void *keys;                // (n_layers, n_kv_heads, context, head_dim) of f32, f16 or int8: head-major
   void *values;              // same
-  float *key_scales;         // q8_0 only: (n_layers, context, n_kv_heads * blocks_per_head) per 32-block
+  float *key_scales;         // q8_0 only: (n_layers, n_kv_heads, context, blocks_per_head) per 32-block
   float *value_scales;       // same
   uint32_t blocks_per_head;  // ceil(head_dim / 32)
   const KvType *type;        // the cache type's row, bound once per session

@@ -12,7 +12,7 @@ namespace {
 
 constexpr uint8_t kStateMagic[4] = {'M', 'O', 'T', 'S'};
 // Version 2 records the attention mode (flag bit 1); a version 1 state may hold rows of either.
-constexpr uint32_t kStateVersion = 2;
+constexpr uint32_t kStateVersion = 3;  // 3: the cache head-major (2026-12-07)
 constexpr uint32_t kHeaderSize = MOTE_SESSION_STATE_HEADER_SIZE;
 constexpr size_t kChecksumOffset = 16;  // the checksum covers [kChecksummedFrom, total size)
 constexpr size_t kChecksummedFrom = 24;
@@ -51,26 +51,23 @@ uint64_t model_checksum(const Session &s) {
 }
 
 uint32_t kv_dim_of(const Session &s) { return s.model.view.config.n_kv_heads * s.model.view.config.head_dim; }
-// Block scales per position and layer (0 for the float caches).
-uint64_t scales_per_position(const Session &s) {
-  return s.cache.type->block_scales ? uint64_t{s.model.view.config.n_kv_heads} * s.cache.blocks_per_head : 0;
-}
 
 // The sections after the header, in order: one (source, bytes) run each, every run padded to 8.
-// Visits history, logits, then per layer keys, values, key scales, value scales.
+// Visits history, logits, then per layer and key/value head (the cache's head-major order,
+// forward.cpp's LayerCache) its keys, values, key scales, value scales.
 template <typename Visit>
 void for_each_section(const Session &s, uint32_t position, Visit visit) {
-  const uint32_t vocab = s.model.view.config.vocab_size;
+  const format::ModelConfig &c = s.model.view.config;
   visit(reinterpret_cast<uint8_t *>(s.history), uint64_t{position} * sizeof(int32_t));
-  visit(reinterpret_cast<uint8_t *>(s.state.logits), uint64_t{vocab} * sizeof(float));
-  const uint64_t kv_dim = kv_dim_of(s), element = s.cache.type->element_bytes;
-  const uint64_t row_bytes = kv_dim * element, scale_stride = scales_per_position(s);
-  for (uint32_t l = 0; l < s.model.view.config.n_layers; ++l) {
-    const uint64_t layer_base = uint64_t{l} * s.context_length;  // in positions
-    visit(static_cast<uint8_t *>(s.cache.keys) + layer_base * row_bytes, position * row_bytes);
-    visit(static_cast<uint8_t *>(s.cache.values) + layer_base * row_bytes, position * row_bytes);
+  visit(reinterpret_cast<uint8_t *>(s.state.logits), uint64_t{c.vocab_size} * sizeof(float));
+  const uint64_t row_bytes = uint64_t{c.head_dim} * s.cache.type->element_bytes;
+  const uint64_t scale_stride = s.cache.type->block_scales ? s.cache.blocks_per_head : 0;  // a head's, a position
+  for (uint64_t head = 0; head < uint64_t{c.n_layers} * c.n_kv_heads; ++head) {
+    const uint64_t base = head * s.context_length;  // in positions
+    visit(static_cast<uint8_t *>(s.cache.keys) + base * row_bytes, position * row_bytes);
+    visit(static_cast<uint8_t *>(s.cache.values) + base * row_bytes, position * row_bytes);
     if (scale_stride > 0) {
-      const uint64_t scale_base = layer_base * scale_stride;
+      const uint64_t scale_base = base * scale_stride;
       visit(reinterpret_cast<uint8_t *>(s.cache.key_scales + scale_base), position * scale_stride * sizeof(float));
       visit(reinterpret_cast<uint8_t *>(s.cache.value_scales + scale_base), position * scale_stride * sizeof(float));
     }
