@@ -42,7 +42,7 @@ struct LoadedModel {
  private:
   uint64_t checksum_ = 0;  // the payload checksum of the bytes as loaded
   friend std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error,
-                                                posix::FileMap::Load load);
+                                                 posix::FileMap::Load load);
 };
 // load: kCopy for --no-mmap (posix::FileMap::Load).
 std::unique_ptr<LoadedModel> load_model(const std::string &path, std::string *error,

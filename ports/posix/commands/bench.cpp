@@ -235,7 +235,8 @@ void print_results(const std::string &output, const std::string &model_path, mot
       row("tg", r.gen_tokens, r.decode_rate);
     }
     std::printf("\nmodel open to first token: %.3f s; decode reads %.2f GB/s of weights (first row; %.1f MB a token)\n",
-                results.front().first_token_s, results.front().decode_rate.mean * static_cast<double>(decode_bytes) / 1e9,
+                results.front().first_token_s,
+                results.front().decode_rate.mean * static_cast<double>(decode_bytes) / 1e9,
                 static_cast<double>(decode_bytes) / 1e6);
   }
 }

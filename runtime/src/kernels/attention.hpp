@@ -6,8 +6,6 @@
 
 #include <type_traits>
 
-#include <type_traits>
-
 #include "kernels/attention_q8_keys.hpp"
 #include "kernels/attention_query.hpp"
 #include "kernels/matvec.hpp"
@@ -310,8 +308,8 @@ inline void attention_group_at(const AttentionQuery *queries, size_t n_queries, 
   // many share it, so a run shares its key or value loads.
   const auto run_at = [&](size_t i, size_t b0, size_t begin, size_t end, size_t max_run) {
     size_t run = 1, run_begin, run_end;
-    while (run < max_run && i + run < n_queries && part(queries[i + run], b0, &run_begin, &run_end) && run_begin == begin &&
-           run_end == end) {
+    while (run < max_run && i + run < n_queries && part(queries[i + run], b0, &run_begin, &run_end) &&
+           run_begin == begin && run_end == end) {
       ++run;
     }
     return run;

@@ -104,8 +104,7 @@ inline void transpose_8_rows(const int8_t *const *rows, size_t d0, uint32_t *to,
   }
   for (size_t j = 0; j < 4; ++j) {
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(to + j * L), _mm256_permute2x128_si256(w[j], w[j + 4], 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(to + (j + 4) * L),
-                        _mm256_permute2x128_si256(w[j], w[j + 4], 0x31));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(to + (j + 4) * L), _mm256_permute2x128_si256(w[j], w[j + 4], 0x31));
   }
 }
 

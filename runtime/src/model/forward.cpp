@@ -204,8 +204,8 @@ void add_block_output(Session &s, const float *bias, const Norm &sandwich, const
 // (bench/README.md, "the cache head-major"). head(h): the element of head h's position 0; its
 // q8_0 scales from scales(h), blocks_per_head a position.
 struct LayerCache {
-  size_t base, head_elements;        // the layer's first element; a head's elements (context x head_dim)
-  size_t scale_base, head_scales;    // the same for the scales (context x blocks_per_head)
+  size_t base, head_elements;      // the layer's first element; a head's elements (context x head_dim)
+  size_t scale_base, head_scales;  // the same for the scales (context x blocks_per_head)
   size_t head(size_t h) const { return base + h * head_elements; }
   size_t scales(size_t h) const { return scale_base + h * head_scales; }
 };
@@ -288,9 +288,8 @@ void attend(Session &s, const LayerCache &lc, bool windowed, size_t n_tokens) {
                               rows + n_queries * s.context_length, first, end};
       }
     }
-    const KvSpan span{s.cache.keys,       s.cache.values,       lc.head(kv_head),
-                      s.cache.key_scales, s.cache.value_scales, lc.scales(kv_head),
-                      s.cache.blocks_per_head};
+    const KvSpan span{s.cache.keys,         s.cache.values,     lc.head(kv_head),       s.cache.key_scales,
+                      s.cache.value_scales, lc.scales(kv_head), s.cache.blocks_per_head};
     s.cache.type->attend(k, queries, n_queries, span, head_dim, head_dim, scale);
   });
 }
