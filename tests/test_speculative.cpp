@@ -1,11 +1,14 @@
 // Speculative decoding (mote_generate's drafters): drafting changes how many tokens a forward
 // pass yields, never the text. Every case compares against plain decoding (MOTE_DRAFT_NONE, one
 // pass per token) and, for the sampling rule, against the model's own softmax (chi-square).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <numeric>
 
+#include "model/model.hpp"
+#include "sample/draft.hpp"
 #include "test_support.hpp"
 
 using namespace mote_test;
@@ -400,6 +403,63 @@ TEST_CASE("real: Qwen2.5-Coder-0.5B drafting for itself, and prompt lookup, keep
   check_same(plain, drafted);
   CHECK(drafted.stats.drafted > 0);
   CHECK(drafted.stats.accepted == drafted.stats.drafted);
+}
+
+TEST_CASE("SmolLM2: a draft model classifies its draft vocabulary only, with the whole classifier's bits there") {
+  const ConvertedModel *m = smollm2_model(std::nullopt);
+  if (m == nullptr) return;
+  const size_t vocab = vocab_of(m->model);
+  REQUIRE(vocab > mote::kDraftVocabulary);  // SmolLM2's 49152 tokens: the draft vocabulary is a third
+  mote_session_options session_options = mote_session_options_default();
+  session_options.context_length = 512;
+  auto full = open_session(m->model, session_options);
+  auto draft = open_session(m->model, session_options);
+  mote::Session &d = *static_cast<mote::Session *>(draft->session.impl_);
+  const std::vector<int32_t> prompt = chat_tokens(m->model, "Copy this word: Okonkwo-Lindqvist.");
+  REQUIRE(mote_prefill(&full->session, prompt.data(), prompt.size()) == MOTE_OK);
+  d.draft_vocabulary = mote::kDraftVocabulary;
+  REQUIRE(mote_prefill(&draft->session, prompt.data(), prompt.size()) == MOTE_OK);
+  CHECK(d.partial_logits);
+  const float *expected = mote_logits(&full->session);
+  REQUIRE(expected != nullptr);
+  std::vector<bool> in_cache(vocab, false);
+  size_t rare = 0;  // the prompt's tokens past the common ones: classified because they are in the cache
+  for (int32_t t : prompt) {
+    in_cache[static_cast<size_t>(t)] = true;
+    if (t >= static_cast<int32_t>(mote::kDraftVocabulary)) ++rare;
+  }
+  MESSAGE("prompt tokens past the first " << mote::kDraftVocabulary << ": " << rare);
+  REQUIRE(rare > 0);
+  size_t left_out = 0, wrong = 0;
+  int32_t best = -1;  // the whole classifier's argmax over the draft vocabulary
+  for (size_t i = 0; i < vocab; ++i) {
+    const float got = d.state.logits[i];
+    const bool drafted = i < mote::kDraftVocabulary || in_cache[i];
+    if (drafted && (best < 0 || expected[i] > expected[best])) best = static_cast<int32_t>(i);
+    if (std::memcmp(&got, &expected[i], sizeof got) == 0) continue;
+    if (!drafted && got == -1e30f) {
+      ++left_out;
+    } else {
+      ++wrong;
+    }
+  }
+  CHECK(wrong == 0);
+  CHECK(left_out + mote::kDraftVocabulary + 8 * prompt.size() >= vocab);  // whole groups of 8 rows at most
+  const float *partial = d.state.logits;
+  CHECK(std::max_element(partial, partial + vocab) - partial == best);
+  // Drafting with it keeps the text; afterwards it classifies in full and leaves no partial logits.
+  mote_sampler_options options = greedy_options();
+  options.draft = MOTE_DRAFT_MODEL;
+  options.draft_session = &draft->session;
+  const Generation plain = generate(m->model, prompt, 24, with_draft(options, MOTE_DRAFT_NONE), session_options);
+  const Generation drafted = generate(m->model, prompt, 24, options, session_options);
+  check_same(plain, drafted);
+  CHECK(drafted.stats.drafted > 0);
+  CHECK(d.draft_vocabulary == 0);
+  CHECK(mote_logits(&draft->session) == nullptr);
+  REQUIRE(mote_session_reset(&draft->session) == MOTE_OK);
+  REQUIRE(mote_prefill(&draft->session, prompt.data(), prompt.size()) == MOTE_OK);
+  CHECK(std::memcmp(mote_logits(&draft->session), expected, vocab * sizeof(float)) == 0);
 }
 
 TEST_CASE("SmolLM2: grammar fast-forward drafts a JSON schema's keys, and the reply stays the same") {

@@ -215,6 +215,41 @@ constexpr float kDraftCatchUpTokenCost = 0.15f;
 // of 0.44).
 constexpr float kDraftModelCallCost = 1.4f;
 
+// The weight bytes a decoding step of s reads when its classifier computes `classified` rows:
+// every tensor but all rows less one of a token embedding that is not the classifier.
+double decode_bytes(const Session &s, size_t classified) {
+  const Matrix &embedding = s.weights.token_embedding, &classifier = s.weights.classifier;
+  double bytes = static_cast<double>(s.model.view.weight_bytes);
+  if (embedding.data != nullptr && embedding.data != classifier.data) {
+    bytes -= static_cast<double>(embedding.rows - 1) * static_cast<double>(embedding.row_bytes);
+  }
+  if (classified < classifier.rows) {
+    bytes -= static_cast<double>(classifier.rows - classified) * static_cast<double>(classifier.row_bytes);
+  }
+  return bytes;
+}
+
+// While a session drafts for a generation its classifier reads the draft vocabulary only
+// (Session::draft_vocabulary); after the generation it classifies in full again, and logits
+// left partial are not there to be sampled (the next use runs its last token again).
+class DraftVocabularyScope {
+ public:
+  explicit DraftVocabularyScope(Session *draft) : draft_(draft) {
+    if (draft_ != nullptr) draft_->draft_vocabulary = kDraftVocabulary;
+  }
+  ~DraftVocabularyScope() {
+    if (draft_ == nullptr) return;
+    draft_->draft_vocabulary = 0;
+    if (draft_->partial_logits) draft_->has_logits = false;
+    draft_->partial_logits = false;
+  }
+  DraftVocabularyScope(const DraftVocabularyScope &) = delete;
+  DraftVocabularyScope &operator=(const DraftVocabularyScope &) = delete;
+
+ private:
+  Session *draft_;
+};
+
 Status start_drafters(Session &s, const mote_sampler_options &o, grammar::Grammar *g, Session *draft, Drafters *d) {
   *d = Drafters{};
   const bool can_check = s.backend->prefill_logits != nullptr && s.draft_capacity > 0;
@@ -240,9 +275,10 @@ Status start_drafters(Session &s, const mote_sampler_options &o, grammar::Gramma
   d->model = draft;
   // A draft model is given to draft: it starts trusted, and its first drafts measure it.
   d->model_stats.accept = kDraftModelTrust;
-  // Decoding reads every weight once: the bytes are the steps' cost ratio on a memory-bound CPU.
-  d->model_cost = static_cast<float>(draft->model.view.weight_bytes) /
-                  static_cast<float>(s.model.view.weight_bytes > 0 ? s.model.view.weight_bytes : 1);
+  // Decoding reads every weight once: the bytes are the steps' cost ratio on a memory-bound CPU
+  // (the draft's classifier reads its draft vocabulary; the cache's tokens add a few percent).
+  const double target_bytes = decode_bytes(s, s.weights.classifier.rows);
+  d->model_cost = static_cast<float>(decode_bytes(*draft, kDraftVocabulary) / (target_bytes > 0 ? target_bytes : 1));
   d->p_min = o.draft_p_min;
   return MOTE_OK;
 }
@@ -265,8 +301,13 @@ float top_probability(const float *logits, size_t n, int32_t *top) {
   *top = argmax(logits, n);
   if (*top < 0) return 0.0f;
   const float max = logits[*top];
+  // A logit more than kNegligible below the top adds less than 1e-45 of it (2^18 of them less
+  // than 1e-39): left out, which also skips the draft vocabulary's unclassified rows.
+  constexpr float kNegligible = 104.0f;
   double sum = 0.0;
-  for (size_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
+  for (size_t i = 0; i < n; ++i) {
+    if (logits[i] >= max - kNegligible) sum += std::exp(static_cast<double>(logits[i] - max));
+  }
   return static_cast<float>(1.0 / sum);
 }
 
@@ -524,22 +565,26 @@ bool draft_model(const Session &s, Drafters &dr, Draft &d, bool *tried) {
   if (!sync_draft_model(m, d.history, d.context())) return false;
   const size_t vocab = m.model.view.config.vocab_size;
   size_t n = 0;
+  bool model_declined = false;  // its top token was unlikely or broke the grammar (not the gate's no)
   while (n < max) {
     int32_t top = -1;
     DraftStats confidence;
     confidence.accept = top_probability(m.state.logits, vocab, &top);
-    if (confidence.accept < dr.p_min || top < 0) break;
+    model_declined = confidence.accept < dr.p_min || top < 0;
+    if (model_declined) break;
     if (dr.adaptive && extend_draft(d.gain, confidence, 1, n == 0 ? first_cost : cost) == 0) break;
     d.end()[n] = top;
-    if (admitted(s, dr.grammar, d, n + 1) <= n) break;
+    model_declined = admitted(s, dr.grammar, d, n + 1) <= n;
+    if (model_declined) break;
     ++n;
     // The next token's logits only when it drafts on (the next sync reads this one in a batch).
     if (n == max || m.position >= m.context_length || prefill(m, &top, 1, PrefillRequest{false, 0, nullptr}) != MOTE_OK)
       break;
   }
   append(s, d, &dr.model_stats, n);
-  // A run that drafted nothing cost its catching up for nothing: a miss for the decision to run.
-  if (n == 0 && dr.adaptive) record_shadow(dr.model_stats, false);
+  // A run the model itself ended before its first token cost its catching up for nothing: a miss
+  // for the decision to run (where the gate ended it, the draft before it had reached too far).
+  if (n == 0 && model_declined && dr.adaptive) record_shadow(dr.model_stats, false);
   return n > 0;
 }
 
@@ -619,6 +664,7 @@ Status generate(Session &s, const int32_t *prompt, size_t n_prompt, uint32_t max
   Drafters drafters;
   status = start_drafters(s, *options, g, draft, &drafters);
   if (status != MOTE_OK) return status;
+  const DraftVocabularyScope draft_vocabulary(drafters.model);
   status = prefill(s, prompt, n_prompt);
   if (status != MOTE_OK) return status;
   rng_seed(s.rng, options->seed);

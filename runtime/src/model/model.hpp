@@ -142,6 +142,11 @@ struct Session {
   // ((draft_capacity + 1) x vocab) the logits of a generation step's sampled and drafted tokens
   float *draft_logits;
   uint32_t draft_capacity;
+  // While the session drafts for another's generation (its draft model): the classifier computes
+  // the first draft_vocabulary rows and those of the tokens in the cache only (forward.cpp's
+  // classify_draft_vocabulary; 0: every row), and partial_logits says the last logits are so.
+  uint32_t draft_vocabulary = 0;
+  bool partial_logits = false;
   GenerateTotals generate_totals;
   Rng rng;
   mote_on_progress on_progress;  // the options' callback (null: none) and its user pointer

@@ -23,6 +23,12 @@ namespace mote {
 // (bench/README.md, "verify-pass tiles for the K types").
 constexpr float kCheckedTokenCost = 0.25f;
 
+// A draft model classifies its first kDraftVocabulary token ids and the tokens in its cache only
+// (Session::draft_vocabulary): ids come in merge order, the most frequent first. Qwen2.5-Coder
+// 0.5B drafting for the 1.5B (bench/README.md log, 2026-12-07 "the draft vocabulary"): its
+// classifier is 36% of its step's bytes and the first 16384 rows 11% of those.
+constexpr uint32_t kDraftVocabulary = 16384;
+
 // How often one drafter's tokens were right, learned while generating.
 struct DraftStats {
   // P(a drafted token is the sampled one | the drafted tokens before it were), a moving average
