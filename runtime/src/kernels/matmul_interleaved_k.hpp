@@ -230,10 +230,46 @@ struct KMinGroupOps {
     }
   }
 
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+  // Decoding q4_kx8 on AVX-512 VNNI: sub-blocks 2j and 2j + 1 of the 8 rows side by side in a
+  // zmm, as BlockPairs does for two blocks. Their shared qs bytes are read once into both halves,
+  // one mask leaves the low nibbles in the low half and the high ones in place (x16, d / 16) in
+  // the high half, and activation blocks 2j and 2j + 1 fill the halves (one vpermd a quad): each
+  // unpack and dot serves two sub-blocks, still one weight stream. The exact sums then take their
+  // float steps on the rows in sub-block order: Rows8's bits.
+  static constexpr bool kPairedDecode = kHighNibblesInPlace && std::is_same_v<W, Rows8<Arch>>;
+  static void super_block_paired(Floats &acc, Floats &acc_min, const Group &g, const Factors &f,
+                                 const Q8Activations &x, size_t xb0) {
+    const __m512i nibbles = _mm512_inserti64x4(_mm512_set1_epi8(0x0F), _mm256_set1_epi8(static_cast<char>(0xF0)), 1);
+    const char *qs = reinterpret_cast<const char *>(&g) + kQsAt;
+#pragma GCC unroll 4
+    for (size_t j = 0; j < kSubBlocks / 2; ++j) {
+      const __m512i xs = BlockPairs<Arch>::quads(x.q + (xb0 + 2 * j) * kQuantBlock);
+      __m512i chains[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+#pragma GCC unroll 8
+      for (size_t k = 0; k < 8; ++k) {
+        const __m512i v =
+            _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(qs + 256 * j + 32 * k)));
+        chains[k % 2] = _mm512_dpbusd_epi32(chains[k % 2], _mm512_and_si512(v, nibbles), BlockPairs<Arch>::quad(xs, k));
+      }
+      const __m512i sums = _mm512_add_epi32(chains[0], chains[1]);
+      add_sub_block(acc, acc_min, _mm512_castsi512_si256(sums), f.d_sub(2 * j), f.m_sub(2 * j), x, xb0 + 2 * j);
+      add_sub_block(acc, acc_min, _mm512_extracti64x4_epi64(sums, 1), f.d_sub(2 * j + 1), f.m_sub(2 * j + 1), x,
+                    xb0 + 2 * j + 1);
+    }
+  }
+#endif
+
   template <size_t K>
   static void super_block(Floats *acc, Floats *acc_mins, const Group &g, size_t next, const Q8Activations &x,
                           const size_t *xb0) {
     const Factors f = factors(g, next);
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+    if constexpr (K == 1 && kPairedDecode) {
+      super_block_paired(acc[0], acc_mins[0], g, f, x, xb0[0]);
+      return;
+    }
+#endif
     if constexpr (kPairedSubBlocks<K>) {
 #pragma GCC unroll 4
       for (size_t j = 0; j < kSubBlocks / 2; ++j) sub_block_pair<K>(acc, acc_mins, g, next, f, x, xb0, j);
@@ -285,9 +321,78 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
     }
   }
 
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+  // Decoding on AVX-512 VNNI: sub-blocks j and j + 2 of a half side by side in a zmm (rows 0-7
+  // of each), as BlockPairs does for two blocks: they share their ql bytes (low and high nibbles)
+  // and qh quads (bits 2j, 2j + 1 and 2j + 4, 2j + 5), read once into both halves and unpacked
+  // by per-half shifts; activation blocks s and s + 2 fill the halves. The exact sums of all four
+  // sub-blocks then take their float steps in sub-block order: Rows8's bits.
+  static constexpr bool kPairedDecode = std::is_same_v<W, Rows8<Arch>>;
+  static __m512i halves_of(__m256i low, __m256i high) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+  }
+  static __m512i broadcast_quad(const BlockQ6_Kx8 &g, size_t quad) {
+    return _mm512_broadcast_i64x4(W::load(&g, 0, kRest + 32 * quad));
+  }
+  static void super_block_paired(Floats &acc, const BlockQ6_Kx8 &g, const Q8Activations &x, size_t xb0) {
+    const Floats d = W::halves(g.fields, 0);
+    const __m512i four = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
+    // Per half of the zmm: ql's high nibbles for the second sub-block; qh bits 0-1 | 4-5 and
+    // (after a shift right by 2) 2-3 | 6-7 moved to bits 4-5.
+    const __m512i nibble_shift = halves_of(_mm256_setzero_si256(), _mm256_set1_epi16(4));
+    const __m512i qh_shift = halves_of(_mm256_set1_epi16(4), _mm256_setzero_si256());
+#pragma GCC unroll 2
+    for (size_t half = 0; half < 2; ++half) {
+      __m512i sums[2];  // sub-blocks (4 half, 4 half + 2) and (4 half + 1, 4 half + 3)
+      const __m512i scale_words = halves_of(W::load(&g, 0, kRest + 1536 + 64 * half),
+                                            W::load(&g, 0, kRest + 1536 + 64 * half + 32));
+#pragma GCC unroll 2
+      for (size_t p = 0; p < 2; ++p) {
+        const size_t s = 4 * half + p, xb = xb0 + s;
+        const __m512i xs = halves_of(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.q + xb * kQuantBlock)),
+                                     _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.q + (xb + 2) * kQuantBlock)));
+        __m512i dots[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // the 16-value halves
+#pragma GCC unroll 8
+        for (size_t k = 0; k < 8; ++k) {
+          const __m512i ql = broadcast_quad(g, 16 * half + 8 * p + k);
+          const __m512i qh = broadcast_quad(g, 32 + 8 * half + k);
+          const __m512i low = _mm512_and_si512(_mm512_srlv_epi16(ql, nibble_shift), four);
+          const __m512i moved = _mm512_sllv_epi16(p == 0 ? qh : _mm512_srli_epi16(qh, 2), qh_shift);
+          const __m512i codes = _mm512_or_si512(low, _mm512_and_si512(moved, high_bits));
+          dots[k / 4] = _mm512_dpbusd_epi32(dots[k / 4], codes, BlockPairs<Arch>::quad(xs, k));
+        }
+        // h less 32 times each 16-value half's activation sum; sc0 * h0 + sc1 * h1 per row.
+        __m512i h[2];
+#pragma GCC unroll 2
+        for (size_t e = 0; e < 2; ++e) {
+          const __m512i offset = halves_of(_mm256_set1_epi32(x.half_sum[2 * xb + e]),
+                                           _mm256_set1_epi32(x.half_sum[2 * (xb + 2) + e]));
+          h[e] = _mm512_sub_epi32(dots[e], _mm512_slli_epi32(offset, 5));
+        }
+        const __m512i sc0 = Rows16<Arch>::signed_byte(scale_words, 2 * p);
+        const __m512i sc1 = Rows16<Arch>::signed_byte(scale_words, 2 * p + 1);
+        sums[p] = _mm512_add_epi32(_mm512_mullo_epi32(sc0, h[0]), _mm512_mullo_epi32(sc1, h[1]));
+      }
+#pragma GCC unroll 4
+      for (size_t j = 0; j < 4; ++j) {
+        const size_t s = 4 * half + j;
+        const __m512i pair = sums[j % 2];
+        const __m256i rows = j < 2 ? _mm512_castsi512_si256(pair) : _mm512_extracti64x4_epi64(pair, 1);
+        acc = W::fma(W::to_float(rows), W::mul(d, W::splat(x.scale[xb0 + s])), acc);
+      }
+    }
+  }
+#endif
+
   template <size_t K>
   static void super_block(Floats *acc, Floats *, const BlockQ6_Kx8 &g, size_t next, const Q8Activations &x,
                           const size_t *xb0) {
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+    if constexpr (K == 1 && kPairedDecode) {
+      super_block_paired(acc[0], g, x, xb0[0]);
+      return;
+    }
+#endif
     const Floats d = W::halves(g.fields, next);
     Ints words[4];
     scale_words(words, g, next);
