@@ -237,20 +237,40 @@ struct KMinGroupOps {
   // the high half, and activation blocks 2j and 2j + 1 fill the halves (one vpermd a quad): each
   // unpack and dot serves two sub-blocks, still one weight stream. The exact sums then take their
   // float steps on the rows in sub-block order: Rows8's bits.
-  static constexpr bool kPairedDecode = kHighNibblesInPlace && std::is_same_v<W, Rows8<Arch>>;
+  // q5: the high half's nibbles shifted down (its d is not d / 16), and bits 2j, 2j + 1 of the qh
+  // bytes moved to bit 4 in each half by a 16-bit shift of its own (left by 4 - s, right by s - 4).
+  static constexpr bool kPairedDecode = kVnniDots && std::is_same_v<W, Rows8<Arch>>;
+  static __m512i fifth_bit_shift(int low, int high) {
+    return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(low)), _mm256_set1_epi16(static_cast<int16_t>(high)),
+                              1);
+  }
   static void super_block_paired(Floats &acc, Floats &acc_min, const Group &g, const Factors &f,
                                  const Q8Activations &x, size_t xb0) {
-    const __m512i nibbles = _mm512_inserti64x4(_mm512_set1_epi8(0x0F), _mm256_set1_epi8(static_cast<char>(0xF0)), 1);
+    const __m512i four = _mm512_set1_epi8(0x0F);
+    const __m512i nibbles = _mm512_inserti64x4(four, _mm256_set1_epi8(static_cast<char>(0xF0)), 1);
+    const __m512i nibble_shift = fifth_bit_shift(0, 4);
     const char *qs = reinterpret_cast<const char *>(&g) + kQsAt;
 #pragma GCC unroll 4
     for (size_t j = 0; j < kSubBlocks / 2; ++j) {
       const __m512i xs = BlockPairs<Arch>::quads(x.q + (xb0 + 2 * j) * kQuantBlock);
       __m512i chains[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+      const int s = static_cast<int>(2 * j);
 #pragma GCC unroll 8
       for (size_t k = 0; k < 8; ++k) {
         const __m512i v =
             _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(qs + 256 * j + 32 * k)));
-        chains[k % 2] = _mm512_dpbusd_epi32(chains[k % 2], _mm512_and_si512(v, nibbles), BlockPairs<Arch>::quad(xs, k));
+        __m512i codes;
+        if constexpr (kFifthBit) {
+          const __m512i qh = _mm512_broadcast_i64x4(W::load(&g, 0, kRest + 96 + 32 * k));
+          const __m512i moved = s < 4 ? _mm512_sllv_epi16(qh, fifth_bit_shift(4 - s, 3 - s))
+                                      : _mm512_srlv_epi16(qh, fifth_bit_shift(s - 4, s - 3));
+          codes = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(v, nibble_shift), four),
+                                  _mm512_and_si512(moved, _mm512_set1_epi8(0x10)));
+        } else {
+          static_assert(kHighNibblesInPlace, "q4's high half takes d / 16");
+          codes = _mm512_and_si512(v, nibbles);
+        }
+        chains[k % 2] = _mm512_dpbusd_epi32(chains[k % 2], codes, BlockPairs<Arch>::quad(xs, k));
       }
       const __m512i sums = _mm512_add_epi32(chains[0], chains[1]);
       add_sub_block(acc, acc_min, _mm512_castsi512_si256(sums), f.d_sub(2 * j), f.m_sub(2 * j), x, xb0 + 2 * j);
