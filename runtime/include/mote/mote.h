@@ -439,10 +439,14 @@ typedef struct mote_sampler_options {
   mote_draft_kind draft; /* MOTE_DRAFT_AUTO by default; 0 (a zeroed struct): none */
   uint32_t draft_max;    /* drafted tokens per step at most (also capped by the session's draft_capacity); 8 */
   uint32_t draft_min;    /* a shorter draft is not checked (llama.cpp's --draft-min); 1 */
-  float draft_p_min;     /* the draft model stops drafting at a token it gives less probability; 0.5 */
+  float draft_p_min;     /* the draft model stops drafting at a token it gives less probability (among
+                            the tokens it drafts from: see draft_session); 0.5 */
   /* A draft model's session (its own arena, a smaller model with the same vocabulary, e.g.
    * Qwen2.5-Coder-0.5B for 1.5B): mote_generate keeps its cache in step with this session's
-   * tokens and drafts greedily with it. Null: none. Another vocabulary is refused in one line. */
+   * tokens and drafts greedily with it. Null: none. Another vocabulary is refused in one line.
+   * While it drafts, its classifier computes only its first 16384 token ids and the tokens in its
+   * cache (the text does not change: every draft is checked with the whole classifier); after
+   * the call it classifies in full again and has no logits until it runs a token. */
   mote_session *draft_session;
 } mote_sampler_options;
 
