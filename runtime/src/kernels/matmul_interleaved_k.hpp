@@ -110,6 +110,54 @@ inline void fold_sixteen(typename W::Floats *acc, const typename W::Ints *codes,
   }
 }
 
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+// Decoding (one token) on AVX-512 VNNI, two sub-blocks of one group side by side in a zmm (rows
+// 0-7 of each in a half), as BlockPairs does for two blocks: sub-blocks that share their bytes are
+// read once into both halves (a 256-bit broadcast load) and unpacked by per-half shifts and masks,
+// so each unpack and dot serves two sub-blocks over one weight stream. The exact int32 sums then
+// take their float steps on the 8 rows in sub-block order: Rows8's bits.
+inline __m512i zmm_halves(__m256i low, __m256i high) { return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1); }
+inline __m512i zmm_halves16(int low, int high) {
+  return zmm_halves(_mm256_set1_epi16(static_cast<int16_t>(low)), _mm256_set1_epi16(static_cast<int16_t>(high)));
+}
+// The 32-byte quad `quad` of a group block in both halves.
+inline __m512i broadcast_quad(const void *block, size_t at) {
+  return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(static_cast<const char *>(block) + at)));
+}
+// Activation blocks xb_low and xb_high in the halves (quad k of each: BlockPairs::quad).
+inline __m512i activation_halves(const Q8Activations &x, size_t xb_low, size_t xb_high) {
+  return zmm_halves(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.q + xb_low * kQuantBlock)),
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.q + xb_high * kQuantBlock)));
+}
+
+// Types scaled per 16 values (q6_k, q3_k), sub-blocks in the halves at activation blocks xb_low
+// and xb_high: per row sc0 * h0 + sc1 * h1, h the dot of (code - kOffset) with each 16-value
+// half's activations (fold_sixteen's integers); codes(k) unpacks quad k (each as its dot needs it).
+template <class Arch, int kOffset, class Codes>
+inline __m512i paired_sixteen(Codes codes, __m512i sc0, __m512i sc1, const Q8Activations &x, size_t xb_low,
+                              size_t xb_high) {
+  const __m512i xs = activation_halves(x, xb_low, xb_high);
+  __m512i h[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+#pragma GCC unroll 8
+  for (size_t k = 0; k < 8; ++k) h[k / 4] = _mm512_dpbusd_epi32(h[k / 4], codes(k), BlockPairs<Arch>::quad(xs, k));
+#pragma GCC unroll 2
+  for (size_t e = 0; e < 2; ++e) {
+    const __m512i sums = zmm_halves(_mm256_set1_epi32(x.half_sum[2 * xb_low + e]),
+                                    _mm256_set1_epi32(x.half_sum[2 * xb_high + e]));
+    h[e] = _mm512_sub_epi32(h[e], _mm512_slli_epi32(sums, log2_exact(kOffset)));
+  }
+  return _mm512_add_epi32(_mm512_mullo_epi32(sc0, h[0]), _mm512_mullo_epi32(sc1, h[1]));
+}
+
+// acc + sums * d * d_x of sub-block s's activation block, Rows8's float step on half `half`.
+template <class W>
+inline typename W::Floats add_paired_rows(typename W::Floats acc, __m512i sums, size_t half, typename W::Floats d,
+                                          const Q8Activations &x, size_t xb) {
+  const __m256i rows = half == 0 ? _mm512_castsi512_si256(sums) : _mm512_extracti64x4_epi64(sums, 1);
+  return W::fma(W::to_float(rows), W::mul(d, W::splat(x.scale[xb])), acc);
+}
+#endif
+
 // q4_kx8 and q5_kx8. rest: the 12 scale bytes (quads 0-2), q5's qh (quads 3-10), then qs.
 template <class Arch, class Group, class W>
 struct KMinGroupOps {
@@ -231,25 +279,16 @@ struct KMinGroupOps {
   }
 
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__)
-  // Decoding q4_kx8 on AVX-512 VNNI: sub-blocks 2j and 2j + 1 of the 8 rows side by side in a
-  // zmm, as BlockPairs does for two blocks. Their shared qs bytes are read once into both halves,
-  // one mask leaves the low nibbles in the low half and the high ones in place (x16, d / 16) in
-  // the high half, and activation blocks 2j and 2j + 1 fill the halves (one vpermd a quad): each
-  // unpack and dot serves two sub-blocks, still one weight stream. The exact sums then take their
-  // float steps on the rows in sub-block order: Rows8's bits.
-  // q5: the high half's nibbles shifted down (its d is not d / 16), and bits 2j, 2j + 1 of the qh
+  // Decoding in sub-block pairs (zmm_halves): sub-blocks 2j and 2j + 1 share their qs bytes; one
+  // mask leaves q4's low nibbles in the low half and the high ones in place (x16, d / 16) in the
+  // high half. q5: the high half's nibbles shifted down (its d is not d / 16), and bits 2j, 2j + 1 of the qh
   // bytes moved to bit 4 in each half by a 16-bit shift of its own (left by 4 - s, right by s - 4).
   static constexpr bool kPairedDecode = kVnniDots && std::is_same_v<W, Rows8<Arch>>;
-  static __m512i fifth_bit_shift(int low, int high) {
-    return _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(low)), _mm256_set1_epi16(static_cast<int16_t>(high)),
-                              1);
-  }
   static void super_block_paired(Floats &acc, Floats &acc_min, const Group &g, const Factors &f,
                                  const Q8Activations &x, size_t xb0) {
     const __m512i four = _mm512_set1_epi8(0x0F);
     const __m512i nibbles = _mm512_inserti64x4(four, _mm256_set1_epi8(static_cast<char>(0xF0)), 1);
-    const __m512i nibble_shift = fifth_bit_shift(0, 4);
-    const char *qs = reinterpret_cast<const char *>(&g) + kQsAt;
+    const __m512i nibble_shift = zmm_halves16(0, 4);
 #pragma GCC unroll 4
     for (size_t j = 0; j < kSubBlocks / 2; ++j) {
       const __m512i xs = BlockPairs<Arch>::quads(x.q + (xb0 + 2 * j) * kQuantBlock);
@@ -257,13 +296,12 @@ struct KMinGroupOps {
       const int s = static_cast<int>(2 * j);
 #pragma GCC unroll 8
       for (size_t k = 0; k < 8; ++k) {
-        const __m512i v =
-            _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(qs + 256 * j + 32 * k)));
+        const __m512i v = broadcast_quad(&g, kQsAt + 256 * j + 32 * k);
         __m512i codes;
         if constexpr (kFifthBit) {
-          const __m512i qh = _mm512_broadcast_i64x4(W::load(&g, 0, kRest + 96 + 32 * k));
-          const __m512i moved = s < 4 ? _mm512_sllv_epi16(qh, fifth_bit_shift(4 - s, 3 - s))
-                                      : _mm512_srlv_epi16(qh, fifth_bit_shift(s - 4, s - 3));
+          const __m512i qh = broadcast_quad(&g, kRest + 96 + 32 * k);
+          const __m512i moved = s < 4 ? _mm512_sllv_epi16(qh, zmm_halves16(4 - s, 3 - s))
+                                      : _mm512_srlv_epi16(qh, zmm_halves16(s - 4, s - 3));
           codes = _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(v, nibble_shift), four),
                                   _mm512_and_si512(moved, _mm512_set1_epi8(0x10)));
         } else {
@@ -342,64 +380,36 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   }
 
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__)
-  // Decoding on AVX-512 VNNI: sub-blocks j and j + 2 of a half side by side in a zmm (rows 0-7
-  // of each), as BlockPairs does for two blocks: they share their ql bytes (low and high nibbles)
-  // and qh quads (bits 2j, 2j + 1 and 2j + 4, 2j + 5), read once into both halves and unpacked
-  // by per-half shifts; activation blocks s and s + 2 fill the halves. The exact sums of all four
-  // sub-blocks then take their float steps in sub-block order: Rows8's bits.
+  // Decoding in sub-block pairs (zmm_halves): sub-blocks j and j + 2 of a half share their ql
+  // bytes (low and high nibbles) and qh quads (bits 2j, 2j + 1 and 2j + 4, 2j + 5); their sums
+  // are all made before the float steps, which go in sub-block order.
   static constexpr bool kPairedDecode = std::is_same_v<W, Rows8<Arch>>;
-  static __m512i halves_of(__m256i low, __m256i high) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-  }
-  static __m512i broadcast_quad(const BlockQ6_Kx8 &g, size_t quad) {
-    return _mm512_broadcast_i64x4(W::load(&g, 0, kRest + 32 * quad));
-  }
   static void super_block_paired(Floats &acc, const BlockQ6_Kx8 &g, const Q8Activations &x, size_t xb0) {
     const Floats d = W::halves(g.fields, 0);
     const __m512i four = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
-    // Per half of the zmm: ql's high nibbles for the second sub-block; qh bits 0-1 | 4-5 and
-    // (after a shift right by 2) 2-3 | 6-7 moved to bits 4-5.
-    const __m512i nibble_shift = halves_of(_mm256_setzero_si256(), _mm256_set1_epi16(4));
-    const __m512i qh_shift = halves_of(_mm256_set1_epi16(4), _mm256_setzero_si256());
+    // Per half: ql's high nibbles for the second sub-block; qh bits 0-1 | 4-5 and (after a shift
+    // right by 2) 2-3 | 6-7 moved to bits 4-5.
+    const __m512i nibble_shift = zmm_halves16(0, 4), qh_shift = zmm_halves16(4, 0);
 #pragma GCC unroll 2
     for (size_t half = 0; half < 2; ++half) {
+      const __m512i scale_words = zmm_halves(W::load(&g, 0, kRest + 1536 + 64 * half),
+                                             W::load(&g, 0, kRest + 1536 + 64 * half + 32));
       __m512i sums[2];  // sub-blocks (4 half, 4 half + 2) and (4 half + 1, 4 half + 3)
-      const __m512i scale_words = halves_of(W::load(&g, 0, kRest + 1536 + 64 * half),
-                                            W::load(&g, 0, kRest + 1536 + 64 * half + 32));
 #pragma GCC unroll 2
       for (size_t p = 0; p < 2; ++p) {
-        const size_t s = 4 * half + p, xb = xb0 + s;
-        const __m512i xs = halves_of(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.q + xb * kQuantBlock)),
-                                     _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.q + (xb + 2) * kQuantBlock)));
-        __m512i dots[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};  // the 16-value halves
-#pragma GCC unroll 8
-        for (size_t k = 0; k < 8; ++k) {
-          const __m512i ql = broadcast_quad(g, 16 * half + 8 * p + k);
-          const __m512i qh = broadcast_quad(g, 32 + 8 * half + k);
-          const __m512i low = _mm512_and_si512(_mm512_srlv_epi16(ql, nibble_shift), four);
+        const auto codes = [&](size_t k) {
+          const __m512i ql = broadcast_quad(&g, kRest + 32 * (16 * half + 8 * p + k));
+          const __m512i qh = broadcast_quad(&g, kRest + 32 * (32 + 8 * half + k));
           const __m512i moved = _mm512_sllv_epi16(p == 0 ? qh : _mm512_srli_epi16(qh, 2), qh_shift);
-          const __m512i codes = _mm512_or_si512(low, _mm512_and_si512(moved, high_bits));
-          dots[k / 4] = _mm512_dpbusd_epi32(dots[k / 4], codes, BlockPairs<Arch>::quad(xs, k));
-        }
-        // h less 32 times each 16-value half's activation sum; sc0 * h0 + sc1 * h1 per row.
-        __m512i h[2];
-#pragma GCC unroll 2
-        for (size_t e = 0; e < 2; ++e) {
-          const __m512i offset = halves_of(_mm256_set1_epi32(x.half_sum[2 * xb + e]),
-                                           _mm256_set1_epi32(x.half_sum[2 * (xb + 2) + e]));
-          h[e] = _mm512_sub_epi32(dots[e], _mm512_slli_epi32(offset, 5));
-        }
-        const __m512i sc0 = Rows16<Arch>::signed_byte(scale_words, 2 * p);
-        const __m512i sc1 = Rows16<Arch>::signed_byte(scale_words, 2 * p + 1);
-        sums[p] = _mm512_add_epi32(_mm512_mullo_epi32(sc0, h[0]), _mm512_mullo_epi32(sc1, h[1]));
+          return _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(ql, nibble_shift), four),
+                                 _mm512_and_si512(moved, high_bits));
+        };
+        const size_t xb = xb0 + 4 * half + p;
+        sums[p] = paired_sixteen<Arch, 32>(codes, Rows16<Arch>::signed_byte(scale_words, 2 * p),
+                                           Rows16<Arch>::signed_byte(scale_words, 2 * p + 1), x, xb, xb + 2);
       }
 #pragma GCC unroll 4
-      for (size_t j = 0; j < 4; ++j) {
-        const size_t s = 4 * half + j;
-        const __m512i pair = sums[j % 2];
-        const __m256i rows = j < 2 ? _mm512_castsi512_si256(pair) : _mm512_extracti64x4_epi64(pair, 1);
-        acc = W::fma(W::to_float(rows), W::mul(d, W::splat(x.scale[xb0 + s])), acc);
-      }
+      for (size_t j = 0; j < 4; ++j) acc = add_paired_rows<W>(acc, sums[j % 2], j / 2, d, x, xb0 + 4 * half + j);
     }
   }
 #endif
@@ -438,19 +448,68 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
   using Floats = typename W::Floats;
   static constexpr size_t kRest = offsetof(BlockQ3_Kx8, rest);
 
-  template <size_t K>
-  static void super_block(Floats *acc, Floats *, const BlockQ3_Kx8 &g, size_t next, const Q8Activations &x,
-                          const size_t *xb0) {
-    const Floats d = W::halves(g.fields, next);
-    // q3_k_scale_words on 8 rows' words at once: a, b, c are scale bytes 0-3, 4-7, 8-11 of each
-    // row (16-bit shifts: what crosses a byte is masked off).
+  // q3_k_scale_words on 8 rows' words at once: a, b, c are scale bytes 0-3, 4-7, 8-11 of each
+  // row (16-bit shifts: what crosses a byte is masked off).
+  static void scale_words(Ints *words, const BlockQ3_Kx8 &g, size_t next) {
     const Ints a = W::load(&g, next, kRest + 768), b = W::load(&g, next, kRest + 800),
                c = W::load(&g, next, kRest + 832);
     const Ints four = W::bytes(0x0F), two = W::bytes(0x03);
     const auto high = [&](int shift) { return W::shift_left16(W::and_(W::shift_right16(c, shift), two), 4); };
-    const Ints scale_words[4] = {W::or_(W::and_(a, four), high(0)), W::or_(W::and_(b, four), high(2)),
-                                 W::or_(W::and_(W::shift_right16(a, 4), four), high(4)),
-                                 W::or_(W::and_(W::shift_right16(b, 4), four), high(6))};
+    words[0] = W::or_(W::and_(a, four), high(0));
+    words[1] = W::or_(W::and_(b, four), high(2));
+    words[2] = W::or_(W::and_(W::shift_right16(a, 4), four), high(4));
+    words[3] = W::or_(W::and_(W::shift_right16(b, 4), four), high(6));
+  }
+
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+  // Decoding in sub-block pairs (zmm_halves): sub-blocks 2j and 2j + 1 share their qs bytes
+  // (bits 2s, 2s + 1) and every hmask quad (bit s), and their 6-bit scales sit in one word.
+  static constexpr bool kPairedDecode = std::is_same_v<W, Rows8<Arch>>;
+  static void super_block_paired(Floats &acc, const BlockQ3_Kx8 &g, const Q8Activations &x, size_t xb0) {
+    const Floats d = W::halves(g.fields, 0);
+    Ints words[4];
+    scale_words(words, g, 0);
+    const __m512i two = _mm512_set1_epi8(0x03), bit2 = _mm512_set1_epi8(0x04);
+    const __m512i thirty_two = _mm512_set1_epi32(32);
+#pragma GCC unroll 4
+    for (size_t j = 0; j < kSubBlocks / 2; ++j) {
+      const int s = static_cast<int>(2 * j);
+      const __m512i qs_shift = zmm_halves16(2 * (s % 4), 2 * (s % 4) + 2);
+      const auto codes = [&](size_t k) {
+        const __m512i qs = broadcast_quad(&g, kRest + 256 + 256 * (j / 2) + 32 * k);
+        const __m512i hm = broadcast_quad(&g, kRest + 32 * k);
+        const __m512i moved = s < 2    ? _mm512_sllv_epi16(hm, zmm_halves16(2 - s, 1 - s))
+                              : s == 2 ? _mm512_srlv_epi16(hm, zmm_halves16(0, 1))
+                                       : _mm512_srlv_epi16(hm, zmm_halves16(s - 2, s - 1));
+        return _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(qs, qs_shift), two), _mm512_and_si512(moved, bit2));
+      };
+      // Sub-block s's scales are bytes 0 and 1 of scale word s / 2, s + 1's bytes 2 and 3.
+      const __m512i scales = zmm_halves(words[j], words[j]);
+      const auto scale = [&](size_t e) {
+        const __m512i picker = zmm_halves(_mm256_broadcastsi128_si256(byte_picker(e)),
+                                          _mm256_broadcastsi128_si256(byte_picker(e + 2)));
+        return _mm512_sub_epi32(_mm512_shuffle_epi8(scales, picker), thirty_two);
+      };
+      const __m512i sums = paired_sixteen<Arch, 4>(codes, scale(0), scale(1), x, xb0 + s, xb0 + s + 1);
+      acc = add_paired_rows<W>(acc, sums, 0, d, x, xb0 + s);
+      acc = add_paired_rows<W>(acc, sums, 1, d, x, xb0 + s + 1);
+    }
+  }
+#endif
+
+  template <size_t K>
+  static void super_block(Floats *acc, Floats *, const BlockQ3_Kx8 &g, size_t next, const Q8Activations &x,
+                          const size_t *xb0) {
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+    if constexpr (K == 1 && kPairedDecode) {
+      super_block_paired(acc[0], g, x, xb0[0]);
+      return;
+    }
+#endif
+    const Floats d = W::halves(g.fields, next);
+    const Ints two = W::bytes(0x03);
+    Ints words[4];
+    scale_words(words, g, next);
 #pragma GCC unroll 8
     for (size_t s = 0; s < kSubBlocks; ++s) {
       Ints codes[8];  // k_code: 2 bits of qs byte 32 (s / 4) + l, bit s of hmask[l] as bit 2
@@ -464,8 +523,8 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
         codes[k] =
             W::or_(W::and_(W::shift_right16(qs, static_cast<int>(2 * (s % 4))), two), W::and_(moved, W::bytes(0x04)));
       }
-      const Ints sc0 = W::sub32(word_byte_ints<W>(scale_words[s / 2], (2 * s) % 4), W::words(32));
-      const Ints sc1 = W::sub32(word_byte_ints<W>(scale_words[s / 2], (2 * s + 1) % 4), W::words(32));
+      const Ints sc0 = W::sub32(word_byte_ints<W>(words[s / 2], (2 * s) % 4), W::words(32));
+      const Ints sc1 = W::sub32(word_byte_ints<W>(words[s / 2], (2 * s + 1) % 4), W::words(32));
       fold_sixteen<W, 4, 7, K>(acc, codes, sc0, sc1, d, x, xb0, s);
     }
   }
