@@ -116,13 +116,16 @@ inline void fold_sixteen(typename W::Floats *acc, const typename W::Ints *codes,
 // read once into both halves (a 256-bit broadcast load) and unpacked by per-half shifts and masks,
 // so each unpack and dot serves two sub-blocks over one weight stream. The exact int32 sums then
 // take their float steps on the 8 rows in sub-block order: Rows8's bits.
-inline __m512i zmm_halves(__m256i low, __m256i high) { return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1); }
+inline __m512i zmm_halves(__m256i low, __m256i high) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+}
 inline __m512i zmm_halves16(int low, int high) {
   return zmm_halves(_mm256_set1_epi16(static_cast<int16_t>(low)), _mm256_set1_epi16(static_cast<int16_t>(high)));
 }
 // The 32-byte quad `quad` of a group block in both halves.
 inline __m512i broadcast_quad(const void *block, size_t at) {
-  return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(static_cast<const char *>(block) + at)));
+  return _mm512_broadcast_i64x4(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i *>(static_cast<const char *>(block) + at)));
 }
 // Activation blocks xb_low and xb_high in the halves (quad k of each: BlockPairs::quad).
 inline __m512i activation_halves(const Q8Activations &x, size_t xb_low, size_t xb_high) {
@@ -130,7 +133,12 @@ inline __m512i activation_halves(const Q8Activations &x, size_t xb_low, size_t x
                     _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.q + xb_high * kQuantBlock)));
 }
 
-// Types scaled per 16 values (q6_k, q3_k), sub-blocks in the halves at activation blocks xb_low
+// The activation sums of 16-value half e of blocks xb_low and xb_high, in the halves.
+inline __m512i half_sums(const Q8Activations &x, size_t xb_low, size_t xb_high, size_t e) {
+  return zmm_halves(_mm256_set1_epi32(x.half_sum[2 * xb_low + e]), _mm256_set1_epi32(x.half_sum[2 * xb_high + e]));
+}
+
+// Types scaled per 16 values (q6_k, q3_k, q2_k), sub-blocks in the halves at activation blocks xb_low
 // and xb_high: per row sc0 * h0 + sc1 * h1, h the dot of (code - kOffset) with each 16-value
 // half's activations (fold_sixteen's integers); codes(k) unpacks quad k (each as its dot needs it).
 template <class Arch, int kOffset, class Codes>
@@ -140,11 +148,10 @@ inline __m512i paired_sixteen(Codes codes, __m512i sc0, __m512i sc1, const Q8Act
   __m512i h[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
 #pragma GCC unroll 8
   for (size_t k = 0; k < 8; ++k) h[k / 4] = _mm512_dpbusd_epi32(h[k / 4], codes(k), BlockPairs<Arch>::quad(xs, k));
+  if constexpr (kOffset != 0) {
 #pragma GCC unroll 2
-  for (size_t e = 0; e < 2; ++e) {
-    const __m512i sums = zmm_halves(_mm256_set1_epi32(x.half_sum[2 * xb_low + e]),
-                                    _mm256_set1_epi32(x.half_sum[2 * xb_high + e]));
-    h[e] = _mm512_sub_epi32(h[e], _mm512_slli_epi32(sums, log2_exact(kOffset)));
+    for (size_t e = 0; e < 2; ++e)
+      h[e] = _mm512_sub_epi32(h[e], _mm512_slli_epi32(half_sums(x, xb_low, xb_high, e), log2_exact(kOffset)));
   }
   return _mm512_add_epi32(_mm512_mullo_epi32(sc0, h[0]), _mm512_mullo_epi32(sc1, h[1]));
 }
@@ -177,7 +184,7 @@ struct KMinGroupOps {
   // 1.04-1.6x avx2_vnni); one token (decode) and the int16 pair sums measured no faster or slower
   // (0.8-1.1x; bench/README.md log, 2026-12-07).
   template <size_t K>
-  static constexpr bool kPairedSubBlocks = kVnniDots && K > 1;
+  static constexpr bool kPairedSubBlocks = kVnniDots &&K > 1;
 
   // A super-block's factors for every row: d, dmin and k_scales_mins on 8 rows' words at once
   // (a, b, c are bytes 0-3, 4-7, 8-11 of each row).
@@ -281,11 +288,12 @@ struct KMinGroupOps {
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__)
   // Decoding in sub-block pairs (zmm_halves): sub-blocks 2j and 2j + 1 share their qs bytes; one
   // mask leaves q4's low nibbles in the low half and the high ones in place (x16, d / 16) in the
-  // high half. q5: the high half's nibbles shifted down (its d is not d / 16), and bits 2j, 2j + 1 of the qh
-  // bytes moved to bit 4 in each half by a 16-bit shift of its own (left by 4 - s, right by s - 4).
+  // high half. q5: the high half's nibbles shifted down (its d is not d / 16), and bits 2j,
+  // 2j + 1 of the qh bytes moved to bit 4 in each half by a 16-bit shift of its own (left by
+  // 4 - s, right by s - 4).
   static constexpr bool kPairedDecode = kVnniDots && std::is_same_v<W, Rows8<Arch>>;
-  static void super_block_paired(Floats &acc, Floats &acc_min, const Group &g, const Factors &f,
-                                 const Q8Activations &x, size_t xb0) {
+  static void super_block_paired(Floats &acc, Floats &acc_min, const Group &g, const Q8Activations &x, size_t xb0) {
+    const Factors f = factors(g, 0);
     const __m512i four = _mm512_set1_epi8(0x0F);
     const __m512i nibbles = _mm512_inserti64x4(four, _mm256_set1_epi8(static_cast<char>(0xF0)), 1);
     const __m512i nibble_shift = zmm_halves16(0, 4);
@@ -322,12 +330,6 @@ struct KMinGroupOps {
   static void super_block(Floats *acc, Floats *acc_mins, const Group &g, size_t next, const Q8Activations &x,
                           const size_t *xb0) {
     const Factors f = factors(g, next);
-#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
-    if constexpr (K == 1 && kPairedDecode) {
-      super_block_paired(acc[0], acc_mins[0], g, f, x, xb0[0]);
-      return;
-    }
-#endif
     if constexpr (kPairedSubBlocks<K>) {
 #pragma GCC unroll 4
       for (size_t j = 0; j < kSubBlocks / 2; ++j) sub_block_pair<K>(acc, acc_mins, g, next, f, x, xb0, j);
@@ -384,7 +386,7 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   // bytes (low and high nibbles) and qh quads (bits 2j, 2j + 1 and 2j + 4, 2j + 5); their sums
   // are all made before the float steps, which go in sub-block order.
   static constexpr bool kPairedDecode = std::is_same_v<W, Rows8<Arch>>;
-  static void super_block_paired(Floats &acc, const BlockQ6_Kx8 &g, const Q8Activations &x, size_t xb0) {
+  static void super_block_paired(Floats &acc, Floats &, const BlockQ6_Kx8 &g, const Q8Activations &x, size_t xb0) {
     const Floats d = W::halves(g.fields, 0);
     const __m512i four = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
     // Per half: ql's high nibbles for the second sub-block; qh bits 0-1 | 4-5 and (after a shift
@@ -392,8 +394,8 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
     const __m512i nibble_shift = zmm_halves16(0, 4), qh_shift = zmm_halves16(4, 0);
 #pragma GCC unroll 2
     for (size_t half = 0; half < 2; ++half) {
-      const __m512i scale_words = zmm_halves(W::load(&g, 0, kRest + 1536 + 64 * half),
-                                             W::load(&g, 0, kRest + 1536 + 64 * half + 32));
+      const __m512i scale_words =
+          zmm_halves(W::load(&g, 0, kRest + 1536 + 64 * half), W::load(&g, 0, kRest + 1536 + 64 * half + 32));
       __m512i sums[2];  // sub-blocks (4 half, 4 half + 2) and (4 half + 1, 4 half + 3)
 #pragma GCC unroll 2
       for (size_t p = 0; p < 2; ++p) {
@@ -417,12 +419,6 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   template <size_t K>
   static void super_block(Floats *acc, Floats *, const BlockQ6_Kx8 &g, size_t next, const Q8Activations &x,
                           const size_t *xb0) {
-#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
-    if constexpr (K == 1 && kPairedDecode) {
-      super_block_paired(acc[0], g, x, xb0[0]);
-      return;
-    }
-#endif
     const Floats d = W::halves(g.fields, next);
     Ints words[4];
     scale_words(words, g, next);
@@ -465,7 +461,7 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
   // Decoding in sub-block pairs (zmm_halves): sub-blocks 2j and 2j + 1 share their qs bytes
   // (bits 2s, 2s + 1) and every hmask quad (bit s), and their 6-bit scales sit in one word.
   static constexpr bool kPairedDecode = std::is_same_v<W, Rows8<Arch>>;
-  static void super_block_paired(Floats &acc, const BlockQ3_Kx8 &g, const Q8Activations &x, size_t xb0) {
+  static void super_block_paired(Floats &acc, Floats &, const BlockQ3_Kx8 &g, const Q8Activations &x, size_t xb0) {
     const Floats d = W::halves(g.fields, 0);
     Ints words[4];
     scale_words(words, g, 0);
@@ -486,8 +482,8 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
       // Sub-block s's scales are bytes 0 and 1 of scale word s / 2, s + 1's bytes 2 and 3.
       const __m512i scales = zmm_halves(words[j], words[j]);
       const auto scale = [&](size_t e) {
-        const __m512i picker = zmm_halves(_mm256_broadcastsi128_si256(byte_picker(e)),
-                                          _mm256_broadcastsi128_si256(byte_picker(e + 2)));
+        const __m512i picker =
+            zmm_halves(_mm256_broadcastsi128_si256(byte_picker(e)), _mm256_broadcastsi128_si256(byte_picker(e + 2)));
         return _mm512_sub_epi32(_mm512_shuffle_epi8(scales, picker), thirty_two);
       };
       const __m512i sums = paired_sixteen<Arch, 4>(codes, scale(0), scale(1), x, xb0 + s, xb0 + s + 1);
@@ -500,12 +496,6 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
   template <size_t K>
   static void super_block(Floats *acc, Floats *, const BlockQ3_Kx8 &g, size_t next, const Q8Activations &x,
                           const size_t *xb0) {
-#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
-    if constexpr (K == 1 && kPairedDecode) {
-      super_block_paired(acc[0], g, x, xb0[0]);
-      return;
-    }
-#endif
     const Floats d = W::halves(g.fields, next);
     const Ints two = W::bytes(0x03);
     Ints words[4];
@@ -536,6 +526,43 @@ struct KGroupOps<Arch, BlockQ2_Kx8, W> {
   using Ints = typename W::Ints;
   using Floats = typename W::Floats;
   static constexpr size_t kRest = offsetof(BlockQ2_Kx8, rest);
+
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+  // Decoding in sub-block pairs (zmm_halves): sub-blocks 2j and 2j + 1 share their qs bytes
+  // (bits 2s, 2s + 1), and their scale | min bytes are bytes 0-1 and 2-3 of one word.
+  static constexpr bool kPairedDecode = std::is_same_v<W, Rows8<Arch>>;
+  static void super_block_paired(Floats &acc, Floats &acc_min, const BlockQ2_Kx8 &g, const Q8Activations &x,
+                                 size_t xb0) {
+    const Floats d = W::halves(g.fields, 0), dmin = W::halves(g.fields + 8, 0);
+    const __m512i two = _mm512_set1_epi8(0x03), four = _mm512_set1_epi32(0x0F);
+#pragma GCC unroll 4
+    for (size_t j = 0; j < kSubBlocks / 2; ++j) {
+      const size_t s = 2 * j, xb = xb0 + s;
+      const __m512i qs_shift = zmm_halves16(static_cast<int>(2 * (s % 4)), static_cast<int>(2 * (s % 4) + 2));
+      const auto codes = [&](size_t k) {
+        return _mm512_and_si512(_mm512_srlv_epi16(broadcast_quad(&g, kRest + 128 + 256 * (s / 4) + 32 * k), qs_shift),
+                                two);
+      };
+      const __m512i word = broadcast_quad(&g, kRest + 32 * j);
+      const auto byte = [&](size_t e) {
+        return _mm512_shuffle_epi8(word, zmm_halves(_mm256_broadcastsi128_si256(byte_picker(e)),
+                                                    _mm256_broadcastsi128_si256(byte_picker(e + 2))));
+      };
+      const __m512i byte0 = byte(0), byte1 = byte(1);
+      const __m512i sums =
+          paired_sixteen<Arch, 0>(codes, _mm512_and_si512(byte0, four), _mm512_and_si512(byte1, four), x, xb, xb + 1);
+      const __m512i mins =
+          _mm512_add_epi32(_mm512_mullo_epi32(_mm512_srli_epi32(byte0, 4), half_sums(x, xb, xb + 1, 0)),
+                           _mm512_mullo_epi32(_mm512_srli_epi32(byte1, 4), half_sums(x, xb, xb + 1, 1)));
+#pragma GCC unroll 2
+      for (size_t h = 0; h < 2; ++h) {
+        acc = add_paired_rows<W>(acc, sums, h, d, x, xb + h);
+        const __m256i m = h == 0 ? _mm512_castsi512_si256(mins) : _mm512_extracti64x4_epi64(mins, 1);
+        acc_min = W::fma(W::to_float(m), W::negate(W::mul(dmin, W::splat(x.scale[xb + h]))), acc_min);
+      }
+    }
+  }
+#endif
 
   template <size_t K>
   static void super_block(Floats *acc, Floats *acc_mins, const BlockQ2_Kx8 &g, size_t next, const Q8Activations &x,
@@ -573,262 +600,25 @@ inline void store_rows(float *out, typename W::Floats acc, typename W::Floats mi
 }
 #endif  // __AVX2__
 
-#if defined(__ARM_NEON)
-// NEON: a q register holds 4 bytes of each of 4 rows, so every 32-byte row register is two
-// halves (rows 0-3, rows 4-7) and each row sum an int32x4_t pair. A sub-block's 32 activation
-// bytes are two registers, loaded once and shared by both halves; dot_lane takes each 4-byte quad
-// from them by lane (sdot by element). The super-block is unrolled whole, so its scale vectors
-// and constants are made once per super-block, and each code register is made with one to three
-// instructions (bit-select and shift-insert put the high bits in place).
-// (row_bytes, word_byte, shift_bytes, crumb, mls_lane, block_bytes, step_fence: matmul_interleaved.hpp.)
-// x86's fold_sixteen on 4 rows: sum = sc0 * h0 + sc1 * h1 with the halves' exact dots of the
-// unsigned codes, less the offset times sc * each half's activation sum (offsets: super_half_sums).
-template <class Arch>
-inline void fold_sixteen(float32x4_t &lanes, const int8x16_t *codes, int32x4_t sc0, int32x4_t sc1, float32x4_t d,
-                         const BlockBytes &xs, const int32x4_t *offsets, size_t s, float d_x) {
-  int32x4_t sums = vmlaq_s32(vmulq_s32(sc0, row_dots<Arch, 4>(codes, xs.q)), sc1, row_dots<Arch, 4, 4>(codes + 4, xs.q));
-  if (offsets != nullptr) {
-    sums = mls_lane(sums, sc0, offsets[s / 2], (2 * s) % 4);
-    sums = mls_lane(sums, sc1, offsets[s / 2], (2 * s + 1) % 4);
-  }
-  lanes = QuantIsa<Arch>::fma(lanes, vcvtq_f32_s32(sums), vmulq_n_f32(d, d_x));
-}
+}  // namespace mote::kernels::simd
 
-// One group's 8 rows as two q registers' lanes.
-template <class Arch>
-struct NeonRows8 {
-  using Floats = NeonLanes;
-  static constexpr size_t kGroups = 1;
-  static Floats fzero() { return QuantIsa<Arch>::zero(); }
-};
+// The NEON super-block steps (KGroupOps for NeonRows8).
+#include "kernels/matmul_interleaved_k_neon.hpp"  // IWYU pragma: keep
 
-template <class Arch, class Group, class W>
-struct KMinGroupOps {
-  using Isa = QuantIsa<Arch>;
-  static constexpr bool kFifthBit = std::is_same_v<Group, BlockQ5_Kx8>;
-  static constexpr size_t kQsAt = kFifthBit ? 12 * 8 + 32 * 8 : 12 * 8;
-
-  // Sub-blocks 2p (low nibbles, lo) and 2p + 1 (high nibbles, hi) of one half's 4 rows, quad k
-  // in register k; q5's fifth bit (bit s of qh) moved to bit 4 and bit-selected in.
-  static void pair_codes(int8x16_t *lo, int8x16_t *hi, const Group &g, size_t p, size_t half) {
-#pragma GCC unroll 8
-    for (size_t k = 0; k < 8; ++k) {
-      const uint8x16_t v = row_bytes(g.rest + kQsAt + 256 * p + 32 * k, half);
-      uint8x16_t low = vandq_u8(v, vdupq_n_u8(0x0F)), high = vshrq_n_u8(v, 4);
-      if constexpr (kFifthBit) {
-        const uint8x16_t qh = row_bytes(g.rest + 96 + 32 * k, half), bit4 = vdupq_n_u8(0x10);
-        low = vbslq_u8(bit4, shift_bytes(qh, 4 - 2 * static_cast<int>(p)), low);
-        high = vbslq_u8(bit4, shift_bytes(qh, 3 - 2 * static_cast<int>(p)), high);
-      }
-      lo[k] = vreinterpretq_s8_u8(low);
-      hi[k] = vreinterpretq_s8_u8(high);
-    }
-  }
-
-  template <size_t K>
-  static void super_block(NeonLanes *acc, NeonLanes *acc_mins, const Group &g, size_t, const Q8Activations &x_in,
-                          const size_t *xb0) {
-    const Q8Activations x = x_in;  // its pointers in registers over the step fences
-    // -dmin * m is -(dmin * m) to the bit (rounding is symmetric), so dmin is negated once.
-    float32x4_t d[2], negative_dmin[2];
-    load_scales8<Arch, Group>(g.fields, d);
-    load_scales8<Arch, Group>(g.fields + 8, negative_dmin);
-    // One half after the other: what stays live across a half (its scales, factors and
-    // accumulators) then fits the 32 registers with the codes of a sub-block pair.
-#pragma GCC unroll 2
-    for (size_t half = 0; half < 2; ++half) {
-      const float32x4_t negative_dmin_half = vnegq_f32(negative_dmin[half]);
-      // k_scales_mins on 4 rows' words at once, as the x86 kernel does on 8.
-      const uint32x4_t a = row_words(g.rest, half), b = row_words(g.rest + 32, half), c = row_words(g.rest + 64, half);
-      const uint32x4_t six = vdupq_n_u32(0x3F3F3F3Fu), four = vdupq_n_u32(0x0F0F0F0Fu), top = vdupq_n_u32(0x30303030u);
-      const uint32x4_t scales[2] = {vandq_u32(a, six),
-                                    vorrq_u32(vandq_u32(c, four), vandq_u32(vshrq_n_u32(a, 2), top))};
-      const uint32x4_t mins[2] = {vandq_u32(b, six),
-                                  vorrq_u32(vandq_u32(vshrq_n_u32(c, 4), four), vandq_u32(vshrq_n_u32(b, 2), top))};
-#pragma GCC unroll 4
-      for (size_t p = 0; p < 4; ++p) {
-        step_fence();
-        int8x16_t codes[2][8];
-        pair_codes(codes[0], codes[1], g, p, half);
-#pragma GCC unroll 2
-        for (size_t i = 0; i < 2; ++i) {
-          const size_t s = 2 * p + i;
-          const float32x4_t d_sub = vmulq_f32(d[half], word_byte(scales[s / 4], s % 4));
-          const float32x4_t m_sub = vmulq_f32(negative_dmin_half, word_byte(mins[s / 4], s % 4));
-#pragma GCC unroll 8
-          for (size_t t = 0; t < K; ++t) {
-            const size_t xb = xb0[t] + s;
-            const int32x4_t sums = row_dots<Arch, 8>(codes[i], block_bytes(x, xb).q);
-            float32x4_t &lanes = half == 0 ? acc[t].lo : acc[t].hi;
-            float32x4_t &min_lanes = half == 0 ? acc_mins[t].lo : acc_mins[t].hi;
-            lanes = Isa::fma(lanes, vcvtq_f32_s32(sums), vmulq_n_f32(d_sub, x.scale[xb]));
-            min_lanes = Isa::fma(min_lanes, m_sub, vdupq_n_f32(x.scaled_sum[xb]));
-          }
-        }
-      }
-    }
-  }
-};
-
-template <class Arch, class W>
-struct KGroupOps<Arch, BlockQ6_Kx8, W> {
-  // Sub-block 4 hh + j of one half's 4 rows: unsigned 6-bit codes (the offset 32 is taken off
-  // through the half sums), the ql nibble and qh bits 2j, 2j + 1 put together by one
-  // shift-insert (sli keeps the low nibble, sri the bits above it).
-  static void sub_block_codes(int8x16_t *codes, const BlockQ6_Kx8 &g, size_t hh, size_t j, size_t half) {
-#pragma GCC unroll 8
-    for (size_t k = 0; k < 8; ++k) {
-      const uint8x16_t ql = row_bytes(g.rest + 32 * (16 * hh + 8 * (j % 2) + k), half);
-      const uint8x16_t qh = row_bytes(g.rest + 1024 + 32 * (8 * hh + k), half);
-      uint8x16_t code;
-      if (j < 2) {
-        code = vsliq_n_u8(ql, crumb(qh, j), 4);
-      } else {
-        // qh bits 2j, 2j + 1 at bits 4, 5 and nothing above, then ql's high nibble below them.
-        code = vsriq_n_u8(j == 2 ? vandq_u8(qh, vdupq_n_u8(0x30)) : vshrq_n_u8(qh, 2), ql, 4);
-      }
-      codes[k] = vreinterpretq_s8_u8(code);
-    }
-  }
-
-  template <size_t K>
-  static void super_block(NeonLanes *acc, NeonLanes *, const BlockQ6_Kx8 &g, size_t, const Q8Activations &x_in,
-                          const size_t *xb0) {
-    const Q8Activations x = x_in;  // its pointers in registers over the step fences
-    float32x4_t d[2];
-    load_scales8<Arch, BlockQ6_Kx8>(g.fields, d);
-    int32x4_t offsets[K][4];
-    for (size_t t = 0; t < K; ++t) super_half_sums<5>(offsets[t], x, xb0[t]);
-#pragma GCC unroll 2
-    for (size_t half = 0; half < 2; ++half) {
-      int32x4_t words[4];  // the int8 scale of 16-value sub-block i: byte i % 4 of words[i / 4]
-      for (size_t i = 0; i < 4; ++i) words[i] = vreinterpretq_s32_u32(row_words(g.rest + 1536 + 32 * i, half));
-#pragma GCC unroll 8
-      for (size_t s = 0; s < kSubBlocks; ++s) {
-        step_fence();
-        int8x16_t codes[8];
-        sub_block_codes(codes, g, s / 4, s % 4, half);
-        const int32x4_t sc0 = word_byte_signed(words[s / 2], (2 * s) % 4);
-        const int32x4_t sc1 = word_byte_signed(words[s / 2], (2 * s + 1) % 4);
-#pragma GCC unroll 8
-        for (size_t t = 0; t < K; ++t) {
-          const size_t xb = xb0[t] + s;
-          fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, sc0, sc1, d[half], block_bytes(x, xb),
-                             offsets[t], s, x.scale[xb]);
-        }
-      }
-    }
-  }
-};
-
-template <class Arch, class W>
-struct KGroupOps<Arch, BlockQ3_Kx8, W> {
-  // Sub-block s of one half's 4 rows: unsigned 3-bit codes (the offset 4 is taken off through the
-  // half sums), 2 bits of qs and bit s of hmask moved to bit 2 and bit-selected in.
-  static void sub_block_codes(int8x16_t *codes, const BlockQ3_Kx8 &g, size_t s, size_t half) {
-#pragma GCC unroll 8
-    for (size_t k = 0; k < 8; ++k) {
-      const uint8x16_t qs = row_bytes(g.rest + 256 + 256 * (s / 4) + 32 * k, half);
-      const uint8x16_t hm = row_bytes(g.rest + 32 * k, half);
-      const uint8x16_t low = crumb(qs, s % 4);
-      codes[k] = vreinterpretq_s8_u8(vbslq_u8(vdupq_n_u8(0x04), shift_bytes(hm, 2 - static_cast<int>(s)), low));
-    }
-  }
-
-  template <size_t K>
-  static void super_block(NeonLanes *acc, NeonLanes *, const BlockQ3_Kx8 &g, size_t, const Q8Activations &x_in,
-                          const size_t *xb0) {
-    const Q8Activations x = x_in;  // its pointers in registers over the step fences
-    float32x4_t d[2];
-    load_scales8<Arch, BlockQ3_Kx8>(g.fields, d);
-    int32x4_t offsets[K][4];
-    for (size_t t = 0; t < K; ++t) super_half_sums<2>(offsets[t], x, xb0[t]);
-#pragma GCC unroll 2
-    for (size_t half = 0; half < 2; ++half) {
-      // q3_k_scale_words on 4 rows' words at once, as the x86 kernel does on 8.
-      const uint32x4_t a = row_words(g.rest + 768, half), b = row_words(g.rest + 800, half),
-                       c = row_words(g.rest + 832, half);
-      const uint32x4_t four = vdupq_n_u32(0x0F0F0F0Fu), two = vdupq_n_u32(0x03030303u);
-      const uint32x4_t scale_words[4] = {
-          vorrq_u32(vandq_u32(a, four), vshlq_n_u32(vandq_u32(c, two), 4)),
-          vorrq_u32(vandq_u32(b, four), vshlq_n_u32(vandq_u32(vshrq_n_u32(c, 2), two), 4)),
-          vorrq_u32(vandq_u32(vshrq_n_u32(a, 4), four), vshlq_n_u32(vandq_u32(vshrq_n_u32(c, 4), two), 4)),
-          vorrq_u32(vandq_u32(vshrq_n_u32(b, 4), four), vshlq_n_u32(vandq_u32(vshrq_n_u32(c, 6), two), 4))};
-#pragma GCC unroll 8
-      for (size_t s = 0; s < kSubBlocks; ++s) {
-        step_fence();
-        int8x16_t codes[8];
-        sub_block_codes(codes, g, s, half);
-        const int32x4_t sc0 = vsubq_s32(word_byte_ints(scale_words[s / 2], (2 * s) % 4), vdupq_n_s32(32));
-        const int32x4_t sc1 = vsubq_s32(word_byte_ints(scale_words[s / 2], (2 * s + 1) % 4), vdupq_n_s32(32));
-#pragma GCC unroll 8
-        for (size_t t = 0; t < K; ++t) {
-          const size_t xb = xb0[t] + s;
-          fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, sc0, sc1, d[half], block_bytes(x, xb),
-                             offsets[t], s, x.scale[xb]);
-        }
-      }
-    }
-  }
-};
-
-template <class Arch, class W>
-struct KGroupOps<Arch, BlockQ2_Kx8, W> {
-  using Isa = QuantIsa<Arch>;
-  template <size_t K>
-  static void super_block(NeonLanes *acc, NeonLanes *acc_mins, const BlockQ2_Kx8 &g, size_t, const Q8Activations &x_in,
-                          const size_t *xb0) {
-    const Q8Activations x = x_in;  // its pointers in registers over the step fences
-    // -(dmin * d_x) is (-dmin) * d_x to the bit, so dmin is negated once.
-    float32x4_t d[2], negative_dmin[2];
-    load_scales8<Arch, BlockQ2_Kx8>(g.fields, d);
-    load_scales8<Arch, BlockQ2_Kx8>(g.fields + 8, negative_dmin);
-    int32x4_t half_sums[K][4];
-    for (size_t t = 0; t < K; ++t) super_half_sums<0>(half_sums[t], x, xb0[t]);
-#pragma GCC unroll 2
-    for (size_t half = 0; half < 2; ++half) {
-      negative_dmin[half] = vnegq_f32(negative_dmin[half]);
-#pragma GCC unroll 8
-      for (size_t s = 0; s < kSubBlocks; ++s) {
-        step_fence();
-        int8x16_t codes[8];
-#pragma GCC unroll 8
-        for (size_t k = 0; k < 8; ++k)
-          codes[k] = vreinterpretq_s8_u8(crumb(row_bytes(g.rest + 128 + 256 * (s / 4) + 32 * k, half), s % 4));
-        // Scale bytes 2s and 2s + 1: each 16-value half's scale (low nibble) and min (high).
-        const uint32x4_t word = row_words(g.rest + 32 * (s / 2), half);
-        const uint32x4_t byte0 = word_byte_u32(word, (2 * s) % 4), byte1 = word_byte_u32(word, (2 * s + 1) % 4);
-        const int32x4_t sc0 = vreinterpretq_s32_u32(vandq_u32(byte0, vdupq_n_u32(0x0F)));
-        const int32x4_t sc1 = vreinterpretq_s32_u32(vandq_u32(byte1, vdupq_n_u32(0x0F)));
-        const int32x4_t mn0 = vreinterpretq_s32_u32(vshrq_n_u32(byte0, 4));
-        const int32x4_t mn1 = vreinterpretq_s32_u32(vshrq_n_u32(byte1, 4));
-#pragma GCC unroll 8
-        for (size_t t = 0; t < K; ++t) {
-          const size_t xb = xb0[t] + s;
-          fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, sc0, sc1, d[half], block_bytes(x, xb), nullptr,
-                             s, x.scale[xb]);
-          const int32x4_t m = mla_lane(mul_lane(mn0, half_sums[t][s / 2], (2 * s) % 4), mn1, half_sums[t][s / 2],
-                                       (2 * s + 1) % 4);
-          float32x4_t &min_lanes = half == 0 ? acc_mins[t].lo : acc_mins[t].hi;
-          min_lanes = Isa::fma(min_lanes, vcvtq_f32_s32(m), vmulq_n_f32(negative_dmin[half], x.scale[xb]));
-        }
-      }
-    }
-  }
-};
-
-template <class W>
-inline void store_rows(float *out, NeonLanes acc, NeonLanes mins) {
-  vst1q_f32(out, vaddq_f32(acc.lo, mins.lo));
-  vst1q_f32(out + 4, vaddq_f32(acc.hi, mins.hi));
-}
-#endif  // __ARM_NEON
+namespace mote::kernels::simd {
 
 #if defined(__AVX2__) || defined(__ARM_NEON)
 template <class Arch, class W>
 struct KGroupOps<Arch, BlockQ4_Kx8, W> : KMinGroupOps<Arch, BlockQ4_Kx8, W> {};
 template <class Arch, class W>
 struct KGroupOps<Arch, BlockQ5_Kx8, W> : KMinGroupOps<Arch, BlockQ5_Kx8, W> {};
+
+// Whether a type's steps decode in sub-block pairs (Ops::super_block_paired: one token, AVX-512
+// VNNI); false where the type has no such step on this ISA.
+template <class Ops, class = void>
+struct PairedDecode : std::false_type {};
+template <class Ops>
+struct PairedDecode<Ops, std::void_t<decltype(Ops::kPairedDecode)>> : std::bool_constant<Ops::kPairedDecode> {};
 
 // W::kGroups groups of 8 rows from `group` (each n_super blocks) against K tokens from token0,
 // every super-block.
@@ -843,7 +633,12 @@ inline void k_group_tile(float *out, size_t out_stride, const Group *group, size
     prefetch_ahead<W, sizeof(Group)>(group, next, sb * sizeof(Group));
     size_t xb0[K];
     for (size_t t = 0; t < K; ++t) xb0[t] = ((token0 + t) * n_super + sb) * kSubBlocks;
-    KGroupOps<Arch, Group, W>::template super_block<K>(acc, mins, group[sb], next, x, xb0);
+    using Ops = KGroupOps<Arch, Group, W>;
+    if constexpr (K == 1 && PairedDecode<Ops>::value) {
+      Ops::super_block_paired(acc[0], mins[0], group[sb], x, xb0[0]);
+    } else {
+      Ops::template super_block<K>(acc, mins, group[sb], next, x, xb0);
+    }
   }
 #pragma GCC unroll 8
   for (size_t t = 0; t < K; ++t) store_rows<W>(out + (token0 + t) * out_stride, acc[t], mins[t]);
