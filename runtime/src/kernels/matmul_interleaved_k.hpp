@@ -138,22 +138,36 @@ inline __m512i half_sums(const Q8Activations &x, size_t xb_low, size_t xb_high, 
   return zmm_halves(_mm256_set1_epi32(x.half_sum[2 * xb_low + e]), _mm256_set1_epi32(x.half_sum[2 * xb_high + e]));
 }
 
-// Types scaled per 16 values (q6_k, q3_k, q2_k), sub-blocks in the halves at activation blocks xb_low
-// and xb_high: per row sc0 * h0 + sc1 * h1, h the dot of (code - kOffset) with each 16-value
-// half's activations (fold_sixteen's integers); codes(k) unpacks quad k (each as its dot needs it).
-template <class Arch, int kOffset, class Codes>
-inline __m512i paired_sixteen(Codes codes, __m512i sc0, __m512i sc1, const Q8Activations &x, size_t xb_low,
-                              size_t xb_high) {
-  const __m512i xs = activation_halves(x, xb_low, xb_high);
-  __m512i h[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-#pragma GCC unroll 8
-  for (size_t k = 0; k < 8; ++k) h[k / 4] = _mm512_dpbusd_epi32(h[k / 4], codes(k), BlockPairs<Arch>::quad(xs, k));
-  if constexpr (kOffset != 0) {
-#pragma GCC unroll 2
-    for (size_t e = 0; e < 2; ++e)
-      h[e] = _mm512_sub_epi32(h[e], _mm512_slli_epi32(half_sums(x, xb_low, xb_high, e), log2_exact(kOffset)));
+// Types scaled per 16 values (q6_k, q3_k, q2_k), sub-blocks in the halves at activation blocks
+// xb_low[t] and xb_low[t] + xb_step of K tokens: sums[t] per row sc0 * h0 + sc1 * h1, h the dot of
+// (code - kOffset) with each 16-value half's activations (fold_sixteen's integers); codes(k)
+// unpacks quad k once for every token (each as its dots need it).
+template <class Arch, int kOffset, size_t K, class Codes>
+inline void paired_sixteen(__m512i *sums, Codes codes, __m512i sc0, __m512i sc1, const Q8Activations &x,
+                           const size_t *xb_low, size_t xb_step) {
+  __m512i xs[K], h[K][2];
+#pragma GCC unroll 4
+  for (size_t t = 0; t < K; ++t) {
+    xs[t] = activation_halves(x, xb_low[t], xb_low[t] + xb_step);
+    h[t][0] = h[t][1] = _mm512_setzero_si512();
   }
-  return _mm512_add_epi32(_mm512_mullo_epi32(sc0, h[0]), _mm512_mullo_epi32(sc1, h[1]));
+#pragma GCC unroll 8
+  for (size_t k = 0; k < 8; ++k) {
+    const __m512i c = codes(k);
+#pragma GCC unroll 4
+    for (size_t t = 0; t < K; ++t) h[t][k / 4] = _mm512_dpbusd_epi32(h[t][k / 4], c, BlockPairs<Arch>::quad(xs[t], k));
+  }
+#pragma GCC unroll 4
+  for (size_t t = 0; t < K; ++t) {
+    if constexpr (kOffset != 0) {
+#pragma GCC unroll 2
+      for (size_t e = 0; e < 2; ++e) {
+        const __m512i offsets = half_sums(x, xb_low[t], xb_low[t] + xb_step, e);
+        h[t][e] = _mm512_sub_epi32(h[t][e], _mm512_slli_epi32(offsets, log2_exact(kOffset)));
+      }
+    }
+    sums[t] = _mm512_add_epi32(_mm512_mullo_epi32(sc0, h[t][0]), _mm512_mullo_epi32(sc1, h[t][1]));
+  }
 }
 
 // acc + sums * d * d_x of sub-block s's activation block, Rows8's float step on half `half`.
@@ -291,16 +305,22 @@ struct KMinGroupOps {
   // high half. q5: the high half's nibbles shifted down (its d is not d / 16), and bits 2j,
   // 2j + 1 of the qh bytes moved to bit 4 in each half by a 16-bit shift of its own (left by
   // 4 - s, right by s - 4).
-  static constexpr bool kPairedDecode = kVnniDots && std::is_same_v<W, Rows8<Arch>>;
-  static void super_block_paired(Floats &acc, Floats &acc_min, const Group &g, const Q8Activations &x, size_t xb0) {
+  static constexpr size_t kPairedTokens = kVnniDots && std::is_same_v<W, Rows8<Arch>> ? 2 : 0;
+  template <size_t K>
+  static void super_block_paired(Floats *acc, Floats *acc_mins, const Group &g, const Q8Activations &x,
+                                 const size_t *xb0) {
     const Factors f = factors(g, 0);
     const __m512i four = _mm512_set1_epi8(0x0F);
     const __m512i nibbles = _mm512_inserti64x4(four, _mm256_set1_epi8(static_cast<char>(0xF0)), 1);
     const __m512i nibble_shift = zmm_halves16(0, 4);
 #pragma GCC unroll 4
     for (size_t j = 0; j < kSubBlocks / 2; ++j) {
-      const __m512i xs = BlockPairs<Arch>::quads(x.q + (xb0 + 2 * j) * kQuantBlock);
-      __m512i chains[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+      __m512i xs[K], chains[K][2];
+#pragma GCC unroll 4
+      for (size_t t = 0; t < K; ++t) {
+        xs[t] = BlockPairs<Arch>::quads(x.q + (xb0[t] + 2 * j) * kQuantBlock);
+        chains[t][0] = chains[t][1] = _mm512_setzero_si512();
+      }
       const int s = static_cast<int>(2 * j);
 #pragma GCC unroll 8
       for (size_t k = 0; k < 8; ++k) {
@@ -316,12 +336,18 @@ struct KMinGroupOps {
           static_assert(kHighNibblesInPlace, "q4's high half takes d / 16");
           codes = _mm512_and_si512(v, nibbles);
         }
-        chains[k % 2] = _mm512_dpbusd_epi32(chains[k % 2], codes, BlockPairs<Arch>::quad(xs, k));
+#pragma GCC unroll 4
+        for (size_t t = 0; t < K; ++t)
+          chains[t][k % 2] = _mm512_dpbusd_epi32(chains[t][k % 2], codes, BlockPairs<Arch>::quad(xs[t], k));
       }
-      const __m512i sums = _mm512_add_epi32(chains[0], chains[1]);
-      add_sub_block(acc, acc_min, _mm512_castsi512_si256(sums), f.d_sub(2 * j), f.m_sub(2 * j), x, xb0 + 2 * j);
-      add_sub_block(acc, acc_min, _mm512_extracti64x4_epi64(sums, 1), f.d_sub(2 * j + 1), f.m_sub(2 * j + 1), x,
-                    xb0 + 2 * j + 1);
+#pragma GCC unroll 4
+      for (size_t t = 0; t < K; ++t) {
+        const __m512i sums = _mm512_add_epi32(chains[t][0], chains[t][1]);
+        const size_t xb = xb0[t] + 2 * j;
+        add_sub_block(acc[t], acc_mins[t], _mm512_castsi512_si256(sums), f.d_sub(2 * j), f.m_sub(2 * j), x, xb);
+        add_sub_block(acc[t], acc_mins[t], _mm512_extracti64x4_epi64(sums, 1), f.d_sub(2 * j + 1), f.m_sub(2 * j + 1),
+                      x, xb + 1);
+      }
     }
   }
 #endif
@@ -385,8 +411,10 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   // Decoding in sub-block pairs (zmm_halves): sub-blocks j and j + 2 of a half share their ql
   // bytes (low and high nibbles) and qh quads (bits 2j, 2j + 1 and 2j + 4, 2j + 5); their sums
   // are all made before the float steps, which go in sub-block order.
-  static constexpr bool kPairedDecode = std::is_same_v<W, Rows8<Arch>>;
-  static void super_block_paired(Floats &acc, Floats &, const BlockQ6_Kx8 &g, const Q8Activations &x, size_t xb0) {
+  static constexpr size_t kPairedTokens = std::is_same_v<W, Rows8<Arch>> ? 2 : 0;
+  template <size_t K>
+  static void super_block_paired(Floats *acc, Floats *, const BlockQ6_Kx8 &g, const Q8Activations &x,
+                                 const size_t *xb0) {
     const Floats d = W::halves(g.fields, 0);
     const __m512i four = _mm512_set1_epi8(0x0F), high_bits = _mm512_set1_epi8(0x30);
     // Per half: ql's high nibbles for the second sub-block; qh bits 0-1 | 4-5 and (after a shift
@@ -396,7 +424,7 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
     for (size_t half = 0; half < 2; ++half) {
       const __m512i scale_words =
           zmm_halves(W::load(&g, 0, kRest + 1536 + 64 * half), W::load(&g, 0, kRest + 1536 + 64 * half + 32));
-      __m512i sums[2];  // sub-blocks (4 half, 4 half + 2) and (4 half + 1, 4 half + 3)
+      __m512i sums[2][K];  // sub-blocks (4 half, 4 half + 2) and (4 half + 1, 4 half + 3) of each token
 #pragma GCC unroll 2
       for (size_t p = 0; p < 2; ++p) {
         const auto codes = [&](size_t k) {
@@ -406,12 +434,17 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
           return _mm512_or_si512(_mm512_and_si512(_mm512_srlv_epi16(ql, nibble_shift), four),
                                  _mm512_and_si512(moved, high_bits));
         };
-        const size_t xb = xb0 + 4 * half + p;
-        sums[p] = paired_sixteen<Arch, 32>(codes, Rows16<Arch>::signed_byte(scale_words, 2 * p),
-                                           Rows16<Arch>::signed_byte(scale_words, 2 * p + 1), x, xb, xb + 2);
+        size_t xb[K];
+        for (size_t t = 0; t < K; ++t) xb[t] = xb0[t] + 4 * half + p;
+        paired_sixteen<Arch, 32, K>(sums[p], codes, Rows16<Arch>::signed_byte(scale_words, 2 * p),
+                                    Rows16<Arch>::signed_byte(scale_words, 2 * p + 1), x, xb, 2);
       }
 #pragma GCC unroll 4
-      for (size_t j = 0; j < 4; ++j) acc = add_paired_rows<W>(acc, sums[j % 2], j / 2, d, x, xb0 + 4 * half + j);
+      for (size_t j = 0; j < 4; ++j) {
+#pragma GCC unroll 4
+        for (size_t t = 0; t < K; ++t)
+          acc[t] = add_paired_rows<W>(acc[t], sums[j % 2][t], j / 2, d, x, xb0[t] + 4 * half + j);
+      }
     }
   }
 #endif
@@ -460,8 +493,13 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__)
   // Decoding in sub-block pairs (zmm_halves): sub-blocks 2j and 2j + 1 share their qs bytes
   // (bits 2s, 2s + 1) and every hmask quad (bit s), and their 6-bit scales sit in one word.
-  static constexpr bool kPairedDecode = std::is_same_v<W, Rows8<Arch>>;
-  static void super_block_paired(Floats &acc, Floats &, const BlockQ3_Kx8 &g, const Q8Activations &x, size_t xb0) {
+  static constexpr size_t kPairedTokens = std::is_same_v<W, Rows8<Arch>> ? 1 : 0;
+  template <size_t K>
+  static void super_block_paired(Floats *acc_of, Floats *, const BlockQ3_Kx8 &g, const Q8Activations &x,
+                                 const size_t *xb0_of) {
+    static_assert(K == 1, "q3_kx8 pairs decode one token");
+    Floats &acc = acc_of[0];
+    const size_t xb0 = xb0_of[0];
     const Floats d = W::halves(g.fields, 0);
     Ints words[4];
     scale_words(words, g, 0);
@@ -486,7 +524,9 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
             zmm_halves(_mm256_broadcastsi128_si256(byte_picker(e)), _mm256_broadcastsi128_si256(byte_picker(e + 2)));
         return _mm512_sub_epi32(_mm512_shuffle_epi8(scales, picker), thirty_two);
       };
-      const __m512i sums = paired_sixteen<Arch, 4>(codes, scale(0), scale(1), x, xb0 + s, xb0 + s + 1);
+      const size_t xb = xb0 + s;
+      __m512i sums;
+      paired_sixteen<Arch, 4, 1>(&sums, codes, scale(0), scale(1), x, &xb, 1);
       acc = add_paired_rows<W>(acc, sums, 0, d, x, xb0 + s);
       acc = add_paired_rows<W>(acc, sums, 1, d, x, xb0 + s + 1);
     }
@@ -530,9 +570,13 @@ struct KGroupOps<Arch, BlockQ2_Kx8, W> {
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__)
   // Decoding in sub-block pairs (zmm_halves): sub-blocks 2j and 2j + 1 share their qs bytes
   // (bits 2s, 2s + 1), and their scale | min bytes are bytes 0-1 and 2-3 of one word.
-  static constexpr bool kPairedDecode = std::is_same_v<W, Rows8<Arch>>;
-  static void super_block_paired(Floats &acc, Floats &acc_min, const BlockQ2_Kx8 &g, const Q8Activations &x,
-                                 size_t xb0) {
+  static constexpr size_t kPairedTokens = std::is_same_v<W, Rows8<Arch>> ? 1 : 0;
+  template <size_t K>
+  static void super_block_paired(Floats *acc_of, Floats *acc_min_of, const BlockQ2_Kx8 &g, const Q8Activations &x,
+                                 const size_t *xb0_of) {
+    static_assert(K == 1, "q2_kx8 pairs decode one token");
+    Floats &acc = acc_of[0], &acc_min = acc_min_of[0];
+    const size_t xb0 = xb0_of[0];
     const Floats d = W::halves(g.fields, 0), dmin = W::halves(g.fields + 8, 0);
     const __m512i two = _mm512_set1_epi8(0x03), four = _mm512_set1_epi32(0x0F);
 #pragma GCC unroll 4
@@ -549,8 +593,8 @@ struct KGroupOps<Arch, BlockQ2_Kx8, W> {
                                                     _mm256_broadcastsi128_si256(byte_picker(e + 2))));
       };
       const __m512i byte0 = byte(0), byte1 = byte(1);
-      const __m512i sums =
-          paired_sixteen<Arch, 0>(codes, _mm512_and_si512(byte0, four), _mm512_and_si512(byte1, four), x, xb, xb + 1);
+      __m512i sums;
+      paired_sixteen<Arch, 0, 1>(&sums, codes, _mm512_and_si512(byte0, four), _mm512_and_si512(byte1, four), x, &xb, 1);
       const __m512i mins =
           _mm512_add_epi32(_mm512_mullo_epi32(_mm512_srli_epi32(byte0, 4), half_sums(x, xb, xb + 1, 0)),
                            _mm512_mullo_epi32(_mm512_srli_epi32(byte1, 4), half_sums(x, xb, xb + 1, 1)));
@@ -613,12 +657,13 @@ struct KGroupOps<Arch, BlockQ4_Kx8, W> : KMinGroupOps<Arch, BlockQ4_Kx8, W> {};
 template <class Arch, class W>
 struct KGroupOps<Arch, BlockQ5_Kx8, W> : KMinGroupOps<Arch, BlockQ5_Kx8, W> {};
 
-// Whether a type's steps decode in sub-block pairs (Ops::super_block_paired: one token, AVX-512
-// VNNI); false where the type has no such step on this ISA.
+// Up to how many tokens a type's steps run in sub-block pairs (Ops::super_block_paired, AVX-512
+// VNNI, one group); 0 where the type has no such step on this ISA.
 template <class Ops, class = void>
-struct PairedDecode : std::false_type {};
+struct PairedTokens : std::integral_constant<size_t, 0> {};
 template <class Ops>
-struct PairedDecode<Ops, std::void_t<decltype(Ops::kPairedDecode)>> : std::bool_constant<Ops::kPairedDecode> {};
+struct PairedTokens<Ops, std::void_t<decltype(Ops::kPairedTokens)>>
+    : std::integral_constant<size_t, Ops::kPairedTokens> {};
 
 // W::kGroups groups of 8 rows from `group` (each n_super blocks) against K tokens from token0,
 // every super-block.
@@ -634,8 +679,8 @@ inline void k_group_tile(float *out, size_t out_stride, const Group *group, size
     size_t xb0[K];
     for (size_t t = 0; t < K; ++t) xb0[t] = ((token0 + t) * n_super + sb) * kSubBlocks;
     using Ops = KGroupOps<Arch, Group, W>;
-    if constexpr (K == 1 && PairedDecode<Ops>::value) {
-      Ops::super_block_paired(acc[0], mins[0], group[sb], x, xb0[0]);
+    if constexpr (K <= PairedTokens<Ops>::value) {
+      Ops::template super_block_paired<K>(acc, mins, group[sb], x, xb0);
     } else {
       Ops::template super_block<K>(acc, mins, group[sb], next, x, xb0);
     }
