@@ -198,7 +198,7 @@ struct KMinGroupOps {
   // 1.04-1.6x avx2_vnni); one token (decode) and the int16 pair sums measured no faster or slower
   // (0.8-1.1x; bench/README.md log, 2026-12-07).
   template <size_t K>
-  static constexpr bool kPairedSubBlocks = kVnniDots &&K > 1;
+  static constexpr bool kPairedSubBlocks = (kVnniDots && K > 1);
 
   // A super-block's factors for every row: d, dmin and k_scales_mins on 8 rows' words at once
   // (a, b, c are bytes 0-3, 4-7, 8-11 of each row).
