@@ -35,6 +35,7 @@ Spread spread(const std::vector<double> &values) {
 
 struct BenchResult {
   uint32_t threads = 0, prompt_tokens = 0, gen_tokens = 0, depth = 0, batch = 0;
+  bool check = false;  // the prompt's pass wrote every position's logits (a speculative check)
   Spread prompt_rate, decode_rate;
   // A reply test (-f): the drafter, and the tokens one forward pass yielded (1 without drafting).
   std::string draft;  // empty: a prompt/decode test
@@ -74,10 +75,17 @@ bool measure(const mote_model &model, const mote_model_info &info, const mote_se
   };
   if (d > 0 && mote_prefill(session, filler.data(), d) != MOTE_OK) return failed();
   std::vector<double> prompt_rates, decode_rates;
+  std::vector<float> every_logit(result->check ? static_cast<size_t>(p) * info.vocab_size : 0);
+  const auto run_prompt = [&] {
+    if (result->check) {
+      return mote_prefill_logits(session, prompt.data(), p, 0, every_logit.data(), every_logit.size());
+    }
+    return mote_prefill(session, prompt.data(), p);
+  };
   for (uint32_t r = 0; r < reps; ++r) {
     if (mote_session_truncate(session, d) != MOTE_OK) return failed();
     const double t0 = now_seconds();
-    if (p > 0 && mote_prefill(session, prompt.data(), prompt.size()) != MOTE_OK) return failed();
+    if (p > 0 && run_prompt() != MOTE_OK) return failed();
     const double t1 = now_seconds();
     if (r == 0) result->first_token_s = t1 - open_start;
     const float *logits = p > 0 ? mote_logits(session) : nullptr;
@@ -202,12 +210,12 @@ void print_results(const std::string &output, const std::string &model_path, mot
           "\"prompt_tokens_per_s\": %.3f, "
           "\"prompt_tokens_per_s_stddev\": %.3f, \"decode_tokens_per_s\": %.3f, \"decode_tokens_per_s_stddev\": %.3f, "
           "\"weight_bytes\": %llu, \"arena_bytes\": %zu, \"decode_weight_gb_per_s\": %.3f, "
-          "\"open_to_first_token_s\": %.4f, \"draft\": \"%s\", \"tokens_per_pass\": %.3f}%s\n",
+          "\"open_to_first_token_s\": %.4f, \"draft\": \"%s\", \"tokens_per_pass\": %.3f, \"check\": %s}%s\n",
           model_path.c_str(), backend_label, mote_isa_name(), r.threads, r.prompt_tokens, r.gen_tokens, r.depth, reps,
           r.batch, kv_name(kv), r.prompt_rate.mean, r.prompt_rate.stddev, r.decode_rate.mean, r.decode_rate.stddev,
           static_cast<unsigned long long>(info.weight_bytes), r.arena_bytes,
           r.decode_rate.mean * static_cast<double>(decode_bytes) / 1e9, r.first_token_s, r.draft.c_str(),
-          r.tokens_per_pass, i + 1 < results.size() ? "," : "");
+          r.tokens_per_pass, r.check ? "true" : "false", i + 1 < results.size() ? "," : "");
     }
     std::printf("]\n");
   } else if (output == "csv") {
@@ -218,7 +226,7 @@ void print_results(const std::string &output, const std::string &model_path, mot
         std::printf("%s,%s,%s,%u,%s,%.3f,%.3f\n", model_path.c_str(), backend_label, mote_isa_name(), r.threads,
                     test_name(kind, tokens, r.depth, &r).c_str(), rate.mean, rate.stddev);
       };
-      row("pp", r.prompt_tokens, r.prompt_rate);
+      row(r.check ? "check" : "pp", r.prompt_tokens, r.prompt_rate);
       row("tg", r.gen_tokens, r.decode_rate);
     }
   } else {
@@ -231,7 +239,7 @@ void print_results(const std::string &output, const std::string &model_path, mot
                     backend_label, mote_isa_name(), r.threads, test_name(kind, tokens, r.depth, &r).c_str(), rate.mean,
                     rate.stddev);
       };
-      row("pp", r.prompt_tokens, r.prompt_rate);
+      row(r.check ? "check" : "pp", r.prompt_tokens, r.prompt_rate);
       row("tg", r.gen_tokens, r.decode_rate);
     }
     std::printf("\nmodel open to first token: %.3f s; decode reads %.2f GB/s of weights (first row; %.1f MB a token)\n",
@@ -321,7 +329,7 @@ int command_bench(int argc, char **argv) {
   KvCacheOptions kv;
   ModelLoadOptions load;
   GrammarOptions grammar;  // -f: the reply's grammar or JSON schema
-  bool gpu = false, json = false;
+  bool gpu = false, json = false, check = false;
   std::vector<uint32_t> threads = {available_cpus()}, prompt_tokens = {128}, gen_tokens = {64}, depths = {0};
   uint32_t reps = 3, batch = mote_session_options_default().batch_size;
   CommandHelp command{
@@ -341,6 +349,9 @@ int command_bench(int argc, char **argv) {
           {"-d|--n-depth", Option::kU32List, &depths, "N,...", "tokens already in the KV cache before each test"},
           {"-r|--repetitions|--reps", Option::kU32, &reps, "N", "repetitions of each combination"},
           {"-b|--batch-size|--batch", Option::kU32, &batch, "N", "prompt tokens per forward pass"},
+          {"--check", Option::kSwitch, &check, nullptr,
+           "the prompt's pass also writes every position's logits, as a speculative check of -p tokens does "
+           "(mote_prefill_logits; tests named checkN)"},
           {"-o|--output", Option::kString, &output, "FORMAT", "md (a markdown table), csv or json"},
           {"--json", Option::kSwitch, &json, nullptr, "the same as -o json"},
           {"--backend", Option::kString, &backend_name, "NAME", "cpu or cuda"},
@@ -433,6 +444,7 @@ int command_bench(int argc, char **argv) {
           result.gen_tokens = n;
           result.depth = d;
           result.batch = batch;
+          result.check = check;
           if (!measure(loaded->model, info, session_options, reps, open_start, &result, &error))
             return report("bench", error, kExitError);
           results.push_back(result);

@@ -267,7 +267,7 @@ struct AmxLayout {
   static void vnni_groups(float *out, size_t out_stride, const Block *w, size_t n, const Q8Activations &x, size_t g0,
                           size_t g_end, size_t t0, size_t n_tokens) {
     if constexpr (kSuperBlocks<Block>)
-      k_group_run<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
+      k_group_run<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens, two_groups_per_tile<Arch>(n_tokens));
     else
       interleaved_groups<Arch>(out, out_stride, w, n, x, g0, g_end, t0, n_tokens);
   }

@@ -412,6 +412,9 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   // bytes (low and high nibbles) and qh quads (bits 2j, 2j + 1 and 2j + 4, 2j + 5); their sums
   // are all made before the float steps, which go in sub-block order.
   static constexpr size_t kPairedTokens = std::is_same_v<W, Rows8<Arch>> ? 2 : 0;
+  // A check of 3-4 tokens runs two paired steps per super-block (the second from L1): 16 rows
+  // and 4 tokens of per-16 sums in a Rows16 tile spill (bench/README.md, 2026-12-07 "checks").
+  static constexpr size_t kPairedSteps = 2;
   template <size_t K>
   static void super_block_paired(Floats *acc, Floats *, const BlockQ6_Kx8 &g, const Q8Activations &x,
                                  const size_t *xb0) {
@@ -664,6 +667,12 @@ struct PairedTokens : std::integral_constant<size_t, 0> {};
 template <class Ops>
 struct PairedTokens<Ops, std::void_t<decltype(Ops::kPairedTokens)>>
     : std::integral_constant<size_t, Ops::kPairedTokens> {};
+// Up to how many tokens a tile runs as paired steps one after another (Ops::kPairedSteps of them).
+template <class Ops, class = void>
+struct PairedTileTokens : PairedTokens<Ops> {};
+template <class Ops>
+struct PairedTileTokens<Ops, std::void_t<decltype(Ops::kPairedSteps)>>
+    : std::integral_constant<size_t, Ops::kPairedSteps * PairedTokens<Ops>::value> {};
 
 // W::kGroups groups of 8 rows from `group` (each n_super blocks) against K tokens from token0,
 // every super-block.
@@ -679,8 +688,13 @@ inline void k_group_tile(float *out, size_t out_stride, const Group *group, size
     size_t xb0[K];
     for (size_t t = 0; t < K; ++t) xb0[t] = ((token0 + t) * n_super + sb) * kSubBlocks;
     using Ops = KGroupOps<Arch, Group, W>;
-    if constexpr (K <= PairedTokens<Ops>::value) {
+    constexpr size_t P = PairedTokens<Ops>::value;
+    if constexpr (K <= P) {
       Ops::template super_block_paired<K>(acc, mins, group[sb], x, xb0);
+    } else if constexpr (K <= PairedTileTokens<Ops>::value) {
+      // The first P tokens, then the rest over the same super-block (in L1 by then).
+      Ops::template super_block_paired<P>(acc, mins, group[sb], x, xb0);
+      Ops::template super_block_paired<K - P>(acc + P, mins + P, group[sb], x, xb0 + P);
     } else {
       Ops::template super_block<K>(acc, mins, group[sb], next, x, xb0);
     }
@@ -708,14 +722,14 @@ inline void k_group_rest(float *out, size_t out_stride, const Group *group, size
 }
 
 // Groups g0 .. g_end - 1 against tokens t0 .. t0 + n - 1 (n <= kKGroupTokens), two groups at a
-// time where two_groups_per_tile says so.
+// time where two_groups says so (AVX-512 only).
 template <class Arch, class Group>
 inline void k_group_run(float *out, size_t out_stride, const Group *w, size_t n_super, const Q8Activations &x,
-                        size_t g0, size_t g_end, size_t t0, size_t n) {
+                        size_t g0, size_t g_end, size_t t0, size_t n, [[maybe_unused]] bool two_groups) {
   constexpr size_t T = kKGroupTokens;
   size_t g = g0;
 #if defined(__AVX512BW__)
-  for (; two_groups_per_tile<Arch>(n) && g + 2 <= g_end; g += 2)
+  for (; two_groups && g + 2 <= g_end; g += 2)
     k_group_rest<Arch, Group, Rows16<Arch>, T>(out + g * kInterleave, out_stride, w + g * n_super, n_super, x, t0, n);
 #endif
 #if defined(__AVX2__)
@@ -737,10 +751,20 @@ inline void k_interleaved_matmul(float *out, size_t out_stride, const Group *w, 
   const size_t group_bytes = n_super * sizeof(Group);
   size_t run = n_tokens <= T ? n_groups : group_bytes < kRowBlockBytes ? kRowBlockBytes / group_bytes : 1;
   run += run % 2;
+  // A check's few tokens run in paired steps one group at a time, a prompt's tiles two groups at
+  // a time (two_groups_per_tile).
+#if defined(__AVX2__)
+  constexpr size_t kPaired = PairedTileTokens<KGroupOps<Arch, Group, Rows8<Arch>>>::value;
+#else
+  constexpr size_t kPaired = 0;
+#endif
+  const bool pairs = n_tokens <= kPaired;
   for (size_t g0 = 0; g0 < n_groups; g0 += run) {
     const size_t g_end = g0 + run < n_groups ? g0 + run : n_groups;
-    for (size_t t = 0; t < n_tokens; t += T)
-      k_group_run<Arch>(out, out_stride, w, n_super, x, g0, g_end, t, n_tokens - t < T ? n_tokens - t : T);
+    for (size_t t = 0; t < n_tokens; t += T) {
+      const size_t n = n_tokens - t < T ? n_tokens - t : T;
+      k_group_run<Arch>(out, out_stride, w, n_super, x, g0, g_end, t, n, two_groups_per_tile<Arch>(n) && !pairs);
+    }
   }
 }
 #else
