@@ -671,6 +671,17 @@ inline void k_group_run(float *out, size_t out_stride, const Group *w, size_t n_
     k_group_rest<Arch, Group, Narrow, T>(out + g * kInterleave, out_stride, w + g * n_super, n_super, x, t0, n);
 }
 
+// Whether a tile of n of the n_tokens reads two groups side by side (AVX-512): a prompt's tiles do
+// (two_groups_per_tile), a check of up to PairedTileTokens runs paired steps one group at a time.
+template <class Arch, class Group>
+inline bool k_two_groups([[maybe_unused]] size_t n_tokens, [[maybe_unused]] size_t n) {
+#if defined(__AVX512BW__)
+  return two_groups_per_tile<Arch>(n) && n_tokens > PairedTileTokens<KGroupOps<Arch, Group, Rows8<Arch>>>::value;
+#else
+  return false;
+#endif
+}
+
 template <class Arch, class Group>
 inline void k_interleaved_matmul(float *out, size_t out_stride, const Group *w, const Q8Activations &x, size_t rows,
                                  size_t cols, size_t n_tokens) {
@@ -681,19 +692,11 @@ inline void k_interleaved_matmul(float *out, size_t out_stride, const Group *w, 
   const size_t group_bytes = n_super * sizeof(Group);
   size_t run = n_tokens <= T ? n_groups : group_bytes < kRowBlockBytes ? kRowBlockBytes / group_bytes : 1;
   run += run % 2;
-  // A check's few tokens run in paired steps one group at a time, a prompt's tiles two groups at
-  // a time (two_groups_per_tile).
-#if defined(__AVX2__)
-  constexpr size_t kPaired = PairedTileTokens<KGroupOps<Arch, Group, Rows8<Arch>>>::value;
-#else
-  constexpr size_t kPaired = 0;
-#endif
-  const bool pairs = n_tokens <= kPaired;
   for (size_t g0 = 0; g0 < n_groups; g0 += run) {
     const size_t g_end = g0 + run < n_groups ? g0 + run : n_groups;
     for (size_t t = 0; t < n_tokens; t += T) {
       const size_t n = n_tokens - t < T ? n_tokens - t : T;
-      k_group_run<Arch>(out, out_stride, w, n_super, x, g0, g_end, t, n, two_groups_per_tile<Arch>(n) && !pairs);
+      k_group_run<Arch>(out, out_stride, w, n_super, x, g0, g_end, t, n, k_two_groups<Arch, Group>(n_tokens, n));
     }
   }
 }
