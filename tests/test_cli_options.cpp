@@ -173,6 +173,13 @@ TEST_CASE("cli: bench takes comma lists and prints md, csv or one JSON array") {
   unsetenv("MOTE_ISA");
   CHECK(ignored.code == 0);
   CHECK(ignored.out.find("," + std::string(mote_isa_name()) + ",") != std::string::npos);
+  // --check times the prompt as a speculative check: every position's logits (checkN, "check": true).
+  const Result check = run_cli(bench + "-t 1 --check -o csv");
+  CHECK(check.code == 0);
+  CHECK(check.out.find(",check4,") != std::string::npos);
+  CHECK(check.out.find(",pp4,") == std::string::npos);
+  CHECK(run_cli(bench + "-t 1 --check -o json").out.find("\"check\": true") != std::string::npos);
+  CHECK(json.out.find("\"check\": false") != std::string::npos);
   expect_error(bench + "-o yaml", 2, "-o must be md, csv or json");
   expect_error(bench + "-t 1,x", 2, "invalid value '1,x' for --threads");
 }
