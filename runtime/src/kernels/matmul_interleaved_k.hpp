@@ -342,9 +342,10 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   // bytes (low and high nibbles) and qh quads (bits 2j, 2j + 1 and 2j + 4, 2j + 5); their sums
   // are all made before the float steps, which go in sub-block order.
   static constexpr size_t kPairedTokens = std::is_same_v<W, Rows8<Arch>> ? 2 : 0;
-  // A check of 3-4 tokens runs two paired steps per super-block (the second from L1): 16 rows
-  // and 4 tokens of per-16 sums in a Rows16 tile spill (bench/README.md, 2026-12-07 "checks").
-  static constexpr size_t kPairedSteps = 2;
+  // A check of up to this many tokens runs paired steps, a tile of 3-4 tokens two per super-block
+  // (the second from L1): 16 rows and 4 tokens of per-16 sums in a Rows16 tile spill
+  // (bench/README.md, 2026-12-07 "a check's real cost").
+  static constexpr size_t kPairedCheckTokens = 8;
   template <size_t K>
   static void super_block_paired(Floats *acc, Floats *, const BlockQ6_Kx8 &g, const Q8Activations &x,
                                  const size_t *xb0) {
@@ -597,12 +598,13 @@ struct PairedTokens : std::integral_constant<size_t, 0> {};
 template <class Ops>
 struct PairedTokens<Ops, std::void_t<decltype(Ops::kPairedTokens)>>
     : std::integral_constant<size_t, Ops::kPairedTokens> {};
-// Up to how many tokens a tile runs as paired steps one after another (Ops::kPairedSteps of them).
+// Up to how many tokens a matmul (a speculative check) runs in paired steps, one group at a time
+// (Ops::kPairedCheckTokens; PairedTokens where the type has none).
 template <class Ops, class = void>
-struct PairedTileTokens : PairedTokens<Ops> {};
+struct PairedCheckTokens : PairedTokens<Ops> {};
 template <class Ops>
-struct PairedTileTokens<Ops, std::void_t<decltype(Ops::kPairedSteps)>>
-    : std::integral_constant<size_t, Ops::kPairedSteps * PairedTokens<Ops>::value> {};
+struct PairedCheckTokens<Ops, std::void_t<decltype(Ops::kPairedCheckTokens)>>
+    : std::integral_constant<size_t, Ops::kPairedCheckTokens> {};
 
 // W::kGroups groups of 8 rows from `group` (each n_super blocks) against K tokens from token0,
 // every super-block.
@@ -621,7 +623,7 @@ inline void k_group_tile(float *out, size_t out_stride, const Group *group, size
     constexpr size_t P = PairedTokens<Ops>::value;
     if constexpr (K <= P) {
       Ops::template super_block_paired<K>(acc, mins, group[sb], x, xb0);
-    } else if constexpr (K <= PairedTileTokens<Ops>::value) {
+    } else if constexpr (K <= 2 * P && K <= PairedCheckTokens<Ops>::value) {
       // The first P tokens, then the rest over the same super-block (in L1 by then).
       Ops::template super_block_paired<P>(acc, mins, group[sb], x, xb0);
       Ops::template super_block_paired<K - P>(acc + P, mins + P, group[sb], x, xb0 + P);
@@ -672,11 +674,11 @@ inline void k_group_run(float *out, size_t out_stride, const Group *w, size_t n_
 }
 
 // Whether a tile of n of the n_tokens reads two groups side by side (AVX-512): a prompt's tiles do
-// (two_groups_per_tile), a check of up to PairedTileTokens runs paired steps one group at a time.
+// (two_groups_per_tile), a check of up to PairedCheckTokens runs paired steps one group at a time.
 template <class Arch, class Group>
 inline bool k_two_groups([[maybe_unused]] size_t n_tokens, [[maybe_unused]] size_t n) {
 #if defined(__AVX512BW__)
-  return two_groups_per_tile<Arch>(n) && n_tokens > PairedTileTokens<KGroupOps<Arch, Group, Rows8<Arch>>>::value;
+  return two_groups_per_tile<Arch>(n) && n_tokens > PairedCheckTokens<KGroupOps<Arch, Group, Rows8<Arch>>>::value;
 #else
   return false;
 #endif
