@@ -342,10 +342,10 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   // bytes (low and high nibbles) and qh quads (bits 2j, 2j + 1 and 2j + 4, 2j + 5); their sums
   // are all made before the float steps, which go in sub-block order.
   static constexpr size_t kPairedTokens = std::is_same_v<W, Rows8<Arch>> ? 2 : 0;
-  // A check of up to this many tokens runs paired steps, a tile of 3-4 tokens two per super-block
-  // (the second from L1): 16 rows and 4 tokens of per-16 sums in a Rows16 tile spill
-  // (bench/README.md, 2026-12-07 "a check's real cost").
-  static constexpr size_t kPairedCheckTokens = 8;
+  // A matmul of up to this many tokens (a check of a full draft and more) runs paired steps, a
+  // tile of 3-4 tokens two per super-block (the second from L1): 16 rows and 4 tokens of per-16
+  // sums in a Rows16 tile spill (bench/README.md, 2026-12-07 "a check's real cost").
+  static constexpr size_t kPairedCheckTokens = 16;
   template <size_t K>
   static void super_block_paired(Floats *acc, Floats *, const BlockQ6_Kx8 &g, const Q8Activations &x,
                                  const size_t *xb0) {
