@@ -108,7 +108,6 @@ inline void fold_sixteen(typename W::Floats *acc, const typename W::Ints *codes,
   }
 }
 
-
 // q4_kx8 and q5_kx8. rest: the 12 scale bytes (quads 0-2), q5's qh (quads 3-10), then qs.
 template <class Arch, class Group, class W>
 struct KMinGroupOps {
