@@ -27,6 +27,20 @@ inline void fold_sixteen(float32x4_t &lanes, const int8x16_t *codes, int32x4_t s
   lanes = QuantIsa<Arch>::fma(lanes, vcvtq_f32_s32(sums), vmulq_n_f32(d, d_x));
 }
 
+// fold_sixteen of sub-block s for K tokens on one half's rows (q6_k, q3_k: each token's offsets
+// from its half sums).
+template <class Arch, size_t K>
+inline void fold_sixteen_tokens(NeonLanes *acc, size_t half, const int8x16_t *codes, int32x4_t sc0, int32x4_t sc1,
+                                float32x4_t d, const Q8Activations &x, const int32x4_t (*offsets)[4], const size_t *xb0,
+                                size_t s) {
+#pragma GCC unroll 8
+  for (size_t t = 0; t < K; ++t) {
+    const size_t xb = xb0[t] + s;
+    fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, sc0, sc1, d, block_bytes(x, xb), offsets[t], s,
+                       x.scale[xb]);
+  }
+}
+
 // One group's 8 rows as two q registers' lanes.
 template <class Arch>
 struct NeonRows8 {
@@ -143,12 +157,7 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
         sub_block_codes(codes, g, s / 4, s % 4, half);
         const int32x4_t sc0 = word_byte_signed(words[s / 2], (2 * s) % 4);
         const int32x4_t sc1 = word_byte_signed(words[s / 2], (2 * s + 1) % 4);
-#pragma GCC unroll 8
-        for (size_t t = 0; t < K; ++t) {
-          const size_t xb = xb0[t] + s;
-          fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, sc0, sc1, d[half], block_bytes(x, xb),
-                             offsets[t], s, x.scale[xb]);
-        }
+        fold_sixteen_tokens<Arch, K>(acc, half, codes, sc0, sc1, d[half], x, offsets, xb0, s);
       }
     }
   }
@@ -194,12 +203,7 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
         sub_block_codes(codes, g, s, half);
         const int32x4_t sc0 = vsubq_s32(word_byte_ints(scale_words[s / 2], (2 * s) % 4), vdupq_n_s32(32));
         const int32x4_t sc1 = vsubq_s32(word_byte_ints(scale_words[s / 2], (2 * s + 1) % 4), vdupq_n_s32(32));
-#pragma GCC unroll 8
-        for (size_t t = 0; t < K; ++t) {
-          const size_t xb = xb0[t] + s;
-          fold_sixteen<Arch>(half == 0 ? acc[t].lo : acc[t].hi, codes, sc0, sc1, d[half], block_bytes(x, xb),
-                             offsets[t], s, x.scale[xb]);
-        }
+        fold_sixteen_tokens<Arch, K>(acc, half, codes, sc0, sc1, d[half], x, offsets, xb0, s);
       }
     }
   }
