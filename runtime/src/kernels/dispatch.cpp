@@ -35,6 +35,7 @@ struct X86Features {
   bool avx2_vnni = false;    // AVX-VNNI (VEX vpdpbusd)
   bool avx512_vnni = false;  // AVX-512 VNNI (EVEX vpdpbusd, its 256-bit form through VL)
   bool avx512_amx = false;   // and AMX-TILE, AMX-INT8 with the tile state granted by the OS
+  bool zmm_in_halves = false;  // 512-bit operations run as two 256-bit halves (AMD Zen 4)
 };
 
 // Asked of cpuid directly: clang 14's __builtin_cpu_supports knows neither "f16c" nor "avxvnni".
@@ -60,6 +61,17 @@ bool amx_granted() {
 #endif
 }
 
+// AMD family 19h: Zen 3 and Zen 4, of which Zen 4 alone has AVX-512, and runs each 512-bit
+// operation as two 256-bit halves (its vpdpbusd and vpermd on zmm one per cycle, on ymm two).
+bool amd_family_19h() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return false;
+  const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "Auth" "enti" "cAMD"
+  if (!amd || __get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+  const unsigned base = (a >> 8) & 0xFu, extended = (a >> 20) & 0xFFu;
+  return (base == 0xFu ? base + extended : base) == 0x19u;
+}
+
 X86Features detect_x86_features() {
   __builtin_cpu_init();  // may run before libgcc's own constructor has filled the answers
   X86Features features;
@@ -72,6 +84,7 @@ X86Features detect_x86_features() {
   features.avx512_vnni = features.avx512 && cpuid_bit(7, 0, kEcx, 1u << 11);        // CPUID.(7,0):ECX AVX512_VNNI
   features.avx512_amx = features.avx512_vnni && cpuid_bit(7, 0, kEdx, 1u << 24) &&  // CPUID.(7,0):EDX AMX-TILE
                         cpuid_bit(7, 0, kEdx, 1u << 25) && amx_granted();           // and AMX-INT8
+  features.zmm_in_halves = features.avx512 && amd_family_19h();
   return features;
 }
 
@@ -127,6 +140,11 @@ const KernelTable *kernels_for(Isa isa) {
       if (x86_features().avx512_vnni) return &avx512_vnni_kernels();
 #endif
       return nullptr;
+    case Isa::avx512_vnni_ymm:
+#if defined(MOTE_HAVE_AVX512_VNNI)
+      if (x86_features().avx512_vnni) return &avx512_vnni_ymm_kernels();
+#endif
+      return nullptr;
     case Isa::neon:
 #if defined(MOTE_HAVE_NEON)
       return &neon_kernels();
@@ -143,6 +161,19 @@ const KernelTable *kernels_for(Isa isa) {
   return nullptr;
 }
 
+namespace {
+// Tables MOTE_ISA may name that the automatic choice passes over on this CPU: avx512_vnni where
+// 512-bit operations run as halves (there avx512_vnni_ymm decodes faster: isa_list.inc), and
+// avx512_vnni_ymm everywhere else.
+bool passed_over([[maybe_unused]] Isa isa) {
+#if defined(MOTE_DETECT_X86)
+  if (isa == Isa::avx512_vnni) return x86_features().zmm_in_halves;
+  if (isa == Isa::avx512_vnni_ymm) return !x86_features().zmm_in_halves;
+#endif
+  return false;
+}
+}  // namespace
+
 const KernelTable &best_kernels() {
   static const KernelTable *const best = [] {
   // MOTE_ISA=name (a table of isa_list.inc this CPU runs) picks that table, e.g. to compare
@@ -153,6 +184,7 @@ const KernelTable &best_kernels() {
     }
 #endif
     for (Isa isa : kIsasFastestFirst) {
+      if (passed_over(isa)) continue;
       if (const KernelTable *table = kernels_for(isa)) return table;
     }
     return &kScalarTable;

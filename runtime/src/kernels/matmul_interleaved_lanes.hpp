@@ -15,6 +15,18 @@
 
 namespace mote::kernels::simd {
 
+// Whether a table decodes (one token) the K types one sub-block per ymm (Rows8) rather than two
+// per zmm (super_block_paired): its quantized kernels' tag says so with `kDecodeInYmm = true`.
+// For CPUs whose 512-bit operations run as two 256-bit halves (AMD Zen 4: the avx512_vnni_ymm
+// table, kernels_avx512_vnni.cpp), where a zmm's shuffles cost two of a ymm's and the pairs
+// decode slower. The 32-value types keep BlockPairs there: faster in L2 in ymm (1.26-1.44x) but
+// no faster in a model's decode (SmolLM2 Q4_1 256.8, 260.3 -> 248.0, 236.2 tok/s; bench/README.md
+// "a Zen 4 host").
+template <class Arch, class = void>
+struct DecodesInYmm : std::false_type {};
+template <class Arch>
+struct DecodesInYmm<Arch, std::void_t<decltype(Arch::kDecodeInYmm)>> : std::bool_constant<Arch::kDecodeInYmm> {};
+
 // How far ahead of its reads a tile asks for weights, in each group it reads (a prefetch never
 // faults, even past a matrix's end). A core streaming from DRAM needs about latency x bandwidth
 // (~100 ns x 33 GB/s, 3.3 KB) in flight; 2048 left it waiting, worst where a batch of 2-8 tokens

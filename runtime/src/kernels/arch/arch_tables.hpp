@@ -20,6 +20,7 @@ const KernelTable &avx2_vnni_kernels();  // kernels_avx2_vnni.cpp: avx2's table,
 #endif
 #if defined(MOTE_HAVE_AVX512_VNNI)
 const KernelTable &avx512_vnni_kernels();  // kernels_avx512_vnni.cpp: avx512's, VNNI products
+const KernelTable &avx512_vnni_ymm_kernels();  // the same, K decode in ymm (512-bit halves)
 #endif
 #if defined(MOTE_HAVE_AVX512_AMX)
 const KernelTable &avx512_amx_kernels();  // kernels_avx512_amx.cpp: avx512_vnni's, AMX prefill

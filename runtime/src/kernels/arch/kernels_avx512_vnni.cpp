@@ -16,10 +16,21 @@ namespace mote::kernels {
 
 namespace {
 struct Avx512Vnni {};  // this TU's own instantiations of the quantized kernels
+// avx512_vnni_ymm's: the same products, the K types decoding one sub-block per ymm (Rows8)
+// instead of two per zmm (matmul_interleaved_lanes.hpp's DecodesInYmm); the same bits.
+struct Avx512VnniYmm {
+  static constexpr bool kDecodeInYmm = true;
+};
 }  // namespace
 
 const KernelTable &avx512_vnni_kernels() {
   static const KernelTable table = with_quant_products<Avx512Vnni>(avx512_kernels(), Isa::avx512_vnni, "avx512_vnni");
+  return table;
+}
+
+const KernelTable &avx512_vnni_ymm_kernels() {
+  static const KernelTable table =
+      with_quant_products<Avx512VnniYmm>(avx512_kernels(), Isa::avx512_vnni_ymm, "avx512_vnni_ymm");
   return table;
 }
 
