@@ -56,8 +56,8 @@ const char *mote_version(void);
 /* Returns a static, human-readable name for a status ("arena too small"). */
 const char *mote_status_name(mote_status status);
 
-/* The instruction set the kernels use on this CPU ("avx512_amx", "avx512_vnni", "avx512",
-   "avx2_vnni", "avx2", "neon", "mve", "scalar"): the fastest this CPU runs, or the one the
+/* The instruction set the kernels use on this CPU ("avx512_amx", "avx512_vnni",
+   "avx512_vnni_ymm", "avx512", "avx2_vnni", "avx2", "neon", "mve", "scalar"): the fastest this CPU runs, or the one the
    environment variable MOTE_ISA names when this CPU runs it (read once, at the first use). */
 const char *mote_isa_name(void);
 
