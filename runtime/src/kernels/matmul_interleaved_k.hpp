@@ -234,7 +234,7 @@ struct KMinGroupOps {
   // high half. q5: the high half's nibbles shifted down (its d is not d / 16), and bits 2j,
   // 2j + 1 of the qh bytes moved to bit 4 in each half by a 16-bit shift of its own (left by
   // 4 - s, right by s - 4).
-  static constexpr size_t kPairedTokens = kVnniDots && kPairsInZmm<Arch, W> ? 2 : 0;
+  static constexpr size_t kPairedTokens = kVnniDots && std::is_same_v<W, Rows8<Arch>> ? 2 : 0;
   template <size_t K>
   static void super_block_paired(Floats *acc, Floats *acc_mins, const Group &g, const Q8Activations &x,
                                  const size_t *xb0) {
@@ -340,11 +340,11 @@ struct KGroupOps<Arch, BlockQ6_Kx8, W> {
   // Decoding in sub-block pairs (zmm_halves): sub-blocks j and j + 2 of a half share their ql
   // bytes (low and high nibbles) and qh quads (bits 2j, 2j + 1 and 2j + 4, 2j + 5); their sums
   // are all made before the float steps, which go in sub-block order.
-  static constexpr size_t kPairedTokens = kPairsInZmm<Arch, W> ? 2 : 0;
+  static constexpr size_t kPairedTokens = std::is_same_v<W, Rows8<Arch>> ? 2 : 0;
   // A matmul of up to this many tokens (a check of a full draft and more) runs paired steps, a
   // tile of 3-4 tokens two per super-block (the second from L1): 16 rows and 4 tokens of per-16
   // sums in a Rows16 tile spill (bench/README.md, 2026-12-07 "a check's real cost").
-  static constexpr size_t kPairedCheckTokens = kPairsInZmm<Arch, W> ? 16 : 0;
+  static constexpr size_t kPairedCheckTokens = 16;
   template <size_t K>
   static void super_block_paired(Floats *acc, Floats *, const BlockQ6_Kx8 &g, const Q8Activations &x,
                                  const size_t *xb0) {
@@ -426,7 +426,7 @@ struct KGroupOps<Arch, BlockQ3_Kx8, W> {
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__)
   // Decoding in sub-block pairs (zmm_halves): sub-blocks 2j and 2j + 1 share their qs bytes
   // (bits 2s, 2s + 1) and every hmask quad (bit s), and their 6-bit scales sit in one word.
-  static constexpr size_t kPairedTokens = kPairsInZmm<Arch, W> ? 1 : 0;
+  static constexpr size_t kPairedTokens = std::is_same_v<W, Rows8<Arch>> ? 1 : 0;
   template <size_t K>
   static void super_block_paired(Floats *acc_of, Floats *, const BlockQ3_Kx8 &g, const Q8Activations &x,
                                  const size_t *xb0_of) {
@@ -503,7 +503,7 @@ struct KGroupOps<Arch, BlockQ2_Kx8, W> {
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__)
   // Decoding in sub-block pairs (zmm_halves): sub-blocks 2j and 2j + 1 share their qs bytes
   // (bits 2s, 2s + 1), and their scale | min bytes are bytes 0-1 and 2-3 of one word.
-  static constexpr size_t kPairedTokens = kPairsInZmm<Arch, W> ? 1 : 0;
+  static constexpr size_t kPairedTokens = std::is_same_v<W, Rows8<Arch>> ? 1 : 0;
   template <size_t K>
   static void super_block_paired(Floats *acc_of, Floats *acc_min_of, const BlockQ2_Kx8 &g, const Q8Activations &x,
                                  const size_t *xb0_of) {
@@ -620,9 +620,11 @@ inline void k_group_tile(float *out, size_t out_stride, const Group *group, size
     for (size_t t = 0; t < K; ++t) xb0[t] = ((token0 + t) * n_super + sb) * kSubBlocks;
     using Ops = KGroupOps<Arch, Group, W>;
     constexpr size_t P = PairedTokens<Ops>::value;
-    if constexpr (K <= P) {
+    // A table that decodes in ymm (DecodesInYmm) runs pairs only in tiles of 3 or more tokens.
+    constexpr size_t kFirstPaired = DecodesInYmm<Arch>::value ? 3 : 1;
+    if constexpr (K >= kFirstPaired && K <= P) {
       Ops::template super_block_paired<K>(acc, mins, group[sb], x, xb0);
-    } else if constexpr (K <= 2 * P && K <= PairedCheckTokens<Ops>::value) {
+    } else if constexpr (K >= kFirstPaired && K <= 2 * P && K <= PairedCheckTokens<Ops>::value) {
       // The first P tokens, then the rest over the same super-block (in L1 by then).
       Ops::template super_block_paired<P>(acc, mins, group[sb], x, xb0);
       Ops::template super_block_paired<K - P>(acc + P, mins + P, group[sb], x, xb0 + P);

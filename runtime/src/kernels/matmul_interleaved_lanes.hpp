@@ -16,10 +16,11 @@
 namespace mote::kernels::simd {
 
 // Whether a table decodes (one token) the K types one sub-block per ymm (Rows8) rather than two
-// per zmm (super_block_paired): its quantized kernels' tag says so with `kDecodeInYmm = true`.
-// For CPUs whose 512-bit operations run as two 256-bit halves (AMD Zen 4: the avx512_vnni_ymm
-// table, kernels_avx512_vnni.cpp), where a zmm's shuffles cost two of a ymm's and the pairs
-// decode slower. The 32-value types keep BlockPairs there: faster in L2 in ymm (1.26-1.44x) but
+// per zmm (super_block_paired), and so checks of 2 tokens (its quantized kernels' tag says so
+// with `kDecodeInYmm = true`); q6_kx8's checks of 3-16 tokens keep their paired steps. For CPUs
+// whose 512-bit operations run as two 256-bit halves (AMD Zen 4: the avx512_vnni_ymm table,
+// kernels_avx512_vnni.cpp), where a zmm's shuffles cost two of a ymm's and the pairs decode
+// slower. The 32-value types keep BlockPairs there: faster in L2 in ymm (1.26-1.44x) but
 // no faster in a model's decode (SmolLM2 Q4_1 256.8, 260.3 -> 248.0, 236.2 tok/s; bench/README.md
 // "a Zen 4 host").
 template <class Arch, class = void>
