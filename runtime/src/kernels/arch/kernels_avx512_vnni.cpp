@@ -16,8 +16,8 @@ namespace mote::kernels {
 
 namespace {
 struct Avx512Vnni {};  // this TU's own instantiations of the quantized kernels
-// avx512_vnni_ymm's: the same products, the K types decoding one sub-block per ymm (Rows8)
-// instead of two per zmm (matmul_interleaved_lanes.hpp's DecodesInYmm); the same bits.
+// avx512_vnni_ymm's K x8 products: decoding one sub-block per ymm (Rows8) instead of two per zmm
+// (matmul_interleaved_lanes.hpp's DecodesInYmm); the same bits. Its other kernels are avx512_vnni's.
 struct Avx512VnniYmm {
   static constexpr bool kDecodeInYmm = true;
 };
@@ -29,8 +29,17 @@ const KernelTable &avx512_vnni_kernels() {
 }
 
 const KernelTable &avx512_vnni_ymm_kernels() {
-  static const KernelTable table =
-      with_quant_products<Avx512VnniYmm>(avx512_kernels(), Isa::avx512_vnni_ymm, "avx512_vnni_ymm");
+  static const KernelTable table = [] {
+    KernelTable ymm = avx512_vnni_kernels();
+    ymm.isa = Isa::avx512_vnni_ymm;
+    ymm.isa_name = "avx512_vnni_ymm";
+    ymm.matmul_q4_kx8 = &simd::matmul_q4_kx8<Avx512VnniYmm>;
+    ymm.matmul_q5_kx8 = &simd::matmul_q5_kx8<Avx512VnniYmm>;
+    ymm.matmul_q6_kx8 = &simd::matmul_q6_kx8<Avx512VnniYmm>;
+    ymm.matmul_q3_kx8 = &simd::matmul_q3_kx8<Avx512VnniYmm>;
+    ymm.matmul_q2_kx8 = &simd::matmul_q2_kx8<Avx512VnniYmm>;
+    return ymm;
+  }();
   return table;
 }
 
