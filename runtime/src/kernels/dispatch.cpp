@@ -32,9 +32,9 @@ constexpr KernelTable kScalarTable = {
 struct X86Features {
   bool avx2 = false;
   bool avx512 = false;
-  bool avx2_vnni = false;    // AVX-VNNI (VEX vpdpbusd)
-  bool avx512_vnni = false;  // AVX-512 VNNI (EVEX vpdpbusd, its 256-bit form through VL)
-  bool avx512_amx = false;   // and AMX-TILE, AMX-INT8 with the tile state granted by the OS
+  bool avx2_vnni = false;      // AVX-VNNI (VEX vpdpbusd)
+  bool avx512_vnni = false;    // AVX-512 VNNI (EVEX vpdpbusd, its 256-bit form through VL)
+  bool avx512_amx = false;     // and AMX-TILE, AMX-INT8 with the tile state granted by the OS
   bool zmm_in_halves = false;  // 512-bit operations run as two 256-bit halves (AMD Zen 4)
 };
 

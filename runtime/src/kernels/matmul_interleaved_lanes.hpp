@@ -53,7 +53,8 @@ inline void prefetch_ahead(const void *groups, size_t next, size_t at) {
     // Unrolled in full (GCC stops at 16 lines on its own): a K x8 block's 18-27 lines were a
     // 4-instruction loop per line, a taken branch each (q6_kx8: 104 of 832 decode instructions).
 #pragma GCC unroll 32
-    for (size_t line = 0; line < kBytes; line += 64) __builtin_prefetch(base + g * next + line, 0, kWeightPrefetchLocality);
+    for (size_t line = 0; line < kBytes; line += 64)
+      __builtin_prefetch(base + g * next + line, 0, kWeightPrefetchLocality);
   }
 }
 

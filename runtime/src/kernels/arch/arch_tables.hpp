@@ -19,7 +19,7 @@ const KernelTable &avx512_kernels();
 const KernelTable &avx2_vnni_kernels();  // kernels_avx2_vnni.cpp: avx2's table, VNNI products
 #endif
 #if defined(MOTE_HAVE_AVX512_VNNI)
-const KernelTable &avx512_vnni_kernels();  // kernels_avx512_vnni.cpp: avx512's, VNNI products
+const KernelTable &avx512_vnni_kernels();      // kernels_avx512_vnni.cpp: avx512's, VNNI products
 const KernelTable &avx512_vnni_ymm_kernels();  // the same, K decode in ymm (512-bit halves)
 #endif
 #if defined(MOTE_HAVE_AVX512_AMX)
