@@ -19,7 +19,6 @@ constexpr int log2_exact(int n) { return n <= 1 ? 0 : 1 + log2_exact(n / 2); }
 // read once into both halves (a 256-bit broadcast load) and unpacked by per-half shifts and masks,
 // so each unpack and dot serves two sub-blocks over one weight stream. The exact int32 sums then
 // take their float steps on the 8 rows in sub-block order: Rows8's bits.
-
 inline __m512i zmm_halves(__m256i low, __m256i high) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
 }

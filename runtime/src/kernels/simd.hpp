@@ -25,14 +25,13 @@
 
 namespace mote::kernels::simd {
 
-// Where the x8 layouts' weight prefetch (prefetch_ahead) puts its lines (__builtin_prefetch's
-// locality: 2 is prefetcht1 on x86, into L2; 3 is prefetcht0, into L1 as well). On x86 into L2:
-// with prefetcht0 a decoding core read its weights at under half of DRAM's rate. AMD Zen 4, one thread, prefetcht0 ->
-// prefetcht1 8 KB ahead: bench_matvec 151936x1536 (weights from DRAM) q6_kx8 11.0 -> 23.0 GB/s, q8_0x8 12.9 -> 24.2,
-// q4_0x8 15.7 -> 25.9, q4_kx8 24.0 -> 23.8; Qwen2.5-Coder-1.5B decode 15.7-15.9 -> 23.0-23.7 tok/s (bench/README.md
-// log, 2026-12-07 "the weight prefetch into L2"); on Zen 5 a try at 1-4 tokens measured no difference (log 2026-12-06
-// "verify-pass batches"). ARM keeps L1 (not measured there), and so do the plain layouts' row tiles (matmul_quant.hpp:
-// there L2 took plain q4_k from 13.5 to 7 GB/s on Zen 4).
+// Where the x8 layouts' weight prefetch (prefetch_ahead) puts its lines: __builtin_prefetch's
+// locality 2 is prefetcht1 on x86 (into L2), 3 is prefetcht0 (into L1 too). x86 takes L2: with
+// prefetcht0 an AMD Zen 4 core read q6_kx8 from DRAM at 11 GB/s (bench_matvec 151936x1536), with
+// prefetcht1 at 23, and the 1.5B decoded at 15.7-15.9 -> 23.0-23.7 tok/s (bench/README.md log,
+// 2026-12-07 "a Zen 4 host"); on Zen 5 an earlier try measured no difference. ARM keeps L1 (not
+// measured), and so do the plain layouts' row tiles (matmul_quant.hpp: with L2, Zen 4's plain
+// q4_k fell from 13.5 to 7 GB/s).
 #if defined(__x86_64__) || defined(__i386__)
 constexpr int kWeightPrefetchLocality = 2;
 #else
