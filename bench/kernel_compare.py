@@ -5,7 +5,7 @@ For every weight type and shape, runs ggml's product (bench/peers/ggml_matvec.cp
 bench/peers/build_llama_cpp.sh against llama.cpp's ggml: the weights in ggml's plain layout and,
 where ggml has an interleaved kernel for the type on this CPU, in the CPU_REPACK layout
 llama.cpp loads them into) and mote's bench_matvec on each kernel table this CPU has
-(MOTE_ISA's tables: avx2, avx2_vnni, avx512, avx512_vnni), interleaved: one repetition of
+(MOTE_ISA's tables: avx2, avx2_vnni, avx512, avx512_vnni, avx512_vnni_ymm), interleaved: one repetition of
 every side, then the next. Medians over --reps. Prints a markdown table: weight GB/s (weight
 bytes / time) per side, mote / ggml per table and for the best table. ggml's reference is its
 faster layout. Both sides quantize the input vector inside each product and reread the same
@@ -42,7 +42,7 @@ MOTE_LAYOUT = {
 # Qwen2.5-1.5B: attention (q and o), FFN up/gate, FFN down, classifier; rows x cols.
 SHAPES = ["1536x1536", "8960x1536", "1536x8960", "151936x1536"]
 # mote's x86 tables in the order to print them (others bench_matvec lists follow).
-TABLES = ["avx2", "avx2_vnni", "avx512", "avx512_vnni"]
+TABLES = ["avx2", "avx2_vnni", "avx512", "avx512_vnni", "avx512_vnni_ymm"]
 
 
 def log(msg):
