@@ -41,7 +41,7 @@ inline typename W::Ints row_dots(const typename W::Ints *u, const int8_t *x) {
   // vpdpbusd's latency, and a second would cost a zeroing and an add per sub-block.
   Ints sum = W::zero();
 #pragma GCC unroll 8
-  for (size_t k = 0; k < N; ++k) sum = W::dot_add(sum, u[k], W::quad(xs, k));
+  for (size_t k = 0; k < N; ++k) sum = W::dot_add_quad(sum, u[k], xs, k);
   return sum;
 #else
   // vpmaddubsw pair sums (<= 2 * kMaxCode * 127) added in int16 as far as they cannot overflow.
@@ -215,8 +215,8 @@ struct KMinGroupOps {
 #pragma GCC unroll 8
       for (size_t t = 0; t < K; ++t) {
         const int8_t *xq = x.q + (xb0[t] + 2 * j) * kQuantBlock;
-        sums[0][t] = W::dot_add(sums[0][t], low, W::quad(W::quads(xq), k));
-        sums[1][t] = W::dot_add(sums[1][t], high, W::quad(W::quads(xq + kQuantBlock), k));
+        sums[0][t] = W::dot_add_quad(sums[0][t], low, W::quads(xq), k);
+        sums[1][t] = W::dot_add_quad(sums[1][t], high, W::quads(xq + kQuantBlock), k);
       }
     }
 #pragma GCC unroll 2
@@ -620,11 +620,12 @@ inline void k_group_tile(float *out, size_t out_stride, const Group *group, size
     for (size_t t = 0; t < K; ++t) xb0[t] = ((token0 + t) * n_super + sb) * kSubBlocks;
     using Ops = KGroupOps<Arch, Group, W>;
     constexpr size_t P = PairedTokens<Ops>::value;
-    // A table that decodes in ymm (DecodesInYmm) runs pairs only in tiles of 3 or more tokens.
-    constexpr size_t kFirstPaired = DecodesInYmm<Arch>::value ? 3 : 1;
-    if constexpr (K >= kFirstPaired && K <= P) {
+    // A table that decodes in ymm (DecodesInYmm: Zen 4) runs no paired steps: its one-group tiles
+    // are Rows8 steps for any number of tokens (q6_kx8's checks too: 1.15x the paired steps there).
+    constexpr bool kPairs = !DecodesInYmm<Arch>::value;
+    if constexpr (kPairs && K <= P) {
       Ops::template super_block_paired<K>(acc, mins, group[sb], x, xb0);
-    } else if constexpr (K >= kFirstPaired && K <= 2 * P && K <= PairedCheckTokens<Ops>::value) {
+    } else if constexpr (kPairs && K <= 2 * P && K <= PairedCheckTokens<Ops>::value) {
       // The first P tokens, then the rest over the same super-block (in L1 by then).
       Ops::template super_block_paired<P>(acc, mins, group[sb], x, xb0);
       Ops::template super_block_paired<K - P>(acc + P, mins + P, group[sb], x, xb0 + P);

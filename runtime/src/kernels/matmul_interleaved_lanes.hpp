@@ -82,6 +82,22 @@ inline int32_t quad_word(const int8_t *q) {
   return quad;
 }
 
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+// acc + the 4-byte dots of u with the activation quad at q in every 32-bit lane: vpdpbusd taking
+// the quad by a broadcast load of its own ({1to8}, {1to16}). GCC emits _mm*_set1_epi32 feeding
+// vpdpbusd as a separate vpbroadcastd, one more instruction per dot: folded, the K kernels run
+// 1.10-1.14x as fast in L2 on Zen 4 (bench/README.md, 2026-12-07 "embedded broadcast").
+typedef int32_t __attribute__((may_alias)) AliasedWord;
+inline __m256i dot_add_broadcast(__m256i acc, __m256i u, const int8_t *q) {
+  asm("vpdpbusd %2%{1to8%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const AliasedWord *>(q)));
+  return acc;
+}
+inline __m512i dot_add_broadcast(__m512i acc, __m512i u, const int8_t *q) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const AliasedWord *>(q)));
+  return acc;
+}
+#endif
+
 // The registers a tile works in. Rows8: one group block's 8 rows, one per 32-bit lane of a ymm.
 // Each helper takes the group block and `next`, the bytes from it to the same block of the next
 // group, which Rows16 (below) reads too.
@@ -126,6 +142,14 @@ struct Rows8 {
   static Ints pair_sums(Ints u, Ints x) { return _mm256_maddubs_epi16(u, x); }
   static Ints widen(Ints pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
   static Ints dot_add(Ints acc, Ints u, Ints x) { return QuantIsa<Arch>::dot_add(acc, u, x); }
+  // dot_add with quad k of q.
+  static Ints dot_add_quad(Ints acc, Ints u, Quads q, size_t k) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return dot_add_broadcast(acc, u, q + 4 * k);
+#else
+    return dot_add(acc, u, quad(q, k));
+#endif
+  }
   static Ints magnitude(Ints w) { return _mm256_abs_epi8(w); }
   static Ints with_sign_of(Ints x, Ints w) { return _mm256_sign_epi8(x, w); }
   // A 16-byte table in every 128-bit lane, and each byte's entry at its index (0..15) in it.
@@ -216,6 +240,13 @@ struct Rows16 {
   static Ints add16(Ints a, Ints b) { return _mm512_add_epi16(a, b); }
   static Ints pair_sums(Ints u, Ints x) { return _mm512_maddubs_epi16(u, x); }
   static Ints widen(Ints pairs) { return _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)); }
+  static Ints dot_add_quad(Ints acc, Ints u, Quads q, size_t k) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return dot_add_broadcast(acc, u, q + 4 * k);
+#else
+    return dot_add(acc, u, quad(q, k));
+#endif
+  }
   static Ints dot_add(Ints acc, Ints u, Ints x) {
 #if defined(__AVX512VNNI__)
     return _mm512_dpbusd_epi32(acc, u, x);
@@ -281,6 +312,9 @@ struct BlockPairs : Rows16<Arch> {
   static Ints quad(Quads pair, size_t k) {
     const int a = static_cast<int>(k), b = static_cast<int>(8 + k);
     return _mm512_permutexvar_epi32(_mm512_setr_epi32(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b), pair);
+  }
+  static Ints dot_add_quad(Ints acc, Ints u, Quads pair, size_t k) {
+    return Rows16<Arch>::dot_add(acc, u, quad(pair, k));
   }
   static Ints token_words(const int32_t *sum, int32_t factor) {
     return _mm512_inserti64x4(_mm512_set1_epi32(factor * sum[0]), _mm256_set1_epi32(factor * sum[1]), 1);
