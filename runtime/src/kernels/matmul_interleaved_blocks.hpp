@@ -55,8 +55,8 @@ struct Nibbles {
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
     // Four independent chains of two vpdpbusd: one chain of eight would wait on its latency.
     Ints sums[4];
-    for (size_t k = 0; k < 4; ++k) sums[k] = W::dot_add_quad(W::zero(), low[k], xs, k);
-    for (size_t k = 0; k < 4; ++k) sums[k] = W::dot_add_quad(sums[k], high[k], xs, 4 + k);
+    for (size_t k = 0; k < 4; ++k) sums[k] = dot_add_quad<W>(W::zero(), low[k], xs, k);
+    for (size_t k = 0; k < 4; ++k) sums[k] = dot_add_quad<W>(sums[k], high[k], xs, 4 + k);
     return W::add32(W::add32(sums[0], sums[1]), W::add32(sums[2], sums[3]));
 #else
     // vpmaddubsw pair sums added in int16, then widened: eight steps of 4-bit values fit
@@ -145,7 +145,7 @@ struct SignedWeights {
     const typename W::Quads xs = W::quads(x.q);
     for (size_t k = 0; k < 8; ++k) {
       if constexpr (kOffsetWeights) {
-        chains[k % 4] = W::dot_add_quad(chains[k % 4], w.q[k], xs, k);
+        chains[k % 4] = dot_add_quad<W>(chains[k % 4], w.q[k], xs, k);
       } else {
         chains[k % 4] = W::dot_add(chains[k % 4], W::magnitude(w.q[k]), W::with_sign_of(W::quad(xs, k), w.q[k]));
       }

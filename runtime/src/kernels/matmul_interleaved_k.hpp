@@ -41,7 +41,7 @@ inline typename W::Ints row_dots(const typename W::Ints *u, const int8_t *x) {
   // vpdpbusd's latency, and a second would cost a zeroing and an add per sub-block.
   Ints sum = W::zero();
 #pragma GCC unroll 8
-  for (size_t k = 0; k < N; ++k) sum = W::dot_add_quad(sum, u[k], xs, k);
+  for (size_t k = 0; k < N; ++k) sum = dot_add_quad<W>(sum, u[k], xs, k);
   return sum;
 #else
   // vpmaddubsw pair sums (<= 2 * kMaxCode * 127) added in int16 as far as they cannot overflow.
@@ -215,8 +215,8 @@ struct KMinGroupOps {
 #pragma GCC unroll 8
       for (size_t t = 0; t < K; ++t) {
         const int8_t *xq = x.q + (xb0[t] + 2 * j) * kQuantBlock;
-        sums[0][t] = W::dot_add_quad(sums[0][t], low, W::quads(xq), k);
-        sums[1][t] = W::dot_add_quad(sums[1][t], high, W::quads(xq + kQuantBlock), k);
+        sums[0][t] = dot_add_quad<W>(sums[0][t], low, W::quads(xq), k);
+        sums[1][t] = dot_add_quad<W>(sums[1][t], high, W::quads(xq + kQuantBlock), k);
       }
     }
 #pragma GCC unroll 2

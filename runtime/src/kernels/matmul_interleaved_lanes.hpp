@@ -115,6 +115,7 @@ struct Rows8 {
   static Ints bytes(int c) { return _mm256_set1_epi8(static_cast<char>(c)); }
   // An activation block's quads: quad k (bytes 4k .. 4k + 3) in every lane, read as used.
   using Quads = const int8_t *;
+  static constexpr bool kQuadsInMemory = true;  // quad() reads the block (dot_add_quad)
   static Quads quads(const int8_t *q) { return q; }
   static Ints quad(Quads q, size_t k) { return _mm256_set1_epi32(quad_word(q + 4 * k)); }
   static Ints words(int32_t c) { return _mm256_set1_epi32(c); }
@@ -142,14 +143,6 @@ struct Rows8 {
   static Ints pair_sums(Ints u, Ints x) { return _mm256_maddubs_epi16(u, x); }
   static Ints widen(Ints pairs) { return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)); }
   static Ints dot_add(Ints acc, Ints u, Ints x) { return QuantIsa<Arch>::dot_add(acc, u, x); }
-  // dot_add with quad k of q.
-  static Ints dot_add_quad(Ints acc, Ints u, Quads q, size_t k) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return dot_add_broadcast(acc, u, q + 4 * k);
-#else
-    return dot_add(acc, u, quad(q, k));
-#endif
-  }
   static Ints magnitude(Ints w) { return _mm256_abs_epi8(w); }
   static Ints with_sign_of(Ints x, Ints w) { return _mm256_sign_epi8(x, w); }
   // A 16-byte table in every 128-bit lane, and each byte's entry at its index (0..15) in it.
@@ -218,6 +211,7 @@ struct Rows16 {
   }
   static Ints bytes(int c) { return _mm512_set1_epi8(static_cast<char>(c)); }
   using Quads = const int8_t *;
+  static constexpr bool kQuadsInMemory = true;  // quad() reads the block (dot_add_quad)
   static Quads quads(const int8_t *q) { return q; }
   static Ints quad(Quads q, size_t k) { return _mm512_set1_epi32(quad_word(q + 4 * k)); }
   static Ints words(int32_t c) { return _mm512_set1_epi32(c); }
@@ -240,13 +234,6 @@ struct Rows16 {
   static Ints add16(Ints a, Ints b) { return _mm512_add_epi16(a, b); }
   static Ints pair_sums(Ints u, Ints x) { return _mm512_maddubs_epi16(u, x); }
   static Ints widen(Ints pairs) { return _mm512_madd_epi16(pairs, _mm512_set1_epi16(1)); }
-  static Ints dot_add_quad(Ints acc, Ints u, Quads q, size_t k) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return dot_add_broadcast(acc, u, q + 4 * k);
-#else
-    return dot_add(acc, u, quad(q, k));
-#endif
-  }
   static Ints dot_add(Ints acc, Ints u, Ints x) {
 #if defined(__AVX512VNNI__)
     return _mm512_dpbusd_epi32(acc, u, x);
@@ -308,13 +295,11 @@ struct BlockPairs : Rows16<Arch> {
   // Activation blocks b and b + 1 (64 bytes) in one register, read once; quad k of each fills
   // its half (dword k and 8 + k, one vpermd).
   using Quads = __m512i;
+  static constexpr bool kQuadsInMemory = false;  // quad() spreads a register (dot_add_quad)
   static Quads quads(const int8_t *q) { return _mm512_loadu_si512(q); }
   static Ints quad(Quads pair, size_t k) {
     const int a = static_cast<int>(k), b = static_cast<int>(8 + k);
     return _mm512_permutexvar_epi32(_mm512_setr_epi32(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b), pair);
-  }
-  static Ints dot_add_quad(Ints acc, Ints u, Quads pair, size_t k) {
-    return Rows16<Arch>::dot_add(acc, u, quad(pair, k));
   }
   static Ints token_words(const int32_t *sum, int32_t factor) {
     return _mm512_inserti64x4(_mm512_set1_epi32(factor * sum[0]), _mm256_set1_epi32(factor * sum[1]), 1);
@@ -334,6 +319,16 @@ struct BlockPairs : Rows16<Arch> {
   static void store(float *out, Acc v) { _mm256_storeu_ps(out, v); }
 };
 #endif
+
+// W::dot_add with quad k of an activation block. Where quads are read from the block as used
+// (Rows8, Rows16) and AVX-512 VNNI is there, the quad's broadcast is the dot's own load.
+template <class W>
+inline typename W::Ints dot_add_quad(typename W::Ints acc, typename W::Ints u, typename W::Quads q, size_t k) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  if constexpr (W::kQuadsInMemory) return dot_add_broadcast(acc, u, q + 4 * k);
+#endif
+  return W::dot_add(acc, u, W::quad(q, k));
+}
 
 template <class W>
 inline typename W::Sums zero_sums() {
