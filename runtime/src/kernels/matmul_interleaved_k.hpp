@@ -80,13 +80,21 @@ inline typename W::Floats add_halves(typename W::Floats acc, typename W::Ints h0
   return W::fma(W::to_float(sums), W::mul(d, W::splat(x.scale[xb])), acc);
 }
 
-// The start of a 16-value half's dots: -kOffset times the half's activation sum, the codes'
-// offset taken off before the codes go in as stored (one broadcast where a subtraction and a
-// shift after the dots took two more instructions: q6_kx8 4-token tiles 1.06x on Zen 4).
-template <class W, int kOffset>
-inline typename W::Ints offset_start(const Q8Activations &x, size_t half_index) {
-  if constexpr (kOffset == 0) return W::zero();
-  return W::words(-kOffset * x.half_sum[half_index]);
+// The dots of a 16-value half's codes (the first 4 quads at codes, activation bytes at xq) less
+// kOffset times the half's activation sum. With int32 dots the chain starts at -kOffset x the sum
+// (a broadcast for a shift and a subtraction after: q6_kx8 4-token tiles 1.06x on Zen 4); the int16
+// pair sums measured 0.95-0.99x with that start, so they keep the subtraction.
+template <class W, int kOffset, int kMaxCode>
+inline typename W::Ints half_dots(const typename W::Ints *codes, const int8_t *xq, const Q8Activations &x,
+                                  size_t half_index) {
+  if constexpr (kOffset == 0) {
+    return row_dots<W, kMaxCode, 4>(codes, xq, W::zero());
+  } else if constexpr (kVnniDots) {
+    return row_dots<W, kMaxCode, 4>(codes, xq, W::words(-kOffset * x.half_sum[half_index]));
+  } else {
+    const typename W::Ints offsets = W::shift_left32(W::words(x.half_sum[half_index]), log2_exact(kOffset));
+    return W::sub32(row_dots<W, kMaxCode, 4>(codes, xq, W::zero()), offsets);
+  }
 }
 
 // Sub-block s of a type scaled per 16 values (q6_k, q3_k, q2_k) for K tokens: per row
@@ -101,8 +109,8 @@ inline void fold_sixteen(typename W::Floats *acc, const typename W::Ints *codes,
   for (size_t t = 0; t < K; ++t) {
     const size_t xb = xb0[t] + s;
     const int8_t *xq = x.q + xb * kQuantBlock;
-    const Ints h0 = row_dots<W, kMaxCode, 4>(codes, xq, offset_start<W, kOffset>(x, 2 * xb));
-    const Ints h1 = row_dots<W, kMaxCode, 4>(codes + 4, xq + 16, offset_start<W, kOffset>(x, 2 * xb + 1));
+    const Ints h0 = half_dots<W, kOffset, kMaxCode>(codes, xq, x, 2 * xb);
+    const Ints h1 = half_dots<W, kOffset, kMaxCode>(codes + 4, xq + 16, x, 2 * xb + 1);
     acc[t] = add_halves<W>(acc[t], h0, h1, sc0, sc1, d, x, xb);
   }
 }
