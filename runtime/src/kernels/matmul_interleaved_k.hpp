@@ -87,6 +87,7 @@ inline typename W::Floats add_halves(typename W::Floats acc, typename W::Ints h0
 template <class W, int kOffset, int kMaxCode>
 inline typename W::Ints half_dots(const typename W::Ints *codes, const int8_t *xq, const Q8Activations &x,
                                   size_t half_index) {
+  static_assert((kOffset & (kOffset - 1)) == 0, "the offset is a power of two");
   if constexpr (kOffset == 0) {
     return row_dots<W, kMaxCode, 4>(codes, xq, W::zero());
   } else if constexpr (kVnniDots) {
