@@ -34,15 +34,26 @@ struct DecodesInYmm<Arch, std::void_t<decltype(Arch::kDecodeInYmm)>> : std::bool
 // spends longer on each block (bench/README.md log, 2026-12-06, issue 37.1).
 constexpr size_t kPrefetchBytes = 8192;
 
-// The weights stream from memory once per pass: ask for the bytes kPrefetchBytes past byte `at`
+// A decoding tile on the ymm table (DecodesInYmm: AMD Zen 4) asks for its lines a second time,
+// this far ahead, where a model's decode left the far requests late (perf: a fifth of q4_kx8's
+// decode samples on the far prefetch instructions, a sixth on its loads; why the avx512_vnni table
+// suffers less is not known). Qwen2.5-Coder-1.5B decode at 1 thread +14% (pairs 1.03-1.16x), 2
+// threads +6%, SmolLM2 +1-2%; 2048 ahead +7%, 1024 +2%, 6144 as 4096; the matrix's first lines
+// asked for up front instead, +7% alone and less with this; on the avx512_vnni table no gain
+// (bench/README.md, 2026-12-07 "a second prefetch"). In L2 the extra requests cost the K kernels
+// 10-16% (bench_matvec 1536x1536): a decode from DRAM is what pays for them, and a check (2+
+// tokens) spends long enough on each block without them.
+constexpr size_t kCatchUpPrefetchBytes = 4096;
+
+// The weights stream from memory once per pass: ask for the bytes kDistance past byte `at`
 // of each of the W::kGroups groups a tile reads side by side (`next` bytes apart). Past a
 // group's end they are a later tile's: W::kGroups groups on per group passed, so that two
 // streams read side by side do not fetch each other's bytes. The hardware prefetcher alone left
 // a decoding core waiting on these loads at under half its bandwidth (perf: most samples on the
 // first use of each block).
-template <class W, size_t kBytes>
+template <class W, size_t kBytes, size_t kDistance = kPrefetchBytes>
 inline void prefetch_ahead(const void *groups, size_t next, size_t at) {
-  size_t ahead = at + kPrefetchBytes;
+  size_t ahead = at + kDistance;
   const char *base = static_cast<const char *>(groups);
   if constexpr (W::kGroups > 1) {
     for (; ahead >= next; ahead -= next) base += W::kGroups * next;
