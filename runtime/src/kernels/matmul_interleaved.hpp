@@ -25,7 +25,7 @@ inline void interleaved_step(typename W::Sums *sums, const Block *group, size_t 
                              size_t token0, size_t b) {
   using Ops = InterleavedBlock<Arch, Block, W>;
   const size_t group_bytes = n_blocks * sizeof(Block);
-  prefetch_ahead<W, W::kBlocks * sizeof(Block)>(group, group_bytes, b * sizeof(Block));
+  prefetch_weights<Arch, W, W::kBlocks * sizeof(Block), K>(group, group_bytes, b * sizeof(Block));
   const typename Ops::Prepared w = Ops::prepare(group[b], W::kBlocks == 2 ? sizeof(Block) : group_bytes);
 #pragma GCC unroll 8
   for (size_t t = 0; t < K; ++t) {

@@ -623,9 +623,7 @@ inline void k_group_tile(float *out, size_t out_stride, const Group *group, size
 #pragma GCC unroll 8
   for (size_t t = 0; t < K; ++t) acc[t] = mins[t] = W::fzero();
   for (size_t sb = 0; sb < n_super; ++sb) {
-    prefetch_ahead<W, sizeof(Group)>(group, next, sb * sizeof(Group));
-    if constexpr (K == 1 && DecodesInYmm<Arch>::value)
-      prefetch_ahead<W, sizeof(Group), kCatchUpPrefetchBytes>(group, next, sb * sizeof(Group));
+    prefetch_weights<Arch, W, sizeof(Group), K>(group, next, sb * sizeof(Group));
     size_t xb0[K];
     for (size_t t = 0; t < K; ++t) xb0[t] = ((token0 + t) * n_super + sb) * kSubBlocks;
     using Ops = KGroupOps<Arch, Group, W>;

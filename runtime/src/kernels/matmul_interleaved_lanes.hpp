@@ -28,21 +28,30 @@ struct DecodesInYmm : std::false_type {};
 template <class Arch>
 struct DecodesInYmm<Arch, std::void_t<decltype(Arch::kDecodeInYmm)>> : std::bool_constant<Arch::kDecodeInYmm> {};
 
+// Whether a table's one-token tiles ask for their weights a second time, nearer
+// (kCatchUpPrefetchBytes; `kSecondPrefetch = true` in its kernels' tag: the avx512_vnni_ymm table).
+template <class Arch, class = void>
+struct SecondPrefetch : std::false_type {};
+template <class Arch>
+struct SecondPrefetch<Arch, std::void_t<decltype(Arch::kSecondPrefetch)>> : std::bool_constant<Arch::kSecondPrefetch> {
+};
+
 // How far ahead of its reads a tile asks for weights, in each group it reads (a prefetch never
 // faults, even past a matrix's end). A core streaming from DRAM needs about latency x bandwidth
 // (~100 ns x 33 GB/s, 3.3 KB) in flight; 2048 left it waiting, worst where a batch of 2-8 tokens
 // spends longer on each block (bench/README.md log, 2026-12-06, issue 37.1).
 constexpr size_t kPrefetchBytes = 8192;
 
-// A decoding tile on the ymm table (DecodesInYmm: AMD Zen 4) asks for its lines a second time,
+// A one-token tile on a SecondPrefetch table (AMD Zen 4's) asks for its lines a second time,
 // this far ahead, where a model's decode left the far requests late (perf: a fifth of q4_kx8's
-// decode samples on the far prefetch instructions, a sixth on its loads; why the avx512_vnni table
-// suffers less is not known). Qwen2.5-Coder-1.5B decode at 1 thread +14% (pairs 1.03-1.16x), 2
-// threads +6%, SmolLM2 +1-2%; 2048 ahead +7%, 1024 +2%, 6144 as 4096; the matrix's first lines
-// asked for up front instead, +7% alone and less with this; on the avx512_vnni table no gain
-// (bench/README.md, 2026-12-07 "a second prefetch"). In L2 the extra requests cost the K kernels
-// 10-16% (bench_matvec 1536x1536): a decode from DRAM is what pays for them, and a check (2+
-// tokens) spends long enough on each block without them.
+// decode samples on the far prefetch instructions, a sixth on its loads; why the avx512_vnni
+// table's own instance of the same code suffers less is not known). Zen 4, new / old in pairs:
+// Qwen2.5-Coder-1.5B 1 thread 1.14x (1.03-1.16), 2 threads 1.06x; SmolLM2 Q8_0 1.24x, Q4_0
+// 1.06x, Q4_K_M / Q6_K / Q4_1 1.01-1.02x; 2048 ahead 1.07x, 1024 1.02x, 6144 as 4096; the
+// matrix's first lines asked for up front instead 1.07x alone and less with this; on the
+// avx512_vnni table no gain (bench/README.md, 2026-12-07 "a second prefetch"). In L2 the extra
+// requests cost the K kernels 10-16% (bench_matvec 1536x1536): a decode from DRAM is what pays
+// for them, and a check (2+ tokens) spends long enough on each block without them.
 constexpr size_t kCatchUpPrefetchBytes = 4096;
 
 // The weights stream from memory once per pass: ask for the bytes kDistance past byte `at`
@@ -67,6 +76,15 @@ inline void prefetch_ahead(const void *groups, size_t next, size_t at) {
     for (size_t line = 0; line < kBytes; line += 64)
       __builtin_prefetch(base + g * next + line, 0, kWeightPrefetchLocality);
   }
+}
+
+// A tile's prefetch of kBytes of each group it reads, at byte `at`, for K tokens: kPrefetchBytes
+// ahead, and for one token on a SecondPrefetch table kCatchUpPrefetchBytes ahead too.
+template <class Arch, class W, size_t kBytes, size_t K>
+inline void prefetch_weights(const void *groups, size_t next, size_t at) {
+  prefetch_ahead<W, kBytes>(groups, next, at);
+  if constexpr (K == 1 && SecondPrefetch<Arch>::value)
+    prefetch_ahead<W, kBytes, kCatchUpPrefetchBytes>(groups, next, at);
 }
 
 #if defined(__AVX2__)

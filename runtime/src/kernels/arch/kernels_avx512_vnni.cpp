@@ -16,10 +16,13 @@ namespace mote::kernels {
 
 namespace {
 struct Avx512Vnni {};  // this TU's own instantiations of the quantized kernels
-// avx512_vnni_ymm's K x8 products: decoding one sub-block per ymm (Rows8) instead of two per zmm
-// (matmul_interleaved_lanes.hpp's DecodesInYmm); the same bits. Its other kernels are avx512_vnni's.
+// avx512_vnni_ymm's x8 products: the K types decoding one sub-block per ymm (Rows8) instead of two
+// per zmm, and every x8 layout's one-token tiles asking for their weights twice
+// (matmul_interleaved_lanes.hpp's DecodesInYmm, SecondPrefetch); the same bits. Its other kernels
+// are avx512_vnni's.
 struct Avx512VnniYmm {
   static constexpr bool kDecodeInYmm = true;
+  static constexpr bool kSecondPrefetch = true;
 };
 }  // namespace
 
@@ -38,6 +41,12 @@ const KernelTable &avx512_vnni_ymm_kernels() {
     ymm.matmul_q6_kx8 = &simd::matmul_q6_kx8<Avx512VnniYmm>;
     ymm.matmul_q3_kx8 = &simd::matmul_q3_kx8<Avx512VnniYmm>;
     ymm.matmul_q2_kx8 = &simd::matmul_q2_kx8<Avx512VnniYmm>;
+    ymm.matmul_q8_0x8 = &simd::matmul_q8_0x8<Avx512VnniYmm>;
+    ymm.matmul_q4_0x8 = &simd::matmul_q4_0x8<Avx512VnniYmm>;
+    ymm.matmul_q4_1x8 = &simd::matmul_q4_1x8<Avx512VnniYmm>;
+    ymm.matmul_q5_0x8 = &simd::matmul_q5_0x8<Avx512VnniYmm>;
+    ymm.matmul_q5_1x8 = &simd::matmul_q5_1x8<Avx512VnniYmm>;
+    ymm.matmul_iq4_nlx8 = &simd::matmul_iq4_nlx8<Avx512VnniYmm>;
     return ymm;
   }();
   return table;
